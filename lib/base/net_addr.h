@@ -1,0 +1,35 @@
+// base/net_addr.h: Ethernet and IP address values with parsing and printing.
+//
+//   auto ip = fg::ParseIpv4("198.18.0.1");   // Ipv4Addr{0xC6120001}
+//   auto mac = fg::ParseMac("02:00:00:00:00:01");
+//   std::string s = fg::FormatIpv4(*ip);
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace fg {
+
+struct MacAddr {
+  std::array<uint8_t, 6> bytes{};
+  bool operator==(const MacAddr&) const = default;
+};
+
+struct Ipv4Addr {
+  uint32_t value = 0;  // host byte order
+  bool operator==(const Ipv4Addr&) const = default;
+};
+
+absl::StatusOr<MacAddr> ParseMac(std::string_view text);
+absl::StatusOr<Ipv4Addr> ParseIpv4(std::string_view text);
+std::string FormatMac(const MacAddr& mac);
+std::string FormatIpv4(Ipv4Addr ip);
+
+// True when `ip` lies in 198.18.0.0/15, the benchmarking range of RFC 2544.
+inline bool IsBenchmarkingIpv4(Ipv4Addr ip) { return (ip.value & 0xFFFE0000u) == 0xC6120000u; }
+
+}  // namespace fg

@@ -1,0 +1,50 @@
+// base/units.h: quantities with units, parsed from plan text and printed
+// back with their unit, so no number in a report or a summary is bare.
+//
+// Conventions (docs/plan-reference.md repeats them for users):
+//  - Frame sizes are Ethernet frames including the 4-byte FCS (RFC 2544).
+//  - Bit rates: "Gbps" counts frame bits (L2, FCS included); "Gbps L1" also
+//    counts the 20 bytes of preamble, start delimiter and inter-frame gap per
+//    frame. "50%" is a fraction of the port's line rate, which is an L1 rate.
+//  - Byte sizes: KB/MB/GB are powers of 1000, KiB/MiB/GiB powers of 1024.
+//
+//   auto r = fg::ParseRate("10 Mpps");        // Rate{kPps, 1e7}
+//   auto d = fg::ParseDuration("250ms");      // 250'000'000 ns
+//   std::string s = fg::FormatBitRate(9.95e9); // "9.950 Gbit/s"
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace fg {
+
+// Per-frame overhead on the wire beyond the frame: preamble 7 + SFD 1 + IFG 12.
+inline constexpr uint32_t kEthL1Overhead = 20;
+inline constexpr uint32_t kEthFcsLen = 4;
+
+struct Rate {
+  enum class Kind { kPps, kBpsL2, kBpsL1, kPercentLine };
+  Kind kind = Kind::kPps;
+  double value = 0;  // packets/s, bit/s, or percent (0..100]
+
+  // Packets per second for frames of `frame_size` bytes (FCS included) on a
+  // port whose line rate is `line_bps` (L1).
+  double ToPps(uint32_t frame_size, double line_bps) const;
+};
+
+absl::StatusOr<Rate> ParseRate(std::string_view text);
+// Nanoseconds; accepts ns, us, ms, s, min, h ("1.5 s", "250ms").
+absl::StatusOr<int64_t> ParseDuration(std::string_view text);
+// Bytes; accepts B, KB, MB, GB (x1000) and KiB, MiB, GiB (x1024).
+absl::StatusOr<uint64_t> ParseBytes(std::string_view text);
+
+std::string FormatRate(const Rate& r);
+std::string FormatBitRate(double bps);    // "9.950 Gbit/s"
+std::string FormatPacketRate(double pps); // "1.234 Mpps"
+std::string FormatDuration(int64_t ns);   // "1.500 s", "250.000 ms"
+std::string FormatCount(uint64_t n);      // "1,234,567"
+
+}  // namespace fg

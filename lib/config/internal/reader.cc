@@ -1,0 +1,202 @@
+#include "config/internal/reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+
+namespace fg::config::internal {
+namespace {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1] ? 1 : 0)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+const char* KindName(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return "a scalar";
+    default: return "an undefined node";
+  }
+}
+
+std::string JoinViews(std::initializer_list<std::string_view> items) {
+  std::string out;
+  for (std::string_view v : items) {
+    if (!out.empty()) out += ", ";
+    out += v;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status Node::Error(absl::string_view message) const {
+  const YAML::Mark m = node_.Mark();
+  // yaml-cpp marks are 0-based; a null mark (-1) means "no position".
+  if (m.line < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s: %s", *file_, path_, message));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s:%d:%d: %s: %s", *file_, m.line + 1, m.column + 1, path_, message));
+}
+
+absl::Status Node::ExpectMap() const {
+  if (!node_.IsMap()) return Error(absl::StrFormat("expected a map of fields, found %s", KindName(node_)));
+  return absl::OkStatus();
+}
+
+absl::Status Node::CheckKeys(std::initializer_list<std::string_view> allowed) const {
+  if (auto s = ExpectMap(); !s.ok()) return s;
+  for (const auto& kv : node_) {
+    std::string key = kv.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string hint;
+    size_t best = 3;
+    for (std::string_view a : allowed) {
+      size_t d = EditDistance(key, a);
+      if (d < best) {
+        best = d;
+        hint = " (did you mean '" + std::string(a) + "'?)";
+      }
+    }
+    std::string field = path_.empty() ? key : path_ + "." + key;
+    return Child(kv.first, field)
+        .Error(absl::StrFormat("unknown field '%s'%s; allowed here: %s", key, hint,
+                               JoinViews(allowed)));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<Node> Node::Optional(std::string_view key) const {
+  if (!node_.IsMap()) return std::nullopt;
+  for (const auto& kv : node_) {
+    if (kv.first.Scalar() == key) {
+      std::string field = path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+      return Child(kv.second, field);
+    }
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<Node> Node::Required(std::string_view key) const {
+  if (auto s = ExpectMap(); !s.ok()) return s;
+  if (auto n = Optional(key)) return *n;
+  std::string field = path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  return Error(absl::StrFormat("missing required field '%s'", field));
+}
+
+absl::StatusOr<std::vector<Node>> Node::Items() const {
+  if (!node_.IsSequence()) return Error(absl::StrFormat("expected a list, found %s", KindName(node_)));
+  std::vector<Node> out;
+  for (size_t i = 0; i < node_.size(); ++i) {
+    out.push_back(Child(node_[i], absl::StrFormat("%s[%d]", path_, i)));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Node::Scalar(std::string_view expected) const {
+  if (!node_.IsScalar()) return Error(absl::StrFormat("expected %s, found %s", expected, KindName(node_)));
+  return node_.Scalar();
+}
+
+absl::StatusOr<std::string> Node::String() const { return Scalar("a string"); }
+
+absl::StatusOr<int64_t> Node::Int(int64_t min, int64_t max) const {
+  auto text = Scalar("an integer");
+  if (!text.ok()) return text.status();
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(*text, &v)) {
+    return Error(absl::StrFormat("'%s' is not an integer; expected an integer in [%d, %d]", *text, min, max));
+  }
+  if (v < min || v > max) {
+    return Error(absl::StrFormat("%d is out of range; expected an integer in [%d, %d]", v, min, max));
+  }
+  return v;
+}
+
+absl::StatusOr<bool> Node::Bool() const {
+  auto text = Scalar("true or false");
+  if (!text.ok()) return text.status();
+  if (*text == "true") return true;
+  if (*text == "false") return false;
+  return Error(absl::StrFormat("'%s' is not a boolean; expected true or false", *text));
+}
+
+absl::StatusOr<Rate> Node::RateValue() const {
+  auto text = Scalar("a rate");
+  if (!text.ok()) return text.status();
+  auto r = ParseRate(*text);
+  if (!r.ok()) return Error(r.status().message());
+  return r;
+}
+
+absl::StatusOr<int64_t> Node::Duration() const {
+  auto text = Scalar("a duration");
+  if (!text.ok()) return text.status();
+  auto d = ParseDuration(*text);
+  if (!d.ok()) return Error(d.status().message());
+  return d;
+}
+
+absl::StatusOr<uint64_t> Node::Bytes(uint64_t min, uint64_t max) const {
+  auto text = Scalar("a size in bytes");
+  if (!text.ok()) return text.status();
+  auto b = ParseBytes(*text);
+  if (!b.ok()) return Error(b.status().message());
+  if (*b < min || *b > max) {
+    return Error(absl::StrFormat("%d B is out of range; expected %d B to %d B", *b, min, max));
+  }
+  return b;
+}
+
+absl::StatusOr<std::string> Node::OneOf(std::initializer_list<std::string_view> allowed) const {
+  auto text = Scalar("a string");
+  if (!text.ok()) return text.status();
+  if (std::find(allowed.begin(), allowed.end(), *text) == allowed.end()) {
+    return Error(absl::StrFormat("'%s' is not allowed; expected one of: %s", *text, JoinViews(allowed)));
+  }
+  return text;
+}
+
+absl::StatusOr<Node> LoadYamlString(const std::string* file, const std::string& text) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    Node n(file, root, "");
+    if (!root.IsMap()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:1:1: plan: expected a map of fields at the top level (ports, streams, ...)", *file));
+    }
+    return n;
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%d:%d: YAML syntax error: %s", *file, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+absl::StatusOr<Node> LoadYamlFile(const std::string* file) {
+  std::ifstream in(*file);
+  if (!in) {
+    return absl::NotFoundError(absl::StrFormat("%s: cannot open plan: %s", *file, std::strerror(errno)));
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return LoadYamlString(file, buf.str());
+}
+
+}  // namespace fg::config::internal

@@ -1,0 +1,65 @@
+// config/internal/reader.h: typed, located access to a YAML document.
+//
+// Every accessor either returns a value or an error that names the file,
+// line, column and dotted field path, and says what is allowed:
+//   quickstart.yaml:12:11: streams[0].rate: rate '-5 kpps' must be greater than zero
+// yaml-cpp exceptions never leave this file.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/units.h"
+#include "yaml-cpp/yaml.h"
+
+namespace fg::config::internal {
+
+class Node {
+ public:
+  Node(const std::string* file, YAML::Node node, std::string path)
+      : file_(file), node_(std::move(node)), path_(std::move(path)) {}
+
+  const std::string& path() const { return path_; }
+  int line() const { return node_.Mark().line + 1; }
+
+  // An error located at this node.
+  absl::Status Error(absl::string_view message) const;
+
+  // Map access. CheckKeys rejects any key not listed (with a suggestion).
+  absl::Status ExpectMap() const;
+  absl::Status CheckKeys(std::initializer_list<std::string_view> allowed) const;
+  absl::StatusOr<Node> Required(std::string_view key) const;
+  std::optional<Node> Optional(std::string_view key) const;
+
+  // Sequence access.
+  absl::StatusOr<std::vector<Node>> Items() const;
+
+  // Scalars.
+  absl::StatusOr<std::string> String() const;
+  absl::StatusOr<int64_t> Int(int64_t min, int64_t max) const;
+  absl::StatusOr<bool> Bool() const;
+  absl::StatusOr<Rate> RateValue() const;
+  absl::StatusOr<int64_t> Duration() const;  // ns
+  absl::StatusOr<uint64_t> Bytes(uint64_t min, uint64_t max) const;
+  absl::StatusOr<std::string> OneOf(std::initializer_list<std::string_view> allowed) const;
+
+ private:
+  absl::StatusOr<std::string> Scalar(std::string_view expected) const;
+  Node Child(const YAML::Node& n, std::string path) const { return Node(file_, n, std::move(path)); }
+
+  const std::string* file_;
+  YAML::Node node_;
+  std::string path_;
+};
+
+// Loads `file` and returns its root node; errors name the file (and the line
+// for YAML syntax errors). `*storage` keeps the file name the nodes refer to.
+absl::StatusOr<Node> LoadYamlFile(const std::string* file);
+absl::StatusOr<Node> LoadYamlString(const std::string* file, const std::string& text);
+
+}  // namespace fg::config::internal

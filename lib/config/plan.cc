@@ -1,0 +1,216 @@
+#include "config/plan.h"
+
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "config/internal/reader.h"
+
+namespace fg::config {
+namespace {
+
+using internal::Node;
+
+// Ethernet header + FCS; a VLAN tag adds 4.
+constexpr uint32_t kEthOverhead = 14 + 4;
+
+// Reads map[key] with `read` when the key is present.
+template <typename T, typename Read>
+absl::Status Opt(const Node& map, std::string_view key, T& out, Read read) {
+  if (auto n = map.Optional(key)) {
+    auto v = read(*n);
+    if (!v.ok()) return v.status();
+    out = static_cast<T>(*v);
+  }
+  return absl::OkStatus();
+}
+
+auto IntIn(int64_t lo, int64_t hi) {
+  return [lo, hi](const Node& n) { return n.Int(lo, hi); };
+}
+auto DurationV() {
+  return [](const Node& n) { return n.Duration(); };
+}
+auto MacV() {
+  return [](const Node& n) -> absl::StatusOr<MacAddr> {
+    FG_ASSIGN_OR_RETURN(std::string s, n.String());
+    auto mac = ParseMac(s);
+    if (!mac.ok()) return n.Error(mac.status().message());
+    return mac;
+  };
+}
+auto Ipv4V() {
+  return [](const Node& n) -> absl::StatusOr<Ipv4Addr> {
+    FG_ASSIGN_OR_RETURN(std::string s, n.String());
+    auto ip = ParseIpv4(s);
+    if (!ip.ok()) return n.Error(ip.status().message());
+    return ip;
+  };
+}
+
+absl::StatusOr<PortSpec> ParsePort(const Node& n) {
+  FG_RETURN_IF_ERROR(
+      n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs"}));
+  PortSpec p;
+  p.line = n.line();
+  FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
+  FG_ASSIGN_OR_RETURN(p.name, name.String());
+  if (p.name.empty()) return name.Error("port name must not be empty");
+  FG_RETURN_IF_ERROR(Opt(n, "device", p.device, [](const Node& d) { return d.String(); }));
+  if (p.device.empty()) return n.Optional("device")->Error("device must not be empty; use 'loopback' for the built-in loopback");
+  FG_RETURN_IF_ERROR(Opt(n, "rx_queues", p.rx_queues, IntIn(1, 64)));
+  FG_RETURN_IF_ERROR(Opt(n, "tx_queues", p.tx_queues, IntIn(1, 64)));
+  FG_RETURN_IF_ERROR(Opt(n, "rx_desc", p.rx_desc, IntIn(64, 32768)));
+  FG_RETURN_IF_ERROR(Opt(n, "tx_desc", p.tx_desc, IntIn(64, 32768)));
+  FG_RETURN_IF_ERROR(Opt(n, "mtu", p.mtu, [](const Node& m) { return m.Bytes(68, 9000); }));
+  if (auto m = n.Optional("mbufs")) {
+    auto s = m->String();
+    if (!s.ok() || *s != "auto") {
+      FG_ASSIGN_OR_RETURN(int64_t v, m->Int(1024, 16 * 1024 * 1024));
+      p.mbufs = static_cast<uint32_t>(v);
+    }
+  }
+  return p;
+}
+
+absl::StatusOr<FrameSpec> ParseFrame(const Node& n) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"size", "src_mac", "dst_mac", "vlan", "src_ip", "dst_ip", "dscp", "ecn", "ttl",
+                                  "udp_src", "udp_dst"}));
+  FrameSpec f;
+  // The size is checked after the VLAN tag is known (it changes the minimum).
+  FG_RETURN_IF_ERROR(Opt(n, "size", f.size, [](const Node& s) { return s.Bytes(1, 9022); }));
+  FG_RETURN_IF_ERROR(Opt(n, "src_mac", f.src_mac, MacV()));
+  FG_RETURN_IF_ERROR(Opt(n, "dst_mac", f.dst_mac, MacV()));
+  if (auto v = n.Optional("vlan")) {
+    FG_RETURN_IF_ERROR(v->CheckKeys({"id", "pcp", "dei"}));
+    proto::VlanTag vlan;
+    FG_ASSIGN_OR_RETURN(Node id, v->Required("id"));
+    FG_ASSIGN_OR_RETURN(int64_t vid, id.Int(0, 4095));
+    vlan.id = static_cast<uint16_t>(vid);
+    FG_RETURN_IF_ERROR(Opt(*v, "pcp", vlan.pcp, IntIn(0, 7)));
+    FG_RETURN_IF_ERROR(Opt(*v, "dei", vlan.dei, [](const Node& d) { return d.Bool(); }));
+    f.vlan = vlan;
+  }
+  if (f.size < proto::MinUdpFrameSize(f)) {
+    return n.Optional("size")->Error(absl::StrFormat(
+        "%d B is too small: headers and the 16 B test signature need at least %d B (FCS included)", f.size,
+        proto::MinUdpFrameSize(f)));
+  }
+  FG_RETURN_IF_ERROR(Opt(n, "src_ip", f.src_ip, Ipv4V()));
+  FG_RETURN_IF_ERROR(Opt(n, "dst_ip", f.dst_ip, Ipv4V()));
+  FG_RETURN_IF_ERROR(Opt(n, "dscp", f.dscp, IntIn(0, 63)));
+  FG_RETURN_IF_ERROR(Opt(n, "ecn", f.ecn, IntIn(0, 3)));
+  FG_RETURN_IF_ERROR(Opt(n, "ttl", f.ttl, IntIn(1, 255)));
+  FG_RETURN_IF_ERROR(Opt(n, "udp_src", f.udp_src, IntIn(0, 65535)));
+  FG_RETURN_IF_ERROR(Opt(n, "udp_dst", f.udp_dst, IntIn(0, 65535)));
+  return f;
+}
+
+absl::StatusOr<size_t> PortIndex(const Plan& plan, const Node& n) {
+  FG_ASSIGN_OR_RETURN(std::string name, n.String());
+  for (size_t i = 0; i < plan.ports.size(); ++i) {
+    if (plan.ports[i].name == name) return i;
+  }
+  std::vector<std::string> names;
+  for (const auto& p : plan.ports) names.push_back(p.name);
+  return n.Error(absl::StrFormat("unknown port '%s'; ports in this plan: %s", name, absl::StrJoin(names, ", ")));
+}
+
+absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "port", "rx_port", "frame", "rate", "count", "duration"}));
+  StreamSpec s;
+  s.line = n.line();
+  FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
+  FG_ASSIGN_OR_RETURN(s.name, name.String());
+  if (s.name.empty()) return name.Error("stream name must not be empty");
+  if (auto p = n.Optional("port")) {
+    FG_ASSIGN_OR_RETURN(s.port, PortIndex(plan, *p));
+  }
+  s.rx_port = s.port;
+  if (auto p = n.Optional("rx_port")) {
+    FG_ASSIGN_OR_RETURN(s.rx_port, PortIndex(plan, *p));
+  }
+  if (auto f = n.Optional("frame")) {
+    FG_ASSIGN_OR_RETURN(s.frame, ParseFrame(*f));
+    const PortSpec& tx = plan.ports[s.port];
+    uint32_t l3 = s.frame.size - kEthOverhead - (s.frame.vlan ? 4 : 0);
+    if (l3 > tx.mtu) {
+      auto size = f->Optional("size");
+      return (size ? *size : *f).Error(absl::StrFormat(
+          "a %d B frame carries %d B of IP packet, more than port '%s' MTU of %d B; raise ports[].mtu or lower "
+          "the size",
+          s.frame.size, l3, tx.name, tx.mtu));
+    }
+  }
+  FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));
+  FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());
+  FG_RETURN_IF_ERROR(Opt(n, "count", s.count, IntIn(1, INT64_MAX)));
+  FG_RETURN_IF_ERROR(Opt(n, "duration", s.duration_ns, DurationV()));
+  return s;
+}
+
+absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
+  FG_RETURN_IF_ERROR(root.CheckKeys({"version", "name", "eal", "duration", "drain", "ports", "streams"}));
+  Plan plan;
+  plan.file = file;
+  if (auto v = root.Optional("version")) {
+    FG_ASSIGN_OR_RETURN(int64_t version, v->Int(kPlanVersion, kPlanVersion));
+    (void)version;
+  }
+  FG_RETURN_IF_ERROR(Opt(root, "name", plan.name, [](const Node& n) { return n.String(); }));
+  if (auto e = root.Optional("eal")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, e->Items());
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(std::string arg, i.String());
+      plan.eal.push_back(arg);
+    }
+  }
+  FG_RETURN_IF_ERROR(Opt(root, "duration", plan.duration_ns, DurationV()));
+  FG_RETURN_IF_ERROR(Opt(root, "drain", plan.drain_ns, DurationV()));
+
+  if (auto p = root.Optional("ports")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, p->Items());
+    if (items.empty()) return p->Error("ports: list is empty; remove it to use the built-in loopback");
+    std::set<std::string> names;
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(PortSpec port, ParsePort(i));
+      if (!names.insert(port.name).second) {
+        return i.Required("name")->Error(absl::StrFormat("port name '%s' is used twice", port.name));
+      }
+      plan.ports.push_back(std::move(port));
+    }
+  } else {
+    PortSpec loop;
+    loop.name = "loop0";
+    plan.ports.push_back(loop);
+  }
+
+  FG_ASSIGN_OR_RETURN(Node streams, root.Required("streams"));
+  FG_ASSIGN_OR_RETURN(std::vector<Node> items, streams.Items());
+  if (items.empty()) return streams.Error("streams: list is empty; a plan needs at least one stream");
+  std::set<std::string> names;
+  for (const Node& i : items) {
+    FG_ASSIGN_OR_RETURN(StreamSpec s, ParseStream(plan, i));
+    if (!names.insert(s.name).second) {
+      return i.Required("name")->Error(absl::StrFormat("stream name '%s' is used twice", s.name));
+    }
+    plan.streams.push_back(std::move(s));
+  }
+  if (plan.streams.size() > (1u << 24)) return streams.Error("more than 16,777,216 streams");
+  return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text) {
+  FG_ASSIGN_OR_RETURN(Node root, internal::LoadYamlString(&file, text));
+  return Parse(file, root);
+}
+
+absl::StatusOr<Plan> LoadPlan(const std::string& file) {
+  FG_ASSIGN_OR_RETURN(Node root, internal::LoadYamlFile(&file));
+  return Parse(file, root);
+}
+
+}  // namespace fg::config

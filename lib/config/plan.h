@@ -1,0 +1,74 @@
+// config/plan.h: the plan, a YAML file parsed into typed, validated structs.
+//
+// A plan names the ports, the streams sent on them and (later) the tests to
+// run. Parsing never throws; any problem is one error that names the file,
+// line, column and field and says what is allowed, e.g.
+//   plans/x.yaml:14:7: streams[0].rtae: unknown field 'rtae' (did you mean 'rate'?); allowed here: ...
+//
+//   absl::StatusOr<fg::config::Plan> plan = fg::config::LoadPlan("configs/quickstart.yaml");
+//   if (!plan.ok()) { std::cerr << plan.status().message() << "\n"; return 2; }
+//   for (const auto& s : plan->streams) ...
+//
+// docs/plan-reference.md documents every field with its unit and default.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/net_addr.h"
+#include "base/units.h"
+#include "proto/udp_frame.h"
+
+namespace fg::config {
+
+inline constexpr int kPlanVersion = 1;
+// Device string that selects the built-in in-process loopback port.
+inline constexpr char kLoopbackDevice[] = "loopback";
+
+struct PortSpec {
+  std::string name;
+  // "loopback", a PCI address ("0000:03:00.0") or a DPDK vdev string
+  // ("net_af_packet0,iface=veth0").
+  std::string device = kLoopbackDevice;
+  uint16_t rx_queues = 1;
+  uint16_t tx_queues = 1;
+  uint16_t rx_desc = 1024;
+  uint16_t tx_desc = 1024;
+  uint32_t mtu = 1500;   // L3 MTU in bytes
+  uint32_t mbufs = 0;    // 0 = sized automatically from queues and descriptors
+  int line = 0;          // where the port is declared, for later messages
+};
+
+// Plain Ethernet / [802.1Q] / IPv4 / UDP test frame (proto/udp_frame.h).
+using FrameSpec = proto::UdpFrameSpec;
+
+struct StreamSpec {
+  std::string name;
+  size_t port = 0;     // index into Plan::ports (TX)
+  size_t rx_port = 0;  // index into Plan::ports (where it is expected back)
+  FrameSpec frame;
+  Rate rate;
+  uint64_t count = 0;       // 0 = unbounded (the stream's or plan's duration ends it)
+  int64_t duration_ns = 0;  // 0 = the plan's duration
+  int line = 0;
+};
+
+struct Plan {
+  std::string file;
+  std::string name;
+  std::vector<std::string> eal;  // extra EAL arguments
+  int64_t duration_ns = 1'000'000'000;  // upper bound of one run
+  int64_t drain_ns = 100'000'000;       // wait for in-flight frames after TX stops
+  std::vector<PortSpec> ports;
+  std::vector<StreamSpec> streams;
+};
+
+// Reads and validates a plan file.
+absl::StatusOr<Plan> LoadPlan(const std::string& file);
+// Same, from text; `file` is only used in messages.
+absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text);
+
+}  // namespace fg::config

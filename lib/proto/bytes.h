@@ -1,0 +1,49 @@
+// proto/bytes.h: big-endian (network order) loads and stores on byte spans.
+//
+//   uint8_t hdr[4];
+//   fg::proto::Store16(hdr, 0x0800);
+//   uint16_t type = fg::proto::Load16(hdr);  // 0x0800
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace fg::proto {
+
+inline uint16_t Load16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+inline uint32_t Load24(const uint8_t* p) { return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2]; }
+inline uint32_t Load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return __builtin_bswap32(v);
+}
+inline uint64_t Load48(const uint8_t* p) { return uint64_t{Load16(p)} << 32 | Load32(p + 2); }
+inline uint64_t Load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
+}
+
+inline void Store16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+inline void Store24(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 16);
+  p[1] = static_cast<uint8_t>(v >> 8);
+  p[2] = static_cast<uint8_t>(v);
+}
+inline void Store32(uint8_t* p, uint32_t v) {
+  v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
+}
+inline void Store48(uint8_t* p, uint64_t v) {
+  Store16(p, static_cast<uint16_t>(v >> 32));
+  Store32(p + 2, static_cast<uint32_t>(v));
+}
+inline void Store64(uint8_t* p, uint64_t v) {
+  v = __builtin_bswap64(v);
+  std::memcpy(p, &v, 8);
+}
+
+}  // namespace fg::proto

@@ -1,0 +1,68 @@
+// proto/signature.h: the test signature carried in every test frame.
+//
+// 16 bytes, big-endian, at the start of the UDP payload (RoCEv2 and UET
+// frames will carry it at the start of their payload):
+//
+//   offset  bits  field
+//   0       16    magic 0xFA6E
+//   2        8    flags (kSigFlag*)
+//   3       24    flow id (unique across the streams of a run)
+//   6       32    sequence number, per flow, wrapping
+//   10      48    TX timestamp, ns in the TX clock's timebase, wrapping
+//
+// The analyzer looks for it only at the offset the headers lead to (see
+// FindSignatureOffset), so payload bytes that happen to equal the magic
+// elsewhere are never taken for a signature.
+//
+//   fg::proto::Signature s{.flags = 0, .flow_id = 7, .seq = 1, .tx_ns = now};
+//   fg::proto::WriteSignature(frame + off, s);
+//   int off = fg::proto::FindSignatureOffset(frame, len);   // -1 when none
+//   fg::proto::Signature r = fg::proto::ReadSignature(frame + off);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "proto/bytes.h"
+
+namespace fg::proto {
+
+inline constexpr uint16_t kSignatureMagic = 0xFA6E;
+inline constexpr uint32_t kSignatureLen = 16;
+inline constexpr uint32_t kMaxFlowId = (1u << 24) - 1;
+inline constexpr uint64_t kTimestampMask = (uint64_t{1} << 48) - 1;
+
+// The TX timestamp field holds a valid time.
+inline constexpr uint8_t kSigFlagTimestamp = 0x01;
+
+struct Signature {
+  uint8_t flags = 0;
+  uint32_t flow_id = 0;  // 24 bits
+  uint32_t seq = 0;
+  uint64_t tx_ns = 0;    // 48 bits kept
+};
+
+inline void WriteSignature(uint8_t* p, const Signature& s) {
+  Store16(p, kSignatureMagic);
+  p[2] = s.flags;
+  Store24(p + 3, s.flow_id);
+  Store32(p + 6, s.seq);
+  Store48(p + 10, s.tx_ns & kTimestampMask);
+}
+
+// The per-packet part only: sequence and timestamp (the TX hot path).
+inline void StampSignature(uint8_t* p, uint32_t seq, uint64_t tx_ns) {
+  Store32(p + 6, seq);
+  Store48(p + 10, tx_ns & kTimestampMask);
+}
+
+inline Signature ReadSignature(const uint8_t* p) {
+  return Signature{p[2], Load24(p + 3), Load32(p + 6), Load48(p + 10)};
+}
+
+// Walks Ethernet / up to two VLAN tags / IPv4 (unfragmented) / UDP and
+// returns the offset of a signature at the start of the UDP payload, or -1
+// when the frame is not a test frame (other protocol, truncated, no magic).
+int FindSignatureOffset(const uint8_t* frame, size_t len);
+
+}  // namespace fg::proto

@@ -1,0 +1,30 @@
+#include "base/net_addr.h"
+
+#include <gtest/gtest.h>
+
+namespace fg {
+namespace {
+
+TEST(NetAddr, Ipv4RoundTrip) {
+  auto ip = ParseIpv4("198.18.0.1");
+  ASSERT_TRUE(ip.ok());
+  EXPECT_EQ(ip->value, 0xC6120001u);
+  EXPECT_EQ(FormatIpv4(*ip), "198.18.0.1");
+  EXPECT_TRUE(IsBenchmarkingIpv4(*ip));
+  EXPECT_TRUE(IsBenchmarkingIpv4(*ParseIpv4("198.19.255.255")));
+  EXPECT_FALSE(IsBenchmarkingIpv4(*ParseIpv4("198.20.0.1")));
+  EXPECT_FALSE(ParseIpv4("198.18.0").ok());
+  EXPECT_FALSE(ParseIpv4("198.18.0.256").ok());
+}
+
+TEST(NetAddr, MacRoundTrip) {
+  auto mac = ParseMac("02:00:0a:0B:00:ff");
+  ASSERT_TRUE(mac.ok());
+  EXPECT_EQ(FormatMac(*mac), "02:00:0a:0b:00:ff");
+  EXPECT_FALSE(ParseMac("02:00:0a:0b:00").ok());
+  EXPECT_FALSE(ParseMac("02:00:0a:0b:00:ff:11").ok());
+  EXPECT_FALSE(ParseMac("zz:00:0a:0b:00:ff").ok());
+}
+
+}  // namespace
+}  // namespace fg

@@ -1,0 +1,275 @@
+#include "port/port.h"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "absl/strings/str_format.h"
+
+namespace fg::port {
+namespace {
+
+constexpr uint32_t kCacheSize = 256;
+constexpr uint32_t kBurst = 64;
+// net_ring keeps up to this many frames in flight per queue (its ring size).
+constexpr uint32_t kLoopbackRingSize = 1024;
+
+absl::Status RteError(int ret, const std::string& what) {
+  return absl::InternalError(absl::StrFormat("%s: %s (%d)", what, rte_strerror(-ret), ret));
+}
+
+std::vector<uint32_t> SpeedsFromCapa(uint32_t capa) {
+  static constexpr std::pair<uint32_t, uint32_t> kMap[] = {
+      {RTE_ETH_LINK_SPEED_1G, 1000},       {RTE_ETH_LINK_SPEED_10G, 10000},
+      {RTE_ETH_LINK_SPEED_25G, 25000},     {RTE_ETH_LINK_SPEED_40G, 40000},
+      {RTE_ETH_LINK_SPEED_50G, 50000},     {RTE_ETH_LINK_SPEED_100G, 100000},
+      {RTE_ETH_LINK_SPEED_56G, 56000},     {RTE_ETH_LINK_SPEED_200G, 200000},
+  };
+  std::vector<uint32_t> out;
+  for (auto [bit, mbps] : kMap) {
+    if (capa & bit) out.push_back(mbps);
+  }
+  return out;
+}
+
+template <typename NameFn>
+std::vector<std::string> OffloadNames(uint64_t capa, NameFn name) {
+  std::vector<std::string> out;
+  for (int b = 0; b < 64; ++b) {
+    if (capa & (1ull << b)) out.push_back(name(1ull << b));
+  }
+  return out;
+}
+
+absl::StatusOr<uint16_t> FindPort(const std::string& dpdk_name) {
+  uint16_t id;
+  if (rte_eth_dev_get_port_by_name(dpdk_name.c_str(), &id) == 0) return id;
+  // Accept a PCI address without its domain ("03:00.0" for "0000:03:00.0").
+  std::string names;
+  RTE_ETH_FOREACH_DEV(id) {
+    char name[RTE_ETH_NAME_MAX_LEN];
+    if (rte_eth_dev_get_name_by_port(id, name) != 0) continue;
+    std::string n(name);
+    if (n.size() > dpdk_name.size() && n.ends_with(dpdk_name) && n[n.size() - dpdk_name.size() - 1] == ':') {
+      return id;
+    }
+    names += (names.empty() ? "" : ", ") + n;
+  }
+  return absl::NotFoundError(absl::StrFormat(
+      "no DPDK port named '%s' (ports present: %s); check the device string and that its driver is bound "
+      "(dpdk-devbind.py) or loadable",
+      dpdk_name, names.empty() ? "none" : names));
+}
+
+}  // namespace
+
+uint32_t MbufDataRoom(uint32_t mtu) {
+  // Ethernet header 14 + two VLAN tags 8 + FCS 4 on top of the L3 MTU.
+  const uint32_t frame = mtu + 14 + 8 + 4;
+  return RTE_PKTMBUF_HEADROOM + std::max<uint32_t>(frame, 2048);
+}
+
+uint32_t MbufsNeeded(const PortOptions& o) {
+  const uint64_t n = uint64_t{o.rx_queues} * o.rx_desc + uint64_t{o.tx_queues} * o.tx_desc +
+                     uint64_t{o.rx_queues} * kLoopbackRingSize + uint64_t{o.lcores} * (kCacheSize + 2 * kBurst) +
+                     1024;
+  // Mempools are most compact at 2^k - 1 elements.
+  return static_cast<uint32_t>(std::bit_ceil(n + 1) - 1);
+}
+
+absl::StatusOr<Capabilities> ProbeCapabilities(uint16_t id) {
+  Capabilities c;
+  rte_eth_dev_info info;
+  if (int ret = rte_eth_dev_info_get(id, &info); ret != 0) return RteError(ret, "rte_eth_dev_info_get");
+  c.driver = info.driver_name ? info.driver_name : "";
+  char name[RTE_ETH_NAME_MAX_LEN] = {};
+  rte_eth_dev_get_name_by_port(id, name);
+  c.device = name;
+  rte_ether_addr mac;
+  if (rte_eth_macaddr_get(id, &mac) == 0) {
+    c.mac = absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", mac.addr_bytes[0], mac.addr_bytes[1],
+                            mac.addr_bytes[2], mac.addr_bytes[3], mac.addr_bytes[4], mac.addr_bytes[5]);
+  }
+  c.socket = rte_eth_dev_socket_id(id);
+  c.max_rx_queues = info.max_rx_queues;
+  c.max_tx_queues = info.max_tx_queues;
+  c.max_rx_desc = info.rx_desc_lim.nb_max;
+  c.max_tx_desc = info.tx_desc_lim.nb_max;
+  c.min_mtu = info.min_mtu;
+  c.max_mtu = info.max_mtu;
+  c.speeds_mbps = SpeedsFromCapa(info.speed_capa);
+  c.rx_hw_timestamp = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+  c.tx_send_on_timestamp = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP;
+  uint64_t clk;
+  c.read_clock = rte_eth_read_clock(id, &clk) == 0;
+  timespec ts;
+  c.timesync = rte_eth_timesync_read_time(id, &ts) != -ENOTSUP;
+  c.queue_rate_limit = c.driver == "net_ixgbe" || c.driver == "net_txgbe" || c.driver == "net_cnxk";
+  c.rx_offloads = OffloadNames(info.rx_offload_capa, [](uint64_t o) { return rte_eth_dev_rx_offload_name(o); });
+  c.tx_offloads = OffloadNames(info.tx_offload_capa, [](uint64_t o) { return rte_eth_dev_tx_offload_name(o); });
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(id, &link) == 0) {
+    c.link_up = link.link_status == RTE_ETH_LINK_UP;
+    c.link_speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+  }
+  return c;
+}
+
+std::vector<std::pair<uint16_t, std::string>> ListPorts() {
+  std::vector<std::pair<uint16_t, std::string>> out;
+  uint16_t id;
+  RTE_ETH_FOREACH_DEV(id) {
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    rte_eth_dev_get_name_by_port(id, name);
+    out.emplace_back(id, name);
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
+  const std::string where = absl::StrFormat("port '%s' (%s)", o.name, o.dpdk_name);
+  auto id = FindPort(o.dpdk_name);
+  if (!id.ok()) return absl::NotFoundError(absl::StrFormat("port '%s': %s", o.name, id.status().message()));
+  auto caps = ProbeCapabilities(*id);
+  if (!caps.ok()) return caps.status();
+
+  if (o.rx_queues > caps->max_rx_queues || o.tx_queues > caps->max_tx_queues) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %d RX / %d TX queues asked, the device has at most %d / %d",
+                                                      where, o.rx_queues, o.tx_queues, caps->max_rx_queues,
+                                                      caps->max_tx_queues));
+  }
+  if (o.mtu < caps->min_mtu || (caps->max_mtu != 0 && o.mtu > caps->max_mtu)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: MTU %d B is outside the device's range %d..%d B", where, o.mtu, caps->min_mtu,
+                        caps->max_mtu));
+  }
+
+  std::unique_ptr<Port> p(new Port());
+  p->options_ = o;
+  p->id_ = *id;
+  p->caps_ = std::move(*caps);
+  if (p->options_.mbufs == 0) p->options_.mbufs = MbufsNeeded(o);
+
+  const std::string pool_name = absl::StrFormat("fg_pool_%d", p->id_);
+  const uint32_t room = MbufDataRoom(o.mtu);
+  p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), p->options_.mbufs, kCacheSize, 0,
+                                     static_cast<uint16_t>(room), p->caps_.socket < 0 ? SOCKET_ID_ANY : p->caps_.socket);
+  if (p->pool_ == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s: cannot create a pool of %d mbufs of %d B (%s); give EAL more memory (-m MB, or hugepages via "
+        "tools/setup.sh) or lower ports[].mbufs",
+        where, p->options_.mbufs, room, rte_strerror(rte_errno)));
+  }
+
+  rte_eth_dev_info info;
+  rte_eth_dev_info_get(p->id_, &info);
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = o.mtu;
+  if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE) {
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;  // one pool, refcnt 1: cheaper frees
+  }
+  if (int ret = rte_eth_dev_configure(p->id_, o.rx_queues, o.tx_queues, &conf); ret != 0) {
+    return RteError(ret, where + ": rte_eth_dev_configure");
+  }
+  uint16_t rx_desc = o.rx_desc, tx_desc = o.tx_desc;
+  if (int ret = rte_eth_dev_adjust_nb_rx_tx_desc(p->id_, &rx_desc, &tx_desc); ret != 0) {
+    return RteError(ret, where + ": rte_eth_dev_adjust_nb_rx_tx_desc");
+  }
+  if (rx_desc != o.rx_desc || tx_desc != o.tx_desc) {
+    p->notes_.push_back(absl::StrFormat("%s: descriptors adjusted by the driver to RX %d, TX %d (asked %d, %d)", where,
+                                        rx_desc, tx_desc, o.rx_desc, o.tx_desc));
+  }
+  const int socket = p->caps_.socket < 0 ? static_cast<int>(SOCKET_ID_ANY) : p->caps_.socket;
+  for (uint16_t q = 0; q < o.rx_queues; ++q) {
+    if (int ret = rte_eth_rx_queue_setup(p->id_, q, rx_desc, socket, nullptr, p->pool_); ret != 0) {
+      return RteError(ret, absl::StrFormat("%s: RX queue %d setup", where, q));
+    }
+  }
+  for (uint16_t q = 0; q < o.tx_queues; ++q) {
+    rte_eth_txconf txc = info.default_txconf;
+    txc.offloads = conf.txmode.offloads;
+    if (int ret = rte_eth_tx_queue_setup(p->id_, q, tx_desc, socket, &txc); ret != 0) {
+      return RteError(ret, absl::StrFormat("%s: TX queue %d setup", where, q));
+    }
+  }
+  uint16_t mtu = 0;
+  if (rte_eth_dev_get_mtu(p->id_, &mtu) == 0 && mtu != o.mtu) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: MTU %d B asked, the device kept %d B", where, o.mtu, mtu));
+  }
+  return p;
+}
+
+absl::Status Port::Start() {
+  if (started_) return absl::OkStatus();
+  if (int ret = rte_eth_dev_start(id_); ret != 0) {
+    return RteError(ret, absl::StrFormat("port '%s': rte_eth_dev_start", name()));
+  }
+  started_ = true;
+  if (options_.promiscuous) {
+    int ret = rte_eth_promiscuous_enable(id_);
+    if (ret != 0 && ret != -ENOTSUP) {
+      notes_.push_back(absl::StrFormat("port '%s': promiscuous mode not enabled (%s)", name(), rte_strerror(-ret)));
+    }
+  }
+  RefreshLink();
+  return absl::OkStatus();
+}
+
+void Port::Stop() {
+  if (!started_) return;
+  rte_eth_dev_stop(id_);
+  started_ = false;
+}
+
+Port::~Port() {
+  Stop();
+  rte_eth_dev_close(id_);
+  if (pool_ != nullptr) rte_mempool_free(pool_);
+}
+
+void Port::RefreshLink() {
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(id_, &link) == 0) {
+    caps_.link_up = link.link_status == RTE_ETH_LINK_UP;
+    caps_.link_speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+  }
+}
+
+Stats Port::stats() const {
+  rte_eth_stats s{};
+  Stats out;
+  if (rte_eth_stats_get(id_, &s) != 0) return out;
+  out.rx_packets = s.ipackets;
+  out.tx_packets = s.opackets;
+  out.rx_bytes = s.ibytes;
+  out.tx_bytes = s.obytes;
+  out.rx_missed = s.imissed;
+  out.rx_errors = s.ierrors;
+  out.tx_errors = s.oerrors;
+  out.rx_nombuf = s.rx_nombuf;
+  return out;
+}
+
+std::vector<Xstat> Port::xstats() const {
+  std::vector<Xstat> out;
+  int n = rte_eth_xstats_get_names(id_, nullptr, 0);
+  if (n <= 0) return out;
+  std::vector<rte_eth_xstat_name> names(n);
+  std::vector<rte_eth_xstat> values(n);
+  if (rte_eth_xstats_get_names(id_, names.data(), n) != n) return out;
+  int got = rte_eth_xstats_get(id_, values.data(), n);
+  for (int i = 0; i < got && i < n; ++i) {
+    if (values[i].id < static_cast<uint64_t>(n)) out.push_back({names[values[i].id].name, values[i].value});
+  }
+  return out;
+}
+
+void Port::ResetStats() {
+  rte_eth_stats_reset(id_);
+  rte_eth_xstats_reset(id_);
+}
+
+}  // namespace fg::port

@@ -59,6 +59,8 @@ EalDecision DecideEalArgs(const EalRequest& req, const HostMemory& host) {
   const std::vector<std::string>& user = req.user_args;
   if (!HasArg(user, {"--file-prefix"})) d.argv.push_back(absl::StrFormat("--file-prefix=fabricgen-%d", req.pid));
   if (!HasArg(user, {"--log-level"})) d.argv.push_back("--log-level=warning");
+  // DPDK telemetry is off unless asked for: our metrics come from lib/metrics.
+  if (!HasArg(user, {"--telemetry", "--no-telemetry"})) d.argv.push_back("--no-telemetry");
   for (const std::string& v : req.vdevs) d.argv.push_back("--vdev=" + v);
   for (const std::string& p : req.pci) {
     d.argv.push_back("-a");
@@ -72,9 +74,9 @@ EalDecision DecideEalArgs(const EalRequest& req, const HostMemory& host) {
   const uint64_t need = req.pool_bytes + (uint64_t{kEalBaseMb} << 20);
   if (user_memory) {
     d.no_huge = HasArg(user, {"--no-huge"});
-    d.memory_note = "memory: as given by the EAL arguments";
+    d.memory_note = "as given by the EAL arguments";
   } else if (host.hugetlbfs_mounted && host.free_hugepage_bytes >= need) {
-    d.memory_note = absl::StrFormat("memory: hugepages (%d MiB free, ~%d MiB needed)",
+    d.memory_note = absl::StrFormat("hugepages (%d MiB free, ~%d MiB needed)",
                                     host.free_hugepage_bytes >> 20, need >> 20);
   } else {
     d.no_huge = true;
@@ -84,7 +86,7 @@ EalDecision DecideEalArgs(const EalRequest& req, const HostMemory& host) {
     d.argv.push_back("-m");
     d.argv.push_back(absl::StrFormat("%d", d.memory_mb));
     d.memory_note = absl::StrFormat(
-        "memory: --no-huge -m %d (%s); tools/setup.sh reserves hugepages for full speed", d.memory_mb,
+        "--no-huge -m %d (%s); tools/setup.sh reserves hugepages for full speed", d.memory_mb,
         !host.hugetlbfs_mounted ? "no hugetlbfs mounted"
                                 : absl::StrFormat("%d MiB of hugepages free, ~%d MiB needed",
                                                   host.free_hugepage_bytes >> 20, need >> 20));

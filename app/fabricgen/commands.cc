@@ -1,0 +1,147 @@
+#include "commands.h"
+
+#include <rte_version.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/units.h"
+#include "config/plan.h"
+#include "engine/engine.h"
+#include "report/atomic_file.h"
+#include "session/run_report.h"
+#include "session/session.h"
+
+namespace fg::app {
+namespace {
+
+int ExitFor(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return kExitInput;
+    default:
+      return kExitRuntime;
+  }
+}
+
+int Fail(const absl::Status& s) {
+  std::cerr << "fabricgen: " << s.message() << "\n";
+  return ExitFor(s);
+}
+
+// A plan that cannot be read or validated is always invalid input.
+int FailPlan(const absl::Status& s) {
+  std::cerr << "fabricgen: " << s.message() << "\n";
+  return kExitInput;
+}
+
+std::string DefaultOutDir(const config::Plan& plan) {
+  std::string stem = std::filesystem::path(plan.file).stem().string();
+  std::string t = session::UtcNow();  // 2026-11-30T10:07:11Z -> 20261130T100711Z
+  std::erase(t, '-');
+  std::erase(t, ':');
+  return "results/" + stem + "-" + t;
+}
+
+void PrintCapabilities(const std::string& label, const port::Capabilities& c) {
+  std::cout << absl::StrFormat("%s: %s (driver %s, socket %d, mac %s)\n", label, c.device, c.driver, c.socket,
+                               c.mac.empty() ? "-" : c.mac);
+  std::cout << absl::StrFormat("  link: %s, %s; speeds: %s\n", c.link_up ? "up" : "down",
+                               c.link_speed_mbps ? FormatBitRate(c.link_speed_mbps * 1e6) : "unknown speed",
+                               c.speeds_mbps.empty() ? "-" : absl::StrJoin(c.speeds_mbps, ", ") + " Mbit/s");
+  std::cout << absl::StrFormat("  queues: rx %d, tx %d (max); descriptors: rx %d, tx %d (max); MTU %d..%d B\n",
+                               c.max_rx_queues, c.max_tx_queues, c.max_rx_desc, c.max_tx_desc, c.min_mtu,
+                               c.max_mtu);
+  auto yn = [](bool b) { return b ? "yes" : "no"; };
+  std::cout << absl::StrFormat(
+      "  timestamps: rx hardware %s, tx send-on-timestamp %s, read_clock %s, ieee1588 %s; queue rate limit %s\n",
+      yn(c.rx_hw_timestamp), yn(c.tx_send_on_timestamp), yn(c.read_clock), yn(c.timesync), yn(c.queue_rate_limit));
+  std::cout << "  rx offloads: " << (c.rx_offloads.empty() ? "-" : absl::StrJoin(c.rx_offloads, " ")) << "\n";
+  std::cout << "  tx offloads: " << (c.tx_offloads.empty() ? "-" : absl::StrJoin(c.tx_offloads, " ")) << "\n";
+}
+
+}  // namespace
+
+int Version() {
+  std::cout << "fabricgen " << FABRICGEN_VERSION << " (" << rte_version() << ")\n";
+  return kExitOk;
+}
+
+int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
+  config::Plan plan;
+  if (!plan_file.empty()) {
+    auto p = config::LoadPlan(plan_file);
+    if (!p.ok()) return FailPlan(p.status());
+    plan = *std::move(p);
+  } else {
+    // No plan: the built-in loopback plus whatever the EAL arguments probe.
+    plan.file = "(no plan)";
+    plan.ports.push_back(config::PortSpec{.name = "loop0"});
+  }
+  auto s = session::Session::Open(plan, eal, /*scan_pci=*/plan_file.empty());
+  if (!s.ok()) return Fail(s.status());
+  std::cout << "memory: " << (*s)->eal_decision().memory_note << "\n";
+  for (port::Port* p : (*s)->ports()) PrintCapabilities("port " + p->name(), p->capabilities());
+  if (plan_file.empty()) {
+    for (auto [id, name] : port::ListPorts()) {
+      if (name == (*s)->ports()[0]->capabilities().device) continue;
+      auto caps = port::ProbeCapabilities(id);
+      if (caps.ok()) PrintCapabilities(absl::StrFormat("dpdk port %d", id), *caps);
+    }
+  }
+  return kExitOk;
+}
+
+int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
+  auto plan = config::LoadPlan(args.plan);
+  if (!plan.ok()) return FailPlan(plan.status());
+  const std::string out_dir = args.out_dir.empty() ? DefaultOutDir(*plan) : args.out_dir;
+  const std::string started = session::UtcNow();
+
+  auto s = session::Session::Open(*plan, args.eal);
+  if (!s.ok()) return Fail(s.status());
+  session::Session& session = **s;
+  auto streams = session.CompileStreams();
+  if (!streams.ok()) return Fail(streams.status());
+
+  if (!args.quiet) {
+    std::cout << absl::StrFormat("fabricgen %s: plan %s (%s)\n", FABRICGEN_VERSION,
+                                 plan->name.empty() ? "-" : plan->name, plan->file);
+    std::cout << "memory: " << session.eal_decision().memory_note << "\n";
+    for (port::Port* p : session.ports()) {
+      const port::Capabilities& c = p->capabilities();
+      std::cout << absl::StrFormat("port %s: %s (%s), link %s\n", p->name(), c.device, c.driver,
+                                   c.link_speed_mbps ? FormatBitRate(c.link_speed_mbps * 1e6) : "speed unknown");
+      for (const std::string& n : p->notes()) std::cout << "  note: " << n << "\n";
+    }
+  }
+
+  engine::TrialOptions opt;
+  opt.drain_ns = plan->drain_ns;
+  opt.interrupt = interrupt;
+  if (!args.quiet) {
+    opt.on_progress = [](const engine::Progress& p) {
+      const double left = static_cast<double>(std::max<int64_t>(0, p.expected_ns - p.elapsed_ns)) / 1e9;
+      std::cerr << absl::StrFormat("  %7.1f s elapsed, ~%.1f s left: tx %s (%s), rx %s (%s)\n", p.elapsed_ns / 1e9,
+                                   left, FormatCount(p.tx_packets), FormatPacketRate(p.tx_pps),
+                                   FormatCount(p.rx_packets), FormatPacketRate(p.rx_pps));
+    };
+  }
+  auto result = engine::RunTrial(session.eal(), session.ports(), *streams, opt);
+  if (!result.ok()) return Fail(result.status());
+  if (!args.quiet) {
+    for (const std::string& p : result->placement) std::cout << p << "\n";
+  }
+
+  const std::string json = session::RunReportJson(session, *result, started);
+  const std::string path = out_dir + "/report.json";
+  if (auto w = report::WriteFileAtomically(path, json); !w.ok()) return Fail(w);
+  std::cout << session::RunSummary(*result);
+  std::cout << "report: " << path << "\n";
+  return (result->interrupted || result->timed_out) ? kExitRuntime : kExitOk;
+}
+
+}  // namespace fg::app

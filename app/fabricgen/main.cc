@@ -1,0 +1,83 @@
+// fabricgen: argument parsing and dispatch only; the work lives in lib/.
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+// The one process-wide flag: set by SIGINT/SIGTERM, polled by the run.
+std::atomic<bool> g_interrupt{false};
+
+void OnSignal(int) { g_interrupt.store(true); }
+
+constexpr char kUsage[] = R"(usage: fabricgen <command> [arguments] [-- EAL arguments]
+
+commands:
+  run PLAN.yaml [--out DIR] [--quiet]
+                      run the plan's streams and write DIR/report.json
+                      (default DIR: results/<plan>-<UTC time>)
+  ports [PLAN.yaml]   list ports and their capabilities (the plan's ports,
+                      or every port EAL finds plus the built-in loopback)
+  version             print the fabricgen and DPDK versions
+  help                this text
+
+EAL arguments come from the plan's eal: list, then from after `--`.
+Exit status: 0 completed, 1 runtime failure or interrupted, 2 invalid input.
+)";
+
+int Usage(const std::string& error) {
+  std::cerr << "fabricgen: " << error << "\n\n" << kUsage;
+  return fg::app::kExitInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args, eal;
+  bool after_dashes = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!after_dashes && std::strcmp(argv[i], "--") == 0) {
+      after_dashes = true;
+    } else {
+      (after_dashes ? eal : args).push_back(argv[i]);
+    }
+  }
+  if (args.empty()) return Usage("no command given");
+  const std::string cmd = args[0];
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    std::cout << kUsage;
+    return fg::app::kExitOk;
+  }
+  if (cmd == "version" || cmd == "--version") return fg::app::Version();
+  if (cmd == "ports") {
+    if (args.size() > 2) return Usage("ports takes at most one plan file");
+    return fg::app::Ports(args.size() == 2 ? args[1] : "", eal);
+  }
+  if (cmd == "run") {
+    fg::app::RunArgs run;
+    run.eal = eal;
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (args[i] == "--out") {
+        if (i + 1 >= args.size()) return Usage("--out needs a directory");
+        run.out_dir = args[++i];
+      } else if (args[i] == "--quiet" || args[i] == "-q") {
+        run.quiet = true;
+      } else if (args[i].rfind("-", 0) == 0) {
+        return Usage("unknown option for run: " + args[i]);
+      } else if (run.plan.empty()) {
+        run.plan = args[i];
+      } else {
+        return Usage("run takes one plan file; extra argument: " + args[i]);
+      }
+    }
+    if (run.plan.empty()) return Usage("run needs a plan file");
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    return fg::app::Run(run, &g_interrupt);
+  }
+  return Usage("unknown command '" + cmd + "'");
+}

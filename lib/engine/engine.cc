@@ -1,0 +1,218 @@
+#include "engine/engine.h"
+
+#include <rte_launch.h>
+#include <rte_pause.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/tsc.h"
+
+namespace fg::engine {
+namespace {
+
+enum Phase : int { kRun = 0, kDrain = 1, kStop = 2 };
+
+struct LcoreWork {
+  std::vector<PollTask*> tx, rx;
+  std::vector<std::string> names;
+  std::atomic<int> phase{kRun};
+};
+
+int LcoreMain(void* arg) {
+  LcoreWork& w = *static_cast<LcoreWork*>(arg);
+  for (;;) {
+    const int phase = w.phase.load(std::memory_order_acquire);
+    if (phase == kStop) break;
+    unsigned work = 0;
+    if (phase == kRun) {
+      for (PollTask* t : w.tx) work += t->Poll();
+    }
+    for (PollTask* t : w.rx) work += t->Poll();
+    if (work == 0) rte_pause();
+  }
+  for (PollTask* t : w.tx) t->Finish();
+  for (PollTask* t : w.rx) t->Finish();
+  return 0;
+}
+
+}  // namespace
+
+absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                     const std::vector<stream::CompiledStream>& streams, const TrialOptions& options) {
+  const std::vector<unsigned>& workers = eal.worker_lcores();
+  if (workers.empty()) {
+    return absl::FailedPreconditionError(
+        "no worker lcore: fabricgen needs at least two lcores (e.g. EAL argument -l 0-1); the main lcore "
+        "only controls the run");
+  }
+  const TscClock clock(eal.tsc_hz());
+
+  // TX: one task per (port, queue) that carries streams.
+  std::map<std::pair<size_t, uint16_t>, std::vector<const stream::CompiledStream*>> by_queue;
+  for (const auto& s : streams) by_queue[{s.tx_port, s.tx_queue}].push_back(&s);
+  std::vector<std::unique_ptr<tx::TxTask>> txs;
+  std::vector<std::string> tx_names;
+  for (auto& [key, list] : by_queue) {
+    port::Port* p = ports[key.first];
+    txs.push_back(std::make_unique<tx::TxTask>(p->id(), key.second, p->pool(), list, clock));
+    tx_names.push_back(absl::StrFormat("tx %s/q%d", p->name(), key.second));
+  }
+
+  // RX: every queue of every port, so everything that arrives is counted.
+  uint32_t max_flow = 0;
+  for (const auto& s : streams) max_flow = std::max(max_flow, s.flow_id);
+  std::vector<uint32_t> flow_to_slot(max_flow + 1, rx::kNoSlot);
+  for (uint32_t i = 0; i < streams.size(); ++i) flow_to_slot[streams[i].flow_id] = i;
+  struct RxRef {
+    size_t port;
+    std::unique_ptr<rx::RxTask> task;
+  };
+  std::vector<RxRef> rxs;
+  std::vector<std::string> rx_names;
+  for (size_t pi = 0; pi < ports.size(); ++pi) {
+    for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
+      rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, flow_to_slot,
+                                                      static_cast<uint32_t>(streams.size()))});
+      rx_names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
+    }
+  }
+
+  // Placement: TX round-robin from the first worker, RX round-robin from the
+  // last, so two workers keep TX and RX apart.
+  std::vector<LcoreWork> work(workers.size());
+  for (size_t i = 0; i < txs.size(); ++i) {
+    work[i % workers.size()].tx.push_back(txs[i].get());
+    work[i % workers.size()].names.push_back(tx_names[i]);
+  }
+  for (size_t i = 0; i < rxs.size(); ++i) {
+    LcoreWork& w = work[workers.size() - 1 - i % workers.size()];
+    w.rx.push_back(rxs[i].task.get());
+    w.names.push_back(rx_names[i]);
+  }
+
+  for (port::Port* p : ports) p->ResetStats();
+
+  TrialResult result;
+  int64_t expected_ns = 0;
+  for (const auto& s : streams) expected_ns = std::max(expected_ns, s.duration_ns);
+  const int64_t bound_ns = options.max_duration_ns > 0 ? options.max_duration_ns : expected_ns + 1'000'000'000;
+
+  // Launch, then start every stream at the same instant a little ahead.
+  const uint64_t start = ReadTsc() + clock.FromNs(2'000'000);
+  for (auto& t : txs) t->Arm(start);
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (work[i].tx.empty() && work[i].rx.empty()) continue;
+    result.placement.push_back(absl::StrFormat("lcore %d: %s", workers[i], absl::StrJoin(work[i].names, ", ")));
+    if (int ret = rte_eal_remote_launch(LcoreMain, &work[i], workers[i]); ret != 0) {
+      for (size_t j = 0; j < i; ++j) work[j].phase.store(kStop, std::memory_order_release);
+      rte_eal_mp_wait_lcore();
+      return absl::InternalError(absl::StrFormat("cannot launch lcore %d (%d)", workers[i], ret));
+    }
+  }
+
+  auto sum_tx = [&]() {
+    uint64_t n = 0;
+    for (auto& t : txs) {
+      for (size_t i = 0; i < t->num_streams(); ++i) n += t->counters(i).packets;
+    }
+    return n;
+  };
+  auto sum_rx = [&]() {
+    uint64_t n = 0;
+    for (auto& r : rxs) {
+      for (uint32_t i = 0; i < streams.size(); ++i) n += r.task->counters(i).packets;
+      n += r.task->unknown().packets;
+    }
+    return n;
+  };
+
+  // Control loop: watch for the end of TX, report progress.
+  uint64_t last_report = start, last_tx = 0, last_rx = 0;
+  const uint64_t interval = clock.FromNs(static_cast<uint64_t>(options.progress_interval_ns));
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const uint64_t now = ReadTsc();
+    bool all_done = true;
+    for (auto& t : txs) all_done = all_done && t->Done();
+    if (all_done) break;
+    if (options.interrupt != nullptr && options.interrupt->load(std::memory_order_relaxed)) {
+      result.interrupted = true;
+      break;
+    }
+    if (now > start && clock.ToNs(now - start) > static_cast<uint64_t>(bound_ns)) {
+      result.timed_out = true;
+      break;
+    }
+    if (options.on_progress && now > last_report + interval) {
+      Progress p;
+      p.elapsed_ns = static_cast<int64_t>(clock.ToNs(now - start));
+      p.expected_ns = expected_ns;
+      p.tx_packets = sum_tx();
+      p.rx_packets = sum_rx();
+      const double secs = static_cast<double>(now - last_report) / static_cast<double>(clock.hz());
+      p.tx_pps = static_cast<double>(p.tx_packets - last_tx) / secs;
+      p.rx_pps = static_cast<double>(p.rx_packets - last_rx) / secs;
+      last_tx = p.tx_packets;
+      last_rx = p.rx_packets;
+      last_report = now;
+      options.on_progress(p);
+    }
+  }
+  const uint64_t tx_end = ReadTsc();
+  for (auto& w : work) w.phase.store(kDrain, std::memory_order_release);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(options.drain_ns));
+  for (auto& w : work) w.phase.store(kStop, std::memory_order_release);
+  rte_eal_mp_wait_lcore();
+
+  // Sum per-lcore counters into per-stream and per-port results.
+  result.duration_ns = tx_end > start ? static_cast<int64_t>(clock.ToNs(tx_end - start)) : 0;
+  result.streams.resize(streams.size());
+  for (size_t i = 0; i < streams.size(); ++i) {
+    StreamResult& r = result.streams[i];
+    r.name = streams[i].name;
+    r.tx_port = streams[i].tx_port;
+    r.rx_port = streams[i].rx_port;
+    r.frame_size = streams[i].frame_size;
+    r.set_pps = streams[i].pps;
+  }
+  for (auto& t : txs) {
+    for (size_t i = 0; i < t->num_streams(); ++i) {
+      StreamResult& r = result.streams[t->stream(i).index];
+      r.tx = t->counters(i);
+      if (r.tx.packets != 0) r.tx_duration_ns = static_cast<int64_t>(r.tx.last_ns - r.tx.first_ns);
+    }
+  }
+  result.ports.resize(ports.size());
+  for (size_t pi = 0; pi < ports.size(); ++pi) result.ports[pi].name = ports[pi]->name();
+  for (const StreamResult& r : result.streams) {
+    result.ports[r.tx_port].tx_packets += r.tx.packets;
+    result.ports[r.tx_port].tx_bytes += r.tx.bytes;
+  }
+  for (auto& ref : rxs) {
+    PortResult& pr = result.ports[ref.port];
+    for (uint32_t i = 0; i < streams.size(); ++i) {
+      const rx::RxCounters c = ref.task->counters(i);
+      result.streams[i].rx.packets += c.packets;
+      result.streams[i].rx.bytes += c.bytes;
+      pr.rx_packets += c.packets;
+      pr.rx_bytes += c.bytes;
+    }
+    const rx::RxCounters u = ref.task->unknown();
+    pr.rx_unknown_packets += u.packets;
+    pr.rx_unknown_bytes += u.bytes;
+    pr.rx_packets += u.packets;
+    pr.rx_bytes += u.bytes;
+  }
+  for (size_t pi = 0; pi < ports.size(); ++pi) {
+    result.ports[pi].hw = ports[pi]->stats();
+    result.ports[pi].xstats = ports[pi]->xstats();
+  }
+  return result;
+}
+
+}  // namespace fg::engine

@@ -1,0 +1,81 @@
+// engine/engine.h: runs one trial: streams on lcores, start, stop, drain, sum.
+//
+// RunTrial builds a TX task per (port, TX queue) that carries streams and an
+// RX task per (port, RX queue), spreads them over the worker lcores (TX and
+// RX apart when there are two or more workers; one worker runs them all
+// round-robin), starts every TX stream at the same TSC instant, waits until
+// each stream has sent its count or reached its duration, keeps RX polling
+// for the drain time so frames in flight are counted, then stops and sums the
+// per-lcore counters. Port counters are reset before and read after.
+//
+//   fg::engine::TrialOptions opt;
+//   opt.drain_ns = 100'000'000;
+//   opt.on_progress = [](const fg::engine::Progress& p) { ... };   // ~1/s
+//   auto r = fg::engine::RunTrial(*eal, ports, compiled, opt);
+//   printf("%lu sent, %lu received\n", r->streams[0].tx.packets, r->streams[0].rx.packets);
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "port/eal.h"
+#include "port/port.h"
+#include "rx/rx.h"
+#include "stream/stream.h"
+#include "tx/tx.h"
+
+namespace fg::engine {
+
+struct Progress {
+  int64_t elapsed_ns = 0;
+  int64_t expected_ns = 0;  // planned TX time (longest stream duration)
+  uint64_t tx_packets = 0, rx_packets = 0;
+  double tx_pps = 0, rx_pps = 0;  // over the last interval
+};
+
+struct TrialOptions {
+  int64_t drain_ns = 100'000'000;
+  // Hard bound on the TX phase; 0: the longest stream duration + 1 s.
+  int64_t max_duration_ns = 0;
+  std::function<void(const Progress&)> on_progress;
+  int64_t progress_interval_ns = 1'000'000'000;
+  // Polled by the control thread; set it (e.g. from SIGINT) to end TX early.
+  const std::atomic<bool>* interrupt = nullptr;
+};
+
+struct StreamResult {
+  std::string name;
+  size_t tx_port = 0, rx_port = 0;
+  uint32_t frame_size = 0;
+  double set_pps = 0;
+  tx::TxCounters tx;
+  rx::RxCounters rx;
+  int64_t tx_duration_ns = 0;  // first to last accepted TX burst
+};
+
+struct PortResult {
+  std::string name;
+  uint64_t tx_packets = 0, tx_bytes = 0;  // our TX counters, all streams of the port
+  uint64_t rx_packets = 0, rx_bytes = 0;  // our RX counters, signature or not
+  uint64_t rx_unknown_packets = 0, rx_unknown_bytes = 0;
+  port::Stats hw;  // the PMD's counters over the trial
+  std::vector<port::Xstat> xstats;
+};
+
+struct TrialResult {
+  int64_t duration_ns = 0;  // TX phase, start to the last stream done
+  bool interrupted = false;
+  bool timed_out = false;   // the TX phase hit max_duration_ns
+  std::vector<StreamResult> streams;
+  std::vector<PortResult> ports;
+  std::vector<std::string> placement;  // "lcore 1: tx loop0/q0, rx loop0/q0"
+};
+
+absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                     const std::vector<stream::CompiledStream>& streams, const TrialOptions& options);
+
+}  // namespace fg::engine

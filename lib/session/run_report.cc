@@ -1,0 +1,162 @@
+#include "session/run_report.h"
+
+#include <ctime>
+
+#include "absl/strings/str_format.h"
+#include "base/units.h"
+#include "report/json.h"
+
+namespace fg::session {
+namespace {
+
+double PerSecond(uint64_t n, int64_t ns) { return ns > 0 ? static_cast<double>(n) * 1e9 / static_cast<double>(ns) : 0; }
+
+// Achieved TX rate: n packets evenly paced span n-1 intervals from the first
+// to the last TX burst.
+double TxPps(const engine::StreamResult& s) {
+  if (s.tx.packets < 2 || s.tx_duration_ns <= 0) return 0;
+  return PerSecond(s.tx.packets - 1, s.tx_duration_ns);
+}
+
+}  // namespace
+
+std::string UtcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string RunReportJson(Session& session, const engine::TrialResult& r, const std::string& started_utc) {
+  const config::Plan& plan = session.plan();
+  report::JsonWriter w;
+  w.BeginObject();
+  w.Field("schema_version", kRunReportSchemaVersion);
+  w.Key("tool");
+  w.BeginObject();
+  w.Field("name", "fabricgen");
+  w.Field("version", FABRICGEN_VERSION);
+  w.EndObject();
+  w.Key("plan");
+  w.BeginObject();
+  w.Field("file", plan.file);
+  w.Field("name", plan.name);
+  w.EndObject();
+  w.Field("started_utc", started_utc);
+  w.Field("complete", !r.interrupted && !r.timed_out);
+  w.Field("interrupted", r.interrupted);
+  w.Field("timed_out", r.timed_out);
+  w.Field("duration_ns", r.duration_ns);
+  w.Key("environment");
+  w.BeginObject();
+  w.Key("eal_args");
+  w.BeginArray();
+  for (const std::string& a : session.eal_decision().argv) w.String(a);
+  w.EndArray();
+  w.Field("memory", session.eal_decision().memory_note);
+  w.Field("tsc_hz", session.eal().tsc_hz());
+  w.Field("timestamp_source", "tsc");
+  w.Key("placement");
+  w.BeginArray();
+  for (const std::string& p : r.placement) w.String(p);
+  w.EndArray();
+  w.EndObject();
+
+  std::vector<port::Port*> ports = session.ports();
+  w.Key("ports");
+  w.BeginArray();
+  for (size_t i = 0; i < r.ports.size(); ++i) {
+    const engine::PortResult& p = r.ports[i];
+    const port::Capabilities& c = ports[i]->capabilities();
+    w.BeginObject();
+    w.Field("name", p.name);
+    w.Field("device", plan.ports[i].device);
+    w.Field("dpdk_name", c.device);
+    w.Field("driver", c.driver);
+    w.Field("link_speed_bps", static_cast<uint64_t>(c.link_speed_mbps) * 1'000'000);
+    w.Field("tx_packets", p.tx_packets);
+    w.Field("tx_bytes", p.tx_bytes);
+    w.Field("rx_packets", p.rx_packets);
+    w.Field("rx_bytes", p.rx_bytes);
+    w.Field("rx_unknown_packets", p.rx_unknown_packets);
+    w.Field("rx_unknown_bytes", p.rx_unknown_bytes);
+    w.Field("duration_ns", r.duration_ns);
+    w.Key("pmd_stats");  // the driver's counters (bytes as the PMD counts them, usually without FCS)
+    w.BeginObject();
+    w.Field("tx_packets", p.hw.tx_packets);
+    w.Field("rx_packets", p.hw.rx_packets);
+    w.Field("tx_bytes", p.hw.tx_bytes);
+    w.Field("rx_bytes", p.hw.rx_bytes);
+    w.Field("rx_missed_packets", p.hw.rx_missed);
+    w.Field("rx_error_packets", p.hw.rx_errors);
+    w.Field("tx_error_packets", p.hw.tx_errors);
+    w.Field("rx_nombuf", p.hw.rx_nombuf);
+    w.EndObject();
+    w.Key("xstats");
+    w.BeginObject();
+    for (const port::Xstat& x : p.xstats) w.Field(x.name, x.value);
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+
+  w.Key("streams");
+  w.BeginArray();
+  for (const engine::StreamResult& s : r.streams) {
+    w.BeginObject();
+    w.Field("name", s.name);
+    w.Field("tx_port", r.ports[s.tx_port].name);
+    w.Field("rx_port", r.ports[s.rx_port].name);
+    w.Field("frame_size_bytes", s.frame_size);
+    w.Field("set_rate_pps", s.set_pps);
+    w.Field("tx_packets", s.tx.packets);
+    w.Field("tx_bytes", s.tx.bytes);
+    w.Field("rx_packets", s.rx.packets);
+    w.Field("rx_bytes", s.rx.bytes);
+    w.Field("tx_minus_rx_packets", static_cast<int64_t>(s.tx.packets - s.rx.packets));
+    w.Field("duration_ns", s.tx_duration_ns);
+    const double pps = TxPps(s);
+    w.Field("tx_rate_pps", pps);
+    w.Field("tx_rate_bps_l2", pps * 8.0 * s.frame_size);
+    w.Field("tx_rate_bps_l1", pps * 8.0 * (s.frame_size + kEthL1Overhead));
+    w.Field("tx_retries", s.tx.retries);
+    w.Field("tx_alloc_failures", s.tx.alloc_failures);
+    w.Field("tx_slots_skipped", s.tx.credit_dropped);
+    w.EndObject();
+  }
+  w.EndArray();
+
+  w.Key("notes");
+  w.BeginArray();
+  for (port::Port* p : ports) {
+    for (const std::string& n : p->notes()) w.String(n);
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.Take();
+}
+
+std::string RunSummary(const engine::TrialResult& r) {
+  std::string out;
+  out += absl::StrFormat("%-16s %8s %14s %14s %14s %14s %16s\n", "stream", "frame", "set rate", "tx packets",
+                         "rx packets", "tx rate", "tx-rx packets");
+  for (const engine::StreamResult& s : r.streams) {
+    out += absl::StrFormat("%-16s %6d B %14s %14s %14s %14s %16d\n", s.name, s.frame_size,
+                           FormatPacketRate(s.set_pps), FormatCount(s.tx.packets), FormatCount(s.rx.packets),
+                           FormatPacketRate(TxPps(s)), static_cast<int64_t>(s.tx.packets - s.rx.packets));
+  }
+  for (const engine::PortResult& p : r.ports) {
+    out += absl::StrFormat("port %s: tx %s packets (%s bytes), rx %s packets (%s bytes), %s without signature\n",
+                           p.name, FormatCount(p.tx_packets), FormatCount(p.tx_bytes), FormatCount(p.rx_packets),
+                           FormatCount(p.rx_bytes), FormatCount(p.rx_unknown_packets));
+  }
+  out += absl::StrFormat("duration %s%s\n", FormatDuration(r.duration_ns),
+                         r.interrupted ? " (interrupted: report marked incomplete)"
+                         : r.timed_out ? " (TX phase hit its time bound: report marked incomplete)"
+                                       : "");
+  return out;
+}
+
+}  // namespace fg::session

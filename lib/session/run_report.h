@@ -1,0 +1,27 @@
+// session/run_report.h: report.json and the console summary of `fabricgen run`.
+//
+// report.json (schema_version 1) holds, per port and per stream, what was
+// sent and received with the unit in every key (packets, bytes FCS included,
+// _ns, _pps, _bps_l1/_l2), the PMD's own counters beside ours, the EAL and
+// memory choices, where each task ran, and whether the run completed.
+//
+//   std::string json = fg::session::RunReportJson(*session, result, started_utc);
+//   FG_RETURN_IF_ERROR(fg::report::WriteFileAtomically(dir + "/report.json", json));
+//   std::cout << fg::session::RunSummary(result);
+#pragma once
+
+#include <string>
+
+#include "engine/engine.h"
+#include "session/session.h"
+
+namespace fg::session {
+
+inline constexpr int kRunReportSchemaVersion = 1;
+
+std::string RunReportJson(Session& session, const engine::TrialResult& result, const std::string& started_utc);
+std::string RunSummary(const engine::TrialResult& result);
+// "2026-11-30T10:07:11Z"
+std::string UtcNow();
+
+}  // namespace fg::session

@@ -1,0 +1,113 @@
+#include "session/session.h"
+
+#include <unistd.h>
+
+#include <regex>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "base/status.h"
+
+namespace fg::session {
+
+DeviceRef ResolveDevice(const std::string& device, size_t index, const std::vector<std::string>& user_eal) {
+  DeviceRef r;
+  if (device == config::kLoopbackDevice) {
+    r.kind = DeviceRef::Kind::kLoopback;
+    r.dpdk_name = absl::StrFormat("net_ring_fg%d", index);
+    r.eal_arg = r.dpdk_name;
+    return r;
+  }
+  static const std::regex kPci("^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7](,.*)?$");
+  const std::string name = device.substr(0, device.find(','));
+  if (std::regex_match(device, kPci)) {
+    r.kind = DeviceRef::Kind::kPci;
+    r.eal_arg = device;  // devargs after the address are passed through
+    r.dpdk_name = name;
+    return r;
+  }
+  for (const std::string& a : user_eal) {
+    if (a.find(name) != std::string::npos) {
+      r.kind = DeviceRef::Kind::kProbed;  // an explicit EAL argument creates it
+      r.dpdk_name = name;
+      return r;
+    }
+  }
+  r.kind = DeviceRef::Kind::kVdev;
+  r.eal_arg = device;
+  r.dpdk_name = name;
+  return r;
+}
+
+namespace {
+port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk_name, unsigned lcores) {
+  return port::PortOptions{.name = ps.name, .dpdk_name = dpdk_name, .rx_queues = ps.rx_queues,
+                           .tx_queues = ps.tx_queues, .rx_desc = ps.rx_desc, .tx_desc = ps.tx_desc,
+                           .mtu = ps.mtu, .mbufs = ps.mbufs, .lcores = lcores};
+}
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
+                                                       const std::vector<std::string>& cli_eal_args,
+                                                       bool scan_pci) {
+  std::unique_ptr<Session> s(new Session());
+  s->plan_ = plan;
+  port::EalRequest req;
+  req.user_args = plan.eal;
+  req.user_args.insert(req.user_args.end(), cli_eal_args.begin(), cli_eal_args.end());
+  req.pid = static_cast<int>(getpid());
+  req.no_pci = !scan_pci;
+  const unsigned lcores = std::max(2u, std::thread::hardware_concurrency());
+  std::vector<DeviceRef> refs;
+  for (size_t i = 0; i < plan.ports.size(); ++i) {
+    const config::PortSpec& ps = plan.ports[i];
+    DeviceRef ref = ResolveDevice(ps.device, i, req.user_args);
+    if (ref.kind == DeviceRef::Kind::kPci) {
+      req.pci.push_back(ref.eal_arg);
+      req.no_pci = false;
+    } else if (ref.kind != DeviceRef::Kind::kProbed) {
+      req.vdevs.push_back(ref.eal_arg);
+    }
+    const port::PortOptions o = OptionsFor(ps, ref.dpdk_name, lcores);
+    const uint32_t mbufs = o.mbufs != 0 ? o.mbufs : port::MbufsNeeded(o);
+    req.pool_bytes += uint64_t{mbufs} * port::MbufFootprint(port::MbufDataRoom(o.mtu), /*no_huge=*/true);
+    refs.push_back(ref);
+  }
+  s->decision_ = port::DecideEalArgs(req, port::ProbeHost());
+  FG_ASSIGN_OR_RETURN(s->eal_, port::Eal::Start(s->decision_.argv));
+
+  const unsigned used_lcores = static_cast<unsigned>(s->eal_->worker_lcores().size()) + 1;
+  for (size_t i = 0; i < plan.ports.size(); ++i) {
+    const config::PortSpec& ps = plan.ports[i];
+    auto p = port::Port::Open(OptionsFor(ps, refs[i].dpdk_name, used_lcores));
+    if (!p.ok()) {
+      return absl::Status(p.status().code(),
+                          absl::StrFormat("%s:%d: ports[%d]: %s", plan.file, ps.line, i, p.status().message()));
+    }
+    FG_RETURN_IF_ERROR((*p)->Start());
+    s->ports_.push_back(std::move(*p));
+  }
+  return s;
+}
+
+Session::~Session() {
+  ports_.clear();
+  eal_.reset();
+}
+
+std::vector<port::Port*> Session::ports() {
+  std::vector<port::Port*> out;
+  for (auto& p : ports_) out.push_back(p.get());
+  return out;
+}
+
+absl::StatusOr<std::vector<stream::CompiledStream>> Session::CompileStreams() {
+  std::vector<double> line;
+  for (auto& p : ports_) {
+    p->RefreshLink();
+    line.push_back(p->capabilities().line_bps());
+  }
+  return stream::Compile(plan_, line);
+}
+
+}  // namespace fg::session

@@ -1,0 +1,51 @@
+#include "stream/stream.h"
+
+#include "absl/strings/str_format.h"
+#include "proto/signature.h"
+#include "proto/udp_frame.h"
+
+namespace fg::stream {
+
+absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps) {
+  std::vector<CompiledStream> out;
+  std::vector<uint16_t> next_queue(plan.ports.size(), 0);
+  for (size_t i = 0; i < plan.streams.size(); ++i) {
+    const config::StreamSpec& s = plan.streams[i];
+    CompiledStream c;
+    c.index = static_cast<uint32_t>(i);
+    c.name = s.name;
+    c.flow_id = static_cast<uint32_t>(i);
+    proto::FrameTemplate t = proto::BuildUdpFrame(s.frame);
+    c.frame = std::move(t.bytes);
+    c.signature_offset = t.signature_offset;
+    proto::WriteSignature(c.frame.data() + c.signature_offset,
+                          proto::Signature{.flags = proto::kSigFlagTimestamp, .flow_id = c.flow_id});
+    c.frame_size = s.frame.size;
+    const double line = s.port < line_bps.size() ? line_bps[s.port] : 0;
+    if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:%d: streams[%d].rate: '%s' needs the line rate of port '%s', which reports no link speed; give "
+          "the rate in pps or bit/s",
+          plan.file, s.line, i, FormatRate(s.rate), plan.ports[s.port].name));
+    }
+    c.pps = s.rate.ToPps(c.frame_size, line);
+    if (line > 0 && c.pps * 8.0 * (c.frame_size + kEthL1Overhead) > line * 1.000001) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:%d: streams[%d].rate: %s of %d B frames is %s at L1, above the %s line rate of port '%s'",
+          plan.file, s.line, i, FormatRate(s.rate), c.frame_size,
+          FormatBitRate(c.pps * 8.0 * (c.frame_size + kEthL1Overhead)), FormatBitRate(line),
+          plan.ports[s.port].name));
+    }
+    c.count = s.count;
+    c.duration_ns = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;
+    c.tx_port = s.port;
+    c.rx_port = s.rx_port;
+    // Streams of a port are spread over its TX queues in plan order.
+    c.tx_queue = next_queue[s.port];
+    next_queue[s.port] = static_cast<uint16_t>((next_queue[s.port] + 1) % plan.ports[s.port].tx_queues);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace fg::stream

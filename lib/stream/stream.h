@@ -1,0 +1,39 @@
+// stream/stream.h: plan streams compiled into what the data path executes.
+//
+// Compilation resolves everything the hot loops must not compute: the frame
+// template bytes, where the signature sits, the rate in packets per second
+// (a "% of line rate" needs the port's link speed), the packet bound and the
+// flow ids the signature will carry. TX and RX lcores only read the result.
+//
+//   std::vector<double> line_bps = {10e9};   // per plan port, L1
+//   auto streams = fg::stream::Compile(plan, line_bps);
+//   for (const auto& s : *streams) printf("%s: %.0f pps\n", s.name.c_str(), s.pps);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "config/plan.h"
+
+namespace fg::stream {
+
+struct CompiledStream {
+  uint32_t index = 0;     // position in the plan
+  std::string name;
+  uint32_t flow_id = 0;   // carried in the signature; unique in a run
+  std::vector<uint8_t> frame;  // template without FCS
+  uint32_t signature_offset = 0;
+  uint32_t frame_size = 0;     // bytes on the wire excluding preamble/IFG, FCS included
+  double pps = 0;              // resolved rate
+  uint64_t count = 0;          // 0: bounded by duration only
+  int64_t duration_ns = 0;     // > 0 always (plan duration when the stream has none)
+  size_t tx_port = 0, rx_port = 0;
+  uint16_t tx_queue = 0;
+};
+
+// `line_bps[i]` is the L1 line rate of plan port i (0 when unknown).
+absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps);
+
+}  // namespace fg::stream

@@ -5,12 +5,14 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
+#include <filesystem>
+
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace fg::port {
 
-absl::StatusOr<std::unique_ptr<Eal>> Eal::Start(const std::vector<std::string>& argv) {
+absl::StatusOr<std::unique_ptr<Eal>> Eal::Start(const std::vector<std::string>& argv, bool own_runtime_dir) {
   // rte_eal_init may permute argv: give it copies it can keep.
   std::vector<std::string> storage = argv;
   std::vector<char*> cargv;
@@ -30,9 +32,16 @@ absl::StatusOr<std::unique_ptr<Eal>> Eal::Start(const std::vector<std::string>& 
   for (const std::string& a : argv) {
     if (a == "--no-huge") eal->no_huge_ = true;
   }
+  if (own_runtime_dir) eal->runtime_dir_ = rte_eal_get_runtime_dir();
   return eal;
 }
 
-Eal::~Eal() { rte_eal_cleanup(); }
+Eal::~Eal() {
+  rte_eal_cleanup();
+  if (!runtime_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(runtime_dir_, ec);  // best effort: only our private prefix
+  }
+}
 
 }  // namespace fg::port

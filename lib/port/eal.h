@@ -21,8 +21,11 @@ namespace fg::port {
 
 class Eal {
  public:
-  // Initialises EAL with `argv` (argv[0] is the program name).
-  static absl::StatusOr<std::unique_ptr<Eal>> Start(const std::vector<std::string>& argv);
+  // Initialises EAL with `argv` (argv[0] is the program name). With
+  // `own_runtime_dir` the runtime directory (/var/run/dpdk/<file-prefix>) is
+  // removed at exit: set it when the file prefix is private to this process.
+  static absl::StatusOr<std::unique_ptr<Eal>> Start(const std::vector<std::string>& argv,
+                                                    bool own_runtime_dir = false);
   ~Eal();
   Eal(const Eal&) = delete;
   Eal& operator=(const Eal&) = delete;
@@ -40,6 +43,7 @@ class Eal {
   std::vector<unsigned> workers_;
   std::vector<std::string> argv_;
   bool no_huge_ = false;
+  std::string runtime_dir_;  // removed at exit when not empty
 };
 
 }  // namespace fg::port

@@ -57,8 +57,16 @@ EalDecision DecideEalArgs(const EalRequest& req, const HostMemory& host) {
   EalDecision d;
   d.argv.push_back("fabricgen");
   const std::vector<std::string>& user = req.user_args;
-  if (!HasArg(user, {"--file-prefix"})) d.argv.push_back(absl::StrFormat("--file-prefix=fabricgen-%d", req.pid));
-  if (!HasArg(user, {"--log-level"})) d.argv.push_back("--log-level=warning");
+  if (!HasArg(user, {"--file-prefix"})) {
+    d.argv.push_back(absl::StrFormat("--file-prefix=fabricgen-%d", req.pid));
+    d.private_prefix = true;
+  }
+  if (!HasArg(user, {"--log-level"})) {
+    // Quiet by default; EAL's own warnings (e.g. "No free 1048576 kB
+    // hugepages" for every unused page size) are noise for a tester's user.
+    d.argv.push_back("--log-level=warning");
+    d.argv.push_back("--log-level=lib.eal:error");
+  }
   // DPDK telemetry is off unless asked for: our metrics come from lib/metrics.
   if (!HasArg(user, {"--telemetry", "--no-telemetry"})) d.argv.push_back("--no-telemetry");
   for (const std::string& v : req.vdevs) d.argv.push_back("--vdev=" + v);
@@ -76,7 +84,9 @@ EalDecision DecideEalArgs(const EalRequest& req, const HostMemory& host) {
     d.no_huge = HasArg(user, {"--no-huge"});
     d.memory_note = "as given by the EAL arguments";
   } else if (host.hugetlbfs_mounted && host.free_hugepage_bytes >= need) {
-    d.memory_note = absl::StrFormat("hugepages (%d MiB free, ~%d MiB needed)",
+    // --in-memory: no hugepage files or shared config left behind after exit.
+    d.argv.push_back("--in-memory");
+    d.memory_note = absl::StrFormat("hugepages, --in-memory (%d MiB free, ~%d MiB needed)",
                                     host.free_hugepage_bytes >> 20, need >> 20);
   } else {
     d.no_huge = true;

@@ -44,6 +44,7 @@ struct EalDecision {
   bool no_huge = false;
   uint32_t memory_mb = 0;         // -m given with --no-huge (0 = not set by us)
   std::string memory_note;        // one line: which memory mode and why
+  bool private_prefix = false;    // the --file-prefix is ours (not the user's)
 };
 
 EalDecision DecideEalArgs(const EalRequest& req, const HostMemory& host);

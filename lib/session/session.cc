@@ -74,7 +74,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
     refs.push_back(ref);
   }
   s->decision_ = port::DecideEalArgs(req, port::ProbeHost());
-  FG_ASSIGN_OR_RETURN(s->eal_, port::Eal::Start(s->decision_.argv));
+  FG_ASSIGN_OR_RETURN(s->eal_, port::Eal::Start(s->decision_.argv, s->decision_.private_prefix));
 
   const unsigned used_lcores = static_cast<unsigned>(s->eal_->worker_lcores().size()) + 1;
   for (size_t i = 0; i < plan.ports.size(); ++i) {

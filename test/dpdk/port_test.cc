@@ -1,0 +1,65 @@
+#include "port/port.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "dpdk_test_env.h"
+
+namespace fg::port {
+namespace {
+
+using ::testing::HasSubstr;
+using fg::testing::NewVdev;
+
+TEST(Port, LoopbackOpensStartsAndReportsCapabilities) {
+  std::string dev = NewVdev("net_ring");
+  auto p = Port::Open(PortOptions{.name = "a", .dpdk_name = dev, .rx_queues = 2, .tx_queues = 2});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->Start().ok());
+  const Capabilities& c = (*p)->capabilities();
+  EXPECT_EQ(c.driver, "net_ring");
+  EXPECT_EQ(c.device, dev);
+  EXPECT_TRUE(c.link_up);
+  EXPECT_EQ(c.link_speed_mbps, 10000u);
+  EXPECT_EQ(c.line_bps(), 10e9);
+  EXPECT_FALSE(c.rx_hw_timestamp);  // no virtual PMD advertises it (dpdk.md)
+  EXPECT_FALSE(c.read_clock);
+  EXPECT_EQ((*p)->options().mbufs, MbufsNeeded((*p)->options()));
+  EXPECT_EQ((*p)->stats().tx_packets, 0u);
+  (*p)->Stop();
+}
+
+TEST(Port, JumboMtuGetsJumboMbufs) {
+  std::string dev = NewVdev("net_ring");
+  auto p = Port::Open(PortOptions{.name = "j", .dpdk_name = dev, .mtu = 9000});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_GE(MbufDataRoom(9000), 9000u + 26 + 128);
+}
+
+TEST(Port, TooManyQueuesIsRefusedNotClamped) {
+  std::string dev = NewVdev("net_ring");
+  auto p = Port::Open(PortOptions{.name = "q", .dpdk_name = dev, .rx_queues = 17});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("port 'q'"));
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("at most 16 / 16"));
+}
+
+TEST(Port, UnknownDeviceListsThePortsPresent) {
+  auto p = Port::Open(PortOptions{.name = "x", .dpdk_name = "net_nothing9"});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("no DPDK port named 'net_nothing9'"));
+}
+
+TEST(Port, TooSmallPoolFailsWithAdvice) {
+  std::string dev = NewVdev("net_ring");
+  // 16 M mbufs of 2 KiB cannot fit in the test's 512 MB.
+  auto p = Port::Open(PortOptions{.name = "big", .dpdk_name = dev, .mbufs = 16u << 20});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("give EAL more memory"));
+}
+
+}  // namespace
+}  // namespace fg::port

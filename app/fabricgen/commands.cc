@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "base/units.h"
 #include "config/plan.h"
+#include "drivers/registry.h"
 #include "engine/engine.h"
 #include "report/atomic_file.h"
 #include "session/run_report.h"
@@ -17,13 +18,17 @@
 namespace fg::app {
 namespace {
 
+port::DriverRegistry Drivers() {
+  port::DriverRegistry r;
+  drivers::RegisterAll(r);
+  return r;
+}
+
 int ExitFor(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-      return kExitInput;
-    default:
-      return kExitRuntime;
+    case absl::StatusCode::kOutOfRange: return kExitInput;
+    default: return kExitRuntime;
   }
 }
 
@@ -53,14 +58,14 @@ void PrintCapabilities(const std::string& label, const port::Capabilities& c) {
                                c.link_speed_mbps ? FormatBitRate(c.link_speed_mbps * 1e6) : "unknown speed",
                                c.speeds_mbps.empty() ? "-" : absl::StrJoin(c.speeds_mbps, ", ") + " Mbit/s");
   std::cout << absl::StrFormat("  queues: rx %d, tx %d (max); descriptors: rx %d, tx %d (max); MTU %d..%d B\n",
-                               c.max_rx_queues, c.max_tx_queues, c.max_rx_desc, c.max_tx_desc, c.min_mtu,
-                               c.max_mtu);
+                               c.max_rx_queues, c.max_tx_queues, c.max_rx_desc, c.max_tx_desc, c.min_mtu, c.max_mtu);
   auto yn = [](bool b) { return b ? "yes" : "no"; };
   std::cout << absl::StrFormat(
       "  timestamps: rx hardware %s, tx send-on-timestamp %s, read_clock %s, ieee1588 %s; queue rate limit %s\n",
       yn(c.rx_hw_timestamp), yn(c.tx_send_on_timestamp), yn(c.read_clock), yn(c.timesync), yn(c.queue_rate_limit));
   std::cout << "  rx offloads: " << (c.rx_offloads.empty() ? "-" : absl::StrJoin(c.rx_offloads, " ")) << "\n";
   std::cout << "  tx offloads: " << (c.tx_offloads.empty() ? "-" : absl::StrJoin(c.tx_offloads, " ")) << "\n";
+  for (const std::string& n : c.driver_notes) std::cout << "  " << n << "\n";
 }
 
 }  // namespace
@@ -81,7 +86,8 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
     plan.file = "(no plan)";
     plan.ports.push_back(config::PortSpec{.name = "loop0"});
   }
-  auto s = session::Session::Open(plan, eal, /*scan_pci=*/plan_file.empty());
+  const port::DriverRegistry registry = Drivers();
+  auto s = session::Session::Open(plan, eal, registry, /*scan_pci=*/plan_file.empty());
   if (!s.ok()) return Fail(s.status());
   std::cout << "memory: " << (*s)->eal_decision().memory_note << "\n";
   for (port::Port* p : (*s)->ports()) PrintCapabilities("port " + p->name(), p->capabilities());
@@ -89,6 +95,7 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
     for (auto [id, name] : port::ListPorts()) {
       if (name == (*s)->ports()[0]->capabilities().device) continue;
       auto caps = port::ProbeCapabilities(id);
+      if (caps.ok()) registry.Annotate(*caps);
       if (caps.ok()) PrintCapabilities(absl::StrFormat("dpdk port %d", id), *caps);
     }
   }
@@ -101,7 +108,8 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
   const std::string out_dir = args.out_dir.empty() ? DefaultOutDir(*plan) : args.out_dir;
   const std::string started = session::UtcNow();
 
-  auto s = session::Session::Open(*plan, args.eal);
+  const port::DriverRegistry registry = Drivers();
+  auto s = session::Session::Open(*plan, args.eal, registry);
   if (!s.ok()) return Fail(s.status());
   session::Session& session = **s;
   auto streams = session.CompileStreams();

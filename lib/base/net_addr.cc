@@ -31,8 +31,8 @@ absl::StatusOr<Ipv4Addr> ParseIpv4(std::string_view text) {
 }
 
 std::string FormatMac(const MacAddr& m) {
-  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", m.bytes[0], m.bytes[1], m.bytes[2], m.bytes[3],
-                         m.bytes[4], m.bytes[5]);
+  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", m.bytes[0], m.bytes[1], m.bytes[2], m.bytes[3], m.bytes[4],
+                         m.bytes[5]);
 }
 
 std::string FormatIpv4(Ipv4Addr ip) {

@@ -60,11 +60,14 @@ absl::StatusOr<Rate> ParseRate(std::string_view text) {
     l1 = unit.ends_with(" L1");
     unit = std::string(absl::StripAsciiWhitespace(absl::string_view(unit).substr(0, unit.size() - 3)));
   }
-  struct Scale { const char* name; double mult; bool bits; };
+  struct Scale {
+    const char* name;
+    double mult;
+    bool bits;
+  };
   static constexpr Scale kUnits[] = {
-      {"pps", 1, false},   {"kpps", 1e3, false}, {"Mpps", 1e6, false}, {"Gpps", 1e9, false},
-      {"bps", 1, true},    {"kbps", 1e3, true},  {"Mbps", 1e6, true},  {"Gbps", 1e9, true},
-      {"Tbps", 1e12, true},
+      {"pps", 1, false},   {"kpps", 1e3, false}, {"Mpps", 1e6, false}, {"Gpps", 1e9, false}, {"bps", 1, true},
+      {"kbps", 1e3, true}, {"Mbps", 1e6, true},  {"Gbps", 1e9, true},  {"Tbps", 1e12, true},
   };
   if (unit == "%") {
     if (split->number > 100) {
@@ -92,9 +95,11 @@ absl::StatusOr<int64_t> ParseDuration(std::string_view text) {
   if (!split.ok()) {
     return absl::InvalidArgumentError("expected a duration such as '500 ms', '10 s' or '2 min'");
   }
-  struct Scale { const char* name; double ns; };
-  static constexpr Scale kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9},
-                                     {"min", 60e9}, {"h", 3600e9}};
+  struct Scale {
+    const char* name;
+    double ns;
+  };
+  static constexpr Scale kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"min", 60e9}, {"h", 3600e9}};
   for (const Scale& s : kUnits) {
     if (split->unit == s.name) {
       double ns = split->number * s.ns;
@@ -103,17 +108,19 @@ absl::StatusOr<int64_t> ParseDuration(std::string_view text) {
       return static_cast<int64_t>(std::llround(ns));
     }
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "unknown or missing duration unit in '%s'; expected ns, us, ms, s, min or h", text));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("unknown or missing duration unit in '%s'; expected ns, us, ms, s, min or h", text));
 }
 
 absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
   auto split = SplitNumber(text, "size");
   if (!split.ok()) return absl::InvalidArgumentError("expected a size such as '64 B', '4 KiB' or '1 MB'");
-  struct Scale { const char* name; double mult; };
-  static constexpr Scale kUnits[] = {{"", 1},     {"B", 1},           {"KB", 1e3},
-                                     {"MB", 1e6}, {"GB", 1e9},        {"KiB", 1024.0},
-                                     {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  struct Scale {
+    const char* name;
+    double mult;
+  };
+  static constexpr Scale kUnits[] = {{"", 1},     {"B", 1},        {"KB", 1e3},        {"MB", 1e6},
+                                     {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
   for (const Scale& s : kUnits) {
     if (split->unit == s.name) {
       double b = split->number * s.mult;
@@ -125,14 +132,16 @@ absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
       return static_cast<uint64_t>(b);
     }
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "unknown size unit in '%s'; expected B, KB, MB, GB, KiB, MiB or GiB", text));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("unknown size unit in '%s'; expected B, KB, MB, GB, KiB, MiB or GiB", text));
 }
 
 namespace {
 std::string WithPrefix(double v, const char* unit) {
-  static constexpr struct { double div; const char* p; } kPrefixes[] = {
-      {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  static constexpr struct {
+    double div;
+    const char* p;
+  } kPrefixes[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
   for (const auto& p : kPrefixes) {
     if (std::fabs(v) >= p.div) return absl::StrFormat("%.3f %s%s", v / p.div, p.p, unit);
   }

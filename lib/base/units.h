@@ -42,9 +42,9 @@ absl::StatusOr<int64_t> ParseDuration(std::string_view text);
 absl::StatusOr<uint64_t> ParseBytes(std::string_view text);
 
 std::string FormatRate(const Rate& r);
-std::string FormatBitRate(double bps);    // "9.950 Gbit/s"
-std::string FormatPacketRate(double pps); // "1.234 Mpps"
-std::string FormatDuration(int64_t ns);   // "1.500 s", "250.000 ms"
-std::string FormatCount(uint64_t n);      // "1,234,567"
+std::string FormatBitRate(double bps);     // "9.950 Gbit/s"
+std::string FormatPacketRate(double pps);  // "1.234 Mpps"
+std::string FormatDuration(int64_t ns);    // "1.500 s", "250.000 ms"
+std::string FormatCount(uint64_t n);       // "1,234,567"
 
 }  // namespace fg

@@ -50,15 +50,15 @@ auto Ipv4V() {
 }
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
-  FG_RETURN_IF_ERROR(
-      n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs"}));
   PortSpec p;
   p.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
   FG_ASSIGN_OR_RETURN(p.name, name.String());
   if (p.name.empty()) return name.Error("port name must not be empty");
   FG_RETURN_IF_ERROR(Opt(n, "device", p.device, [](const Node& d) { return d.String(); }));
-  if (p.device.empty()) return n.Optional("device")->Error("device must not be empty; use 'loopback' for the built-in loopback");
+  if (p.device.empty())
+    return n.Optional("device")->Error("device must not be empty; use 'loopback' for the built-in loopback");
   FG_RETURN_IF_ERROR(Opt(n, "rx_queues", p.rx_queues, IntIn(1, 64)));
   FG_RETURN_IF_ERROR(Opt(n, "tx_queues", p.tx_queues, IntIn(1, 64)));
   FG_RETURN_IF_ERROR(Opt(n, "rx_desc", p.rx_desc, IntIn(64, 32768)));
@@ -75,8 +75,8 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
 }
 
 absl::StatusOr<FrameSpec> ParseFrame(const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"size", "src_mac", "dst_mac", "vlan", "src_ip", "dst_ip", "dscp", "ecn", "ttl",
-                                  "udp_src", "udp_dst"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys(
+      {"size", "src_mac", "dst_mac", "vlan", "src_ip", "dst_ip", "dscp", "ecn", "ttl", "udp_src", "udp_dst"}));
   FrameSpec f;
   // The size is checked after the VLAN tag is known (it changes the minimum).
   FG_RETURN_IF_ERROR(Opt(n, "size", f.size, [](const Node& s) { return s.Bytes(1, 9022); }));
@@ -93,9 +93,9 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n) {
     f.vlan = vlan;
   }
   if (f.size < proto::MinUdpFrameSize(f)) {
-    return n.Optional("size")->Error(absl::StrFormat(
-        "%d B is too small: headers and the 16 B test signature need at least %d B (FCS included)", f.size,
-        proto::MinUdpFrameSize(f)));
+    return n.Optional("size")->Error(
+        absl::StrFormat("%d B is too small: headers and the 16 B test signature need at least %d B (FCS included)",
+                        f.size, proto::MinUdpFrameSize(f)));
   }
   FG_RETURN_IF_ERROR(Opt(n, "src_ip", f.src_ip, Ipv4V()));
   FG_RETURN_IF_ERROR(Opt(n, "dst_ip", f.dst_ip, Ipv4V()));
@@ -137,10 +137,11 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
     uint32_t l3 = s.frame.size - kEthOverhead - (s.frame.vlan ? 4 : 0);
     if (l3 > tx.mtu) {
       auto size = f->Optional("size");
-      return (size ? *size : *f).Error(absl::StrFormat(
-          "a %d B frame carries %d B of IP packet, more than port '%s' MTU of %d B; raise ports[].mtu or lower "
-          "the size",
-          s.frame.size, l3, tx.name, tx.mtu));
+      return (size ? *size : *f)
+          .Error(absl::StrFormat(
+              "a %d B frame carries %d B of IP packet, more than port '%s' MTU of %d B; raise ports[].mtu or lower "
+              "the size",
+              s.frame.size, l3, tx.name, tx.mtu));
     }
   }
   FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));

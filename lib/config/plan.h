@@ -37,9 +37,9 @@ struct PortSpec {
   uint16_t tx_queues = 1;
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
-  uint32_t mtu = 1500;   // L3 MTU in bytes
-  uint32_t mbufs = 0;    // 0 = sized automatically from queues and descriptors
-  int line = 0;          // where the port is declared, for later messages
+  uint32_t mtu = 1500;  // L3 MTU in bytes
+  uint32_t mbufs = 0;   // 0 = sized automatically from queues and descriptors
+  int line = 0;         // where the port is declared, for later messages
 };
 
 // Plain Ethernet / [802.1Q] / IPv4 / UDP test frame (proto/udp_frame.h).
@@ -59,7 +59,7 @@ struct StreamSpec {
 struct Plan {
   std::string file;
   std::string name;
-  std::vector<std::string> eal;  // extra EAL arguments
+  std::vector<std::string> eal;         // extra EAL arguments
   int64_t duration_ns = 1'000'000'000;  // upper bound of one run
   int64_t drain_ns = 100'000'000;       // wait for in-flight frames after TX stops
   std::vector<PortSpec> ports;

@@ -76,8 +76,8 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   std::vector<std::string> rx_names;
   for (size_t pi = 0; pi < ports.size(); ++pi) {
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
-      rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, flow_to_slot,
-                                                      static_cast<uint32_t>(streams.size()))});
+      rxs.push_back(
+          {pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, flow_to_slot, static_cast<uint32_t>(streams.size()))});
       rx_names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
     }
   }

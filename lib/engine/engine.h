@@ -69,7 +69,7 @@ struct PortResult {
 struct TrialResult {
   int64_t duration_ns = 0;  // TX phase, start to the last stream done
   bool interrupted = false;
-  bool timed_out = false;   // the TX phase hit max_duration_ns
+  bool timed_out = false;  // the TX phase hit max_duration_ns
   std::vector<StreamResult> streams;
   std::vector<PortResult> ports;
   std::vector<std::string> placement;  // "lcore 1: tx loop0/q0, rx loop0/q0"

@@ -97,9 +97,9 @@ EalDecision DecideEalArgs(const EalRequest& req, const HostMemory& host) {
     d.argv.push_back(absl::StrFormat("%d", d.memory_mb));
     d.memory_note = absl::StrFormat(
         "--no-huge -m %d (%s); tools/setup.sh reserves hugepages for full speed", d.memory_mb,
-        !host.hugetlbfs_mounted ? "no hugetlbfs mounted"
-                                : absl::StrFormat("%d MiB of hugepages free, ~%d MiB needed",
-                                                  host.free_hugepage_bytes >> 20, need >> 20));
+        !host.hugetlbfs_mounted
+            ? "no hugetlbfs mounted"
+            : absl::StrFormat("%d MiB of hugepages free, ~%d MiB needed", host.free_hugepage_bytes >> 20, need >> 20));
   }
   d.argv.insert(d.argv.end(), user.begin(), user.end());
   return d;

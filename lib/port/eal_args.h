@@ -42,9 +42,9 @@ struct EalRequest {
 struct EalDecision {
   std::vector<std::string> argv;  // argv[0] is "fabricgen"
   bool no_huge = false;
-  uint32_t memory_mb = 0;         // -m given with --no-huge (0 = not set by us)
-  std::string memory_note;        // one line: which memory mode and why
-  bool private_prefix = false;    // the --file-prefix is ours (not the user's)
+  uint32_t memory_mb = 0;       // -m given with --no-huge (0 = not set by us)
+  std::string memory_note;      // one line: which memory mode and why
+  bool private_prefix = false;  // the --file-prefix is ours (not the user's)
 };
 
 EalDecision DecideEalArgs(const EalRequest& req, const HostMemory& host);

@@ -23,10 +23,9 @@ absl::Status RteError(int ret, const std::string& what) {
 
 std::vector<uint32_t> SpeedsFromCapa(uint32_t capa) {
   static constexpr std::pair<uint32_t, uint32_t> kMap[] = {
-      {RTE_ETH_LINK_SPEED_1G, 1000},       {RTE_ETH_LINK_SPEED_10G, 10000},
-      {RTE_ETH_LINK_SPEED_25G, 25000},     {RTE_ETH_LINK_SPEED_40G, 40000},
-      {RTE_ETH_LINK_SPEED_50G, 50000},     {RTE_ETH_LINK_SPEED_100G, 100000},
-      {RTE_ETH_LINK_SPEED_56G, 56000},     {RTE_ETH_LINK_SPEED_200G, 200000},
+      {RTE_ETH_LINK_SPEED_1G, 1000},   {RTE_ETH_LINK_SPEED_10G, 10000},   {RTE_ETH_LINK_SPEED_25G, 25000},
+      {RTE_ETH_LINK_SPEED_40G, 40000}, {RTE_ETH_LINK_SPEED_50G, 50000},   {RTE_ETH_LINK_SPEED_100G, 100000},
+      {RTE_ETH_LINK_SPEED_56G, 56000}, {RTE_ETH_LINK_SPEED_200G, 200000},
   };
   std::vector<uint32_t> out;
   for (auto [bit, mbps] : kMap) {
@@ -74,8 +73,7 @@ uint32_t MbufDataRoom(uint32_t mtu) {
 
 uint32_t MbufsNeeded(const PortOptions& o) {
   const uint64_t n = uint64_t{o.rx_queues} * o.rx_desc + uint64_t{o.tx_queues} * o.tx_desc +
-                     uint64_t{o.rx_queues} * kLoopbackRingSize + uint64_t{o.lcores} * (kCacheSize + 2 * kBurst) +
-                     1024;
+                     uint64_t{o.rx_queues} * kLoopbackRingSize + uint64_t{o.lcores} * (kCacheSize + 2 * kBurst) + 1024;
   // Mempools are most compact at 2^k - 1 elements.
   return static_cast<uint32_t>(std::bit_ceil(n + 1) - 1);
 }
@@ -90,8 +88,8 @@ absl::StatusOr<Capabilities> ProbeCapabilities(uint16_t id) {
   c.device = name;
   rte_ether_addr mac;
   if (rte_eth_macaddr_get(id, &mac) == 0) {
-    c.mac = absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", mac.addr_bytes[0], mac.addr_bytes[1],
-                            mac.addr_bytes[2], mac.addr_bytes[3], mac.addr_bytes[4], mac.addr_bytes[5]);
+    c.mac = absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", mac.addr_bytes[0], mac.addr_bytes[1], mac.addr_bytes[2],
+                            mac.addr_bytes[3], mac.addr_bytes[4], mac.addr_bytes[5]);
   }
   c.socket = rte_eth_dev_socket_id(id);
   c.max_rx_queues = info.max_rx_queues;
@@ -142,9 +140,8 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
                                                       caps->max_tx_queues));
   }
   if (o.mtu < caps->min_mtu || (caps->max_mtu != 0 && o.mtu > caps->max_mtu)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: MTU %d B is outside the device's range %d..%d B", where, o.mtu, caps->min_mtu,
-                        caps->max_mtu));
+    return absl::InvalidArgumentError(absl::StrFormat("%s: MTU %d B is outside the device's range %d..%d B", where,
+                                                      o.mtu, caps->min_mtu, caps->max_mtu));
   }
 
   std::unique_ptr<Port> p(new Port());
@@ -155,8 +152,8 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
 
   const std::string pool_name = absl::StrFormat("fg_pool_%d", p->id_);
   const uint32_t room = MbufDataRoom(o.mtu);
-  p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), p->options_.mbufs, kCacheSize, 0,
-                                     static_cast<uint16_t>(room), p->caps_.socket < 0 ? SOCKET_ID_ANY : p->caps_.socket);
+  p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), p->options_.mbufs, kCacheSize, 0, static_cast<uint16_t>(room),
+                                     p->caps_.socket < 0 ? SOCKET_ID_ANY : p->caps_.socket);
   if (p->pool_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "%s: cannot create a pool of %d mbufs of %d B (%s); give EAL more memory (-m MB, or hugepages via "

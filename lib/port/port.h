@@ -46,22 +46,25 @@ uint32_t MbufsNeeded(const PortOptions& o);
 uint32_t MbufDataRoom(uint32_t mtu);
 
 struct Capabilities {
-  std::string driver;          // e.g. "net_ring", "mlx5_pci"
-  std::string device;          // ethdev name
+  std::string driver;  // e.g. "net_ring", "mlx5_pci"
+  std::string device;  // ethdev name
   std::string mac;
   int socket = -1;
   uint16_t max_rx_queues = 0, max_tx_queues = 0;
   uint16_t max_rx_desc = 0, max_tx_desc = 0;
   uint32_t min_mtu = 0, max_mtu = 0;
   bool link_up = false;
-  uint32_t link_speed_mbps = 0;        // 0 = unknown
-  std::vector<uint32_t> speeds_mbps;   // advertised speed capabilities
-  bool rx_hw_timestamp = false;        // RTE_ETH_RX_OFFLOAD_TIMESTAMP
-  bool tx_send_on_timestamp = false;   // RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP
-  bool read_clock = false;             // rte_eth_read_clock works
-  bool timesync = false;               // IEEE 1588 timesync ops answer
-  bool queue_rate_limit = false;       // rte_eth_set_queue_rate_limit (ixgbe, txgbe, cnxk in 22.11)
+  uint32_t link_speed_mbps = 0;       // 0 = unknown
+  std::vector<uint32_t> speeds_mbps;  // advertised speed capabilities
+  bool rx_hw_timestamp = false;       // RTE_ETH_RX_OFFLOAD_TIMESTAMP
+  bool tx_send_on_timestamp = false;  // RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP
+  bool read_clock = false;            // rte_eth_read_clock works
+  bool timesync = false;              // IEEE 1588 timesync ops answer
+  bool queue_rate_limit = false;      // rte_eth_set_queue_rate_limit (ixgbe, txgbe, cnxk in 22.11)
   std::vector<std::string> rx_offloads, tx_offloads;
+  // Filled by drivers/ (DriverRegistry): the NIC's free-running clock, if known.
+  double device_clock_hz = 0;
+  std::vector<std::string> driver_notes;  // one line each, for `fabricgen ports`
 
   // Line rate in bit/s (L1) for "% of line rate"; 0 when unknown.
   double line_bps() const { return link_speed_mbps * 1e6; }
@@ -100,6 +103,11 @@ class Port {
   void ResetStats();
   // Refreshes link state (speed, up/down) in capabilities().
   void RefreshLink();
+  // Lets NIC drivers add what they know (see port/driver_registry.h).
+  template <typename Registry>
+  void Annotate(const Registry& registry) {
+    registry.Annotate(caps_);
+  }
 
  private:
   Port() = default;

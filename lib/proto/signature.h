@@ -39,7 +39,7 @@ struct Signature {
   uint8_t flags = 0;
   uint32_t flow_id = 0;  // 24 bits
   uint32_t seq = 0;
-  uint64_t tx_ns = 0;    // 48 bits kept
+  uint64_t tx_ns = 0;  // 48 bits kept
 };
 
 inline void WriteSignature(uint8_t* p, const Signature& s) {

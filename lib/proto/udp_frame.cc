@@ -9,9 +9,7 @@ namespace fg::proto {
 
 uint32_t UdpHeadersLen(const UdpFrameSpec& spec) { return 14 + (spec.vlan ? 4 : 0) + 20 + 8; }
 
-uint32_t MinUdpFrameSize(const UdpFrameSpec& spec) {
-  return UdpHeadersLen(spec) + kSignatureLen + kEthFcsLen;
-}
+uint32_t MinUdpFrameSize(const UdpFrameSpec& spec) { return UdpHeadersLen(spec) + kSignatureLen + kEthFcsLen; }
 
 FrameTemplate BuildUdpFrame(const UdpFrameSpec& spec) {
   FrameTemplate t;

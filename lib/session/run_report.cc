@@ -143,9 +143,9 @@ std::string RunSummary(const engine::TrialResult& r) {
   out += absl::StrFormat("%-16s %8s %14s %14s %14s %14s %16s\n", "stream", "frame", "set rate", "tx packets",
                          "rx packets", "tx rate", "tx-rx packets");
   for (const engine::StreamResult& s : r.streams) {
-    out += absl::StrFormat("%-16s %6d B %14s %14s %14s %14s %16d\n", s.name, s.frame_size,
-                           FormatPacketRate(s.set_pps), FormatCount(s.tx.packets), FormatCount(s.rx.packets),
-                           FormatPacketRate(TxPps(s)), static_cast<int64_t>(s.tx.packets - s.rx.packets));
+    out += absl::StrFormat("%-16s %6d B %14s %14s %14s %14s %16d\n", s.name, s.frame_size, FormatPacketRate(s.set_pps),
+                           FormatCount(s.tx.packets), FormatCount(s.rx.packets), FormatPacketRate(TxPps(s)),
+                           static_cast<int64_t>(s.tx.packets - s.rx.packets));
   }
   for (const engine::PortResult& p : r.ports) {
     out += absl::StrFormat("port %s: tx %s packets (%s bytes), rx %s packets (%s bytes), %s without signature\n",

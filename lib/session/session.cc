@@ -41,15 +41,21 @@ DeviceRef ResolveDevice(const std::string& device, size_t index, const std::vect
 
 namespace {
 port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk_name, unsigned lcores) {
-  return port::PortOptions{.name = ps.name, .dpdk_name = dpdk_name, .rx_queues = ps.rx_queues,
-                           .tx_queues = ps.tx_queues, .rx_desc = ps.rx_desc, .tx_desc = ps.tx_desc,
-                           .mtu = ps.mtu, .mbufs = ps.mbufs, .lcores = lcores};
+  return port::PortOptions{.name = ps.name,
+                           .dpdk_name = dpdk_name,
+                           .rx_queues = ps.rx_queues,
+                           .tx_queues = ps.tx_queues,
+                           .rx_desc = ps.rx_desc,
+                           .tx_desc = ps.tx_desc,
+                           .mtu = ps.mtu,
+                           .mbufs = ps.mbufs,
+                           .lcores = lcores};
 }
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
                                                        const std::vector<std::string>& cli_eal_args,
-                                                       bool scan_pci) {
+                                                       const port::DriverRegistry& drivers, bool scan_pci) {
   std::unique_ptr<Session> s(new Session());
   s->plan_ = plan;
   port::EalRequest req;
@@ -84,6 +90,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
       return absl::Status(p.status().code(),
                           absl::StrFormat("%s:%d: ports[%d]: %s", plan.file, ps.line, i, p.status().message()));
     }
+    (*p)->Annotate(drivers);
     FG_RETURN_IF_ERROR((*p)->Start());
     s->ports_.push_back(std::move(*p));
   }

@@ -7,7 +7,8 @@
 // `fabricgen run`, `fabricgen ports` and the interactive CLI all start here.
 //
 //   auto plan = fg::config::LoadPlan("configs/quickstart.yaml");
-//   auto session = fg::session::Session::Open(*plan, /*cli_eal_args=*/{});
+//   fg::port::DriverRegistry drivers;            // fg::drivers::RegisterAll(drivers) in the app
+//   auto session = fg::session::Session::Open(*plan, /*cli_eal_args=*/{}, drivers);
 //   for (fg::port::Port* p : (*session)->ports()) std::cout << p->name() << "\n";
 //   auto streams = (*session)->CompileStreams();
 #pragma once
@@ -18,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "config/plan.h"
+#include "port/driver_registry.h"
 #include "port/eal.h"
 #include "port/eal_args.h"
 #include "port/port.h"
@@ -42,7 +44,7 @@ class Session {
   // `scan_pci`, a plan that names no PCI device skips the PCI bus scan.
   static absl::StatusOr<std::unique_ptr<Session>> Open(const config::Plan& plan,
                                                        const std::vector<std::string>& cli_eal_args,
-                                                       bool scan_pci = false);
+                                                       const port::DriverRegistry& drivers, bool scan_pci = false);
   ~Session();
 
   const config::Plan& plan() const { return plan_; }

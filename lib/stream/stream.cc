@@ -31,10 +31,9 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.pps = s.rate.ToPps(c.frame_size, line);
     if (line > 0 && c.pps * 8.0 * (c.frame_size + kEthL1Overhead) > line * 1.000001) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: streams[%d].rate: %s of %d B frames is %s at L1, above the %s line rate of port '%s'",
-          plan.file, s.line, i, FormatRate(s.rate), c.frame_size,
-          FormatBitRate(c.pps * 8.0 * (c.frame_size + kEthL1Overhead)), FormatBitRate(line),
-          plan.ports[s.port].name));
+          "%s:%d: streams[%d].rate: %s of %d B frames is %s at L1, above the %s line rate of port '%s'", plan.file,
+          s.line, i, FormatRate(s.rate), c.frame_size, FormatBitRate(c.pps * 8.0 * (c.frame_size + kEthL1Overhead)),
+          FormatBitRate(line), plan.ports[s.port].name));
     }
     c.count = s.count;
     c.duration_ns = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;

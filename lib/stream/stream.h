@@ -20,15 +20,15 @@
 namespace fg::stream {
 
 struct CompiledStream {
-  uint32_t index = 0;     // position in the plan
+  uint32_t index = 0;  // position in the plan
   std::string name;
-  uint32_t flow_id = 0;   // carried in the signature; unique in a run
+  uint32_t flow_id = 0;        // carried in the signature; unique in a run
   std::vector<uint8_t> frame;  // template without FCS
   uint32_t signature_offset = 0;
-  uint32_t frame_size = 0;     // bytes on the wire excluding preamble/IFG, FCS included
-  double pps = 0;              // resolved rate
-  uint64_t count = 0;          // 0: bounded by duration only
-  int64_t duration_ns = 0;     // > 0 always (plan duration when the stream has none)
+  uint32_t frame_size = 0;  // bytes on the wire excluding preamble/IFG, FCS included
+  double pps = 0;           // resolved rate
+  uint64_t count = 0;       // 0: bounded by duration only
+  int64_t duration_ns = 0;  // > 0 always (plan duration when the stream has none)
   size_t tx_port = 0, rx_port = 0;
   uint16_t tx_queue = 0;
 };

@@ -32,18 +32,18 @@ namespace fg::tx {
 inline constexpr unsigned kTxBurst = 32;
 
 struct TxCounters {
-  uint64_t packets = 0;    // accepted by the PMD
-  uint64_t bytes = 0;      // frame bytes, FCS included
-  uint64_t retries = 0;    // tx_burst calls that left frames pending
+  uint64_t packets = 0;  // accepted by the PMD
+  uint64_t bytes = 0;    // frame bytes, FCS included
+  uint64_t retries = 0;  // tx_burst calls that left frames pending
   uint64_t alloc_failures = 0;
-  uint64_t credit_dropped = 0;  // packet slots skipped because the lcore fell behind the set rate
+  uint64_t credit_dropped = 0;         // packet slots skipped because the lcore fell behind the set rate
   uint64_t first_ns = 0, last_ns = 0;  // TSC ns of the first and last accepted burst
 };
 
 class TxTask : public PollTask {
  public:
-  TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
-         const std::vector<const stream::CompiledStream*>& streams, TscClock clock);
+  TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::vector<const stream::CompiledStream*>& streams,
+         TscClock clock);
   ~TxTask() override;
 
   // Sets the start time; streams begin sending from `start_tsc`.

@@ -32,9 +32,12 @@ Bench Make(const std::string& yaml, const std::string& driver = "net_ring", cons
   b.plan = *plan;
   std::vector<double> line;
   for (const auto& ps : b.plan.ports) {
-    auto p = port::Port::Open(port::PortOptions{.name = ps.name, .dpdk_name = NewVdev(driver, devargs),
-                                                .rx_queues = ps.rx_queues, .tx_queues = ps.tx_queues,
-                                                .mtu = ps.mtu, .lcores = 2});
+    auto p = port::Port::Open(port::PortOptions{.name = ps.name,
+                                                .dpdk_name = NewVdev(driver, devargs),
+                                                .rx_queues = ps.rx_queues,
+                                                .tx_queues = ps.tx_queues,
+                                                .mtu = ps.mtu,
+                                                .lcores = 2});
     EXPECT_TRUE(p.ok()) << p.status();
     EXPECT_TRUE((*p)->Start().ok());
     line.push_back((*p)->capabilities().line_bps());

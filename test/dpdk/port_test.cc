@@ -8,8 +8,8 @@
 namespace fg::port {
 namespace {
 
-using ::testing::HasSubstr;
 using fg::testing::NewVdev;
+using ::testing::HasSubstr;
 
 TEST(Port, LoopbackOpensStartsAndReportsCapabilities) {
   std::string dev = NewVdev("net_ring");

@@ -77,8 +77,7 @@ absl::Status Node::CheckKeys(std::initializer_list<std::string_view> allowed) co
     }
     std::string field = path_.empty() ? key : path_ + "." + key;
     return Child(kv.first, field)
-        .Error(absl::StrFormat("unknown field '%s'%s; allowed here: %s", key, hint,
-                               JoinViews(allowed)));
+        .Error(absl::StrFormat("unknown field '%s'%s; allowed here: %s", key, hint, JoinViews(allowed)));
   }
   return absl::OkStatus();
 }
@@ -179,8 +178,8 @@ absl::StatusOr<Node> LoadYamlString(const std::string* file, const std::string& 
     YAML::Node root = YAML::Load(text);
     Node n(file, root, "");
     if (!root.IsMap()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:1:1: plan: expected a map of fields at the top level (ports, streams, ...)", *file));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s:1:1: plan: expected a map of fields at the top level (ports, streams, ...)", *file));
     }
     return n;
   } catch (const YAML::Exception& e) {

@@ -9,8 +9,9 @@ namespace {
 
 TEST(Signature, WriteReadRoundTripAndLayout) {
   uint8_t buf[16] = {};
-  WriteSignature(buf, Signature{.flags = kSigFlagTimestamp, .flow_id = 0xABCDEF, .seq = 0x01020304,
-                                .tx_ns = 0x1122334455667788ull});
+  WriteSignature(
+      buf,
+      Signature{.flags = kSigFlagTimestamp, .flow_id = 0xABCDEF, .seq = 0x01020304, .tx_ns = 0x1122334455667788ull});
   const uint8_t expect[16] = {0xFA, 0x6E, 0x01, 0xAB, 0xCD, 0xEF, 0x01, 0x02,
                               0x03, 0x04, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
   for (int i = 0; i < 16; ++i) EXPECT_EQ(buf[i], expect[i]) << "byte " << i;

@@ -138,11 +138,14 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
                                    FormatCount(p.rx_packets), FormatPacketRate(p.rx_pps));
     };
   }
+  if (!args.quiet) {
+    opt.on_placement = [](const std::vector<std::string>& placement) {
+      for (const std::string& p : placement) std::cout << p << "\n";
+      std::cout << std::flush;
+    };
+  }
   auto result = engine::RunTrial(session.eal(), session.ports(), *streams, opt);
   if (!result.ok()) return Fail(result.status());
-  if (!args.quiet) {
-    for (const std::string& p : result->placement) std::cout << p << "\n";
-  }
 
   const std::string json = session::RunReportJson(session, *result, started);
   const std::string path = out_dir + "/report.json";

@@ -75,8 +75,13 @@ int main(int argc, char** argv) {
       }
     }
     if (run.plan.empty()) return Usage("run needs a plan file");
-    std::signal(SIGINT, OnSignal);
-    std::signal(SIGTERM, OnSignal);
+    // First Ctrl-C: stop traffic and still write the report. A second one
+    // (handler reset) ends the process at once.
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
     return fg::app::Run(run, &g_interrupt);
   }
   return Usage("unknown command '" + cmd + "'");

@@ -102,12 +102,17 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   for (const auto& s : streams) expected_ns = std::max(expected_ns, s.duration_ns);
   const int64_t bound_ns = options.max_duration_ns > 0 ? options.max_duration_ns : expected_ns + 1'000'000'000;
 
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (work[i].tx.empty() && work[i].rx.empty()) continue;
+    result.placement.push_back(absl::StrFormat("lcore %d: %s", workers[i], absl::StrJoin(work[i].names, ", ")));
+  }
+  if (options.on_placement) options.on_placement(result.placement);
+
   // Launch, then start every stream at the same instant a little ahead.
   const uint64_t start = ReadTsc() + clock.FromNs(2'000'000);
   for (auto& t : txs) t->Arm(start);
   for (size_t i = 0; i < workers.size(); ++i) {
     if (work[i].tx.empty() && work[i].rx.empty()) continue;
-    result.placement.push_back(absl::StrFormat("lcore %d: %s", workers[i], absl::StrJoin(work[i].names, ", ")));
     if (int ret = rte_eal_remote_launch(LcoreMain, &work[i], workers[i]); ret != 0) {
       for (size_t j = 0; j < i; ++j) work[j].phase.store(kStop, std::memory_order_release);
       rte_eal_mp_wait_lcore();

@@ -42,6 +42,8 @@ struct TrialOptions {
   // Hard bound on the TX phase; 0: the longest stream duration + 1 s.
   int64_t max_duration_ns = 0;
   std::function<void(const Progress&)> on_progress;
+  // Called once before traffic starts with where each task runs.
+  std::function<void(const std::vector<std::string>&)> on_placement;
   int64_t progress_interval_ns = 1'000'000'000;
   // Polled by the control thread; set it (e.g. from SIGINT) to end TX early.
   const std::atomic<bool>* interrupt = nullptr;

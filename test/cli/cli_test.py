@@ -5,9 +5,11 @@ usage: cli_test.py FABRICGEN SOURCE_ROOT
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 FABRICGEN = ""
@@ -73,6 +75,96 @@ class RunTest(Workdir):
         self.assertTrue(path.startswith(os.path.join(self.dir, "results/tiny-")), path)
         with open(path) as f:
             self.assertEqual(json.load(f)["streams"][0]["rx_packets"], 100)
+
+
+    def test_eal_list_in_the_plan_creates_the_device(self):
+        plan = self.write("eal.yaml", "eal: ['--vdev=net_null0,copy=1']\n"
+                                      "ports: [{name: n, device: net_null0}]\n"
+                                      "streams: [{name: s, rate: 100 kpps, count: 1000}]\n")
+        out = os.path.join(self.dir, "out")
+        r = run("run", plan, "--out", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        self.assertIn("--vdev=net_null0,copy=1", rep["environment"]["eal_args"])
+        self.assertEqual(rep["ports"][0]["driver"], "net_null")
+        self.assertEqual(rep["streams"][0]["tx_packets"], 1000)
+        self.assertEqual(rep["streams"][0]["rx_packets"], 0)  # net_null drops what it is sent
+
+
+    def test_ctrl_c_stops_traffic_and_still_writes_an_incomplete_report(self):
+        plan = self.write("long.yaml", "streams: [{name: s, rate: 50 kpps, duration: 60 s}]\n")
+        out = os.path.join(self.dir, "out")
+        p = subprocess.Popen([FABRICGEN, "run", plan, "--out", out], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            # Wait for traffic: the placement line is printed just before it starts.
+            line = p.stdout.readline()
+            while line and not line.startswith("lcore "):
+                line = p.stdout.readline()
+            time.sleep(1.0)
+            p.send_signal(signal.SIGINT)
+            stdout, stderr = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        self.assertEqual(p.returncode, 1, stderr)
+        self.assertIn("interrupted: report marked incomplete", stdout)
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        self.assertFalse(rep["complete"])
+        self.assertTrue(rep["interrupted"])
+        st = rep["streams"][0]
+        self.assertGreater(st["tx_packets"], 10_000)
+        self.assertLess(st["tx_packets"], 50_000 * 10)
+        self.assertEqual(st["rx_packets"], st["tx_packets"])
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for a network namespace")
+class AfPacketVethTest(Workdir):
+    """Two af_packet ports on a veth pair inside a namespace the test owns."""
+
+    def setUp(self):
+        super().setUp()
+        self.ns = "fgcli%d" % os.getpid()
+        subprocess.run(["ip", "netns", "add", self.ns], check=True)
+        try:
+            for cmd in (["ip", "link", "add", "va", "type", "veth", "peer", "name", "vb"],
+                        ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+                        ["ip", "link", "set", "va", "up"], ["ip", "link", "set", "vb", "up"]):
+                subprocess.run(["ip", "netns", "exec", self.ns, *cmd], check=True)
+        except Exception:
+            subprocess.run(["ip", "netns", "del", self.ns])
+            raise
+
+    def tearDown(self):
+        subprocess.run(["ip", "netns", "del", self.ns])
+        super().tearDown()
+
+    def test_frames_cross_the_veth_and_are_counted_exactly(self):
+        plan = self.write("veth.yaml", """
+ports:
+  - {name: a, device: "net_af_packet0,iface=va"}
+  - {name: b, device: "net_af_packet1,iface=vb"}
+streams:
+  - {name: a-to-b, port: a, rx_port: b, rate: 20 kpps, count: 10000, frame: {size: 256 B}}
+  - {name: b-to-a, port: b, rx_port: a, rate: 20 kpps, count: 5000, frame: {size: 1518 B}}
+""")
+        out = os.path.join(self.dir, "out")
+        r = subprocess.run(["ip", "netns", "exec", self.ns, FABRICGEN, "run", plan, "--out", out],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        s = {x["name"]: x for x in rep["streams"]}
+        self.assertEqual(s["a-to-b"]["tx_packets"], 10000)
+        self.assertEqual(s["a-to-b"]["rx_packets"], 10000)
+        self.assertEqual(s["b-to-a"]["tx_packets"], 5000)
+        self.assertEqual(s["b-to-a"]["rx_packets"], 5000)
+        self.assertEqual(s["a-to-b"]["rx_bytes"], 10000 * 256)
+        ports = {p["name"]: p for p in rep["ports"]}
+        self.assertEqual(ports["a"]["driver"], "net_af_packet")
+        self.assertEqual(ports["b"]["rx_packets"] - ports["b"]["rx_unknown_packets"], 10000)
 
 
 class InputErrorTest(Workdir):

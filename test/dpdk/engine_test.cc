@@ -135,6 +135,18 @@ TEST(Engine, FramesWithoutSignatureAreCountedApart) {
   EXPECT_EQ(r->ports[0].hw.rx_packets, r->ports[0].rx_packets);
 }
 
+TEST(Engine, JumboFramesAtMtu9000) {
+  Bench b = Make(R"(
+ports: [{name: j, mtu: 9000}]
+streams: [{name: big, rate: 50 kpps, count: 5000, frame: {size: 9018 B}}]
+)");
+  auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(20'000'000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->streams[0].tx.packets, 5000u);
+  EXPECT_EQ(r->streams[0].rx.packets, 5000u);
+  EXPECT_EQ(r->streams[0].rx.bytes, 5000u * 9018);
+}
+
 TEST(Engine, InterruptEndsTheRunEarlyAndSaysSo) {
   Bench b = Make("streams: [{name: a, rate: 10 kpps, duration: 60 s}]\n");
   std::atomic<bool> stop{true};

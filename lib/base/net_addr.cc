@@ -30,6 +30,22 @@ absl::StatusOr<Ipv4Addr> ParseIpv4(std::string_view text) {
   return Ipv4Addr{ntohl(a.s_addr)};
 }
 
+absl::StatusOr<Ipv6Addr> ParseIpv6(std::string_view text) {
+  std::string s(text);
+  Ipv6Addr ip;
+  if (inet_pton(AF_INET6, s.c_str(), ip.bytes.data()) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("'%s' is not an IPv6 address; expected a form like 2001:db8::1", s));
+  }
+  return ip;
+}
+
+std::string FormatIpv6(const Ipv6Addr& ip) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, ip.bytes.data(), buf, sizeof buf);
+  return buf;
+}
+
 std::string FormatMac(const MacAddr& m) {
   return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", m.bytes[0], m.bytes[1], m.bytes[2], m.bytes[3], m.bytes[4],
                          m.bytes[5]);

@@ -3,6 +3,7 @@
 //   auto ip = fg::ParseIpv4("198.18.0.1");   // Ipv4Addr{0xC6120001}
 //   auto mac = fg::ParseMac("02:00:00:00:00:01");
 //   std::string s = fg::FormatIpv4(*ip);
+//   auto ip6 = fg::ParseIpv6("2001:db8::1");
 #pragma once
 
 #include <array>
@@ -24,7 +25,18 @@ struct Ipv4Addr {
   bool operator==(const Ipv4Addr&) const = default;
 };
 
+struct Ipv6Addr {
+  std::array<uint8_t, 16> bytes{};
+  bool operator==(const Ipv6Addr&) const = default;
+};
+
 absl::StatusOr<MacAddr> ParseMac(std::string_view text);
+absl::StatusOr<Ipv6Addr> ParseIpv6(std::string_view text);
+std::string FormatIpv6(const Ipv6Addr& ip);
+// True when `ip` lies in 2001:db8::/32, the documentation range (RFC 3849).
+inline bool IsDocumentationIpv6(const Ipv6Addr& ip) {
+  return ip.bytes[0] == 0x20 && ip.bytes[1] == 0x01 && ip.bytes[2] == 0x0d && ip.bytes[3] == 0xb8;
+}
 absl::StatusOr<Ipv4Addr> ParseIpv4(std::string_view text);
 std::string FormatMac(const MacAddr& mac);
 std::string FormatIpv4(Ipv4Addr ip);

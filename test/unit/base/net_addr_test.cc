@@ -28,3 +28,21 @@ TEST(NetAddr, MacRoundTrip) {
 
 }  // namespace
 }  // namespace fg
+
+namespace fg {
+namespace {
+
+TEST(NetAddr, Ipv6RoundTrip) {
+  auto ip = ParseIpv6("2001:db8::1");
+  ASSERT_TRUE(ip.ok());
+  EXPECT_EQ(ip->bytes[0], 0x20);
+  EXPECT_EQ(ip->bytes[15], 0x01);
+  EXPECT_TRUE(IsDocumentationIpv6(*ip));
+  EXPECT_EQ(FormatIpv6(*ip), "2001:db8::1");
+  EXPECT_FALSE(IsDocumentationIpv6(*ParseIpv6("2001:db9::1")));
+  EXPECT_FALSE(ParseIpv6("2001:db8::g").ok());
+  EXPECT_FALSE(ParseIpv6("198.18.0.1").ok());
+}
+
+}  // namespace
+}  // namespace fg

@@ -38,7 +38,7 @@ absl::Status NotPositive(std::string_view text, std::string_view what) {
 
 }  // namespace
 
-double Rate::ToPps(uint32_t frame_size, double line_bps) const {
+double Rate::ToPps(double frame_size, double line_bps) const {
   switch (kind) {
     case Kind::kPps: return value;
     case Kind::kBpsL2: return value / (8.0 * frame_size);

@@ -32,7 +32,7 @@ struct Rate {
 
   // Packets per second for frames of `frame_size` bytes (FCS included) on a
   // port whose line rate is `line_bps` (L1).
-  double ToPps(uint32_t frame_size, double line_bps) const;
+  double ToPps(double frame_size, double line_bps) const;
 };
 
 absl::StatusOr<Rate> ParseRate(std::string_view text);

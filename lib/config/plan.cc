@@ -5,15 +5,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "config/internal/frame_parse.h"
 #include "config/internal/reader.h"
 
 namespace fg::config {
 namespace {
 
 using internal::Node;
-
-// Ethernet header + FCS; a VLAN tag adds 4.
-constexpr uint32_t kEthOverhead = 14 + 4;
 
 // Reads map[key] with `read` when the key is present.
 template <typename T, typename Read>
@@ -31,22 +29,6 @@ auto IntIn(int64_t lo, int64_t hi) {
 }
 auto DurationV() {
   return [](const Node& n) { return n.Duration(); };
-}
-auto MacV() {
-  return [](const Node& n) -> absl::StatusOr<MacAddr> {
-    FG_ASSIGN_OR_RETURN(std::string s, n.String());
-    auto mac = ParseMac(s);
-    if (!mac.ok()) return n.Error(mac.status().message());
-    return mac;
-  };
-}
-auto Ipv4V() {
-  return [](const Node& n) -> absl::StatusOr<Ipv4Addr> {
-    FG_ASSIGN_OR_RETURN(std::string s, n.String());
-    auto ip = ParseIpv4(s);
-    if (!ip.ok()) return n.Error(ip.status().message());
-    return ip;
-  };
 }
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
@@ -74,39 +56,6 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   return p;
 }
 
-absl::StatusOr<FrameSpec> ParseFrame(const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys(
-      {"size", "src_mac", "dst_mac", "vlan", "src_ip", "dst_ip", "dscp", "ecn", "ttl", "udp_src", "udp_dst"}));
-  FrameSpec f;
-  // The size is checked after the VLAN tag is known (it changes the minimum).
-  FG_RETURN_IF_ERROR(Opt(n, "size", f.size, [](const Node& s) { return s.Bytes(1, 9022); }));
-  FG_RETURN_IF_ERROR(Opt(n, "src_mac", f.src_mac, MacV()));
-  FG_RETURN_IF_ERROR(Opt(n, "dst_mac", f.dst_mac, MacV()));
-  if (auto v = n.Optional("vlan")) {
-    FG_RETURN_IF_ERROR(v->CheckKeys({"id", "pcp", "dei"}));
-    proto::VlanTag vlan;
-    FG_ASSIGN_OR_RETURN(Node id, v->Required("id"));
-    FG_ASSIGN_OR_RETURN(int64_t vid, id.Int(0, 4095));
-    vlan.id = static_cast<uint16_t>(vid);
-    FG_RETURN_IF_ERROR(Opt(*v, "pcp", vlan.pcp, IntIn(0, 7)));
-    FG_RETURN_IF_ERROR(Opt(*v, "dei", vlan.dei, [](const Node& d) { return d.Bool(); }));
-    f.vlan = vlan;
-  }
-  if (f.size < proto::MinUdpFrameSize(f)) {
-    return n.Optional("size")->Error(
-        absl::StrFormat("%d B is too small: headers and the 16 B test signature need at least %d B (FCS included)",
-                        f.size, proto::MinUdpFrameSize(f)));
-  }
-  FG_RETURN_IF_ERROR(Opt(n, "src_ip", f.src_ip, Ipv4V()));
-  FG_RETURN_IF_ERROR(Opt(n, "dst_ip", f.dst_ip, Ipv4V()));
-  FG_RETURN_IF_ERROR(Opt(n, "dscp", f.dscp, IntIn(0, 63)));
-  FG_RETURN_IF_ERROR(Opt(n, "ecn", f.ecn, IntIn(0, 3)));
-  FG_RETURN_IF_ERROR(Opt(n, "ttl", f.ttl, IntIn(1, 255)));
-  FG_RETURN_IF_ERROR(Opt(n, "udp_src", f.udp_src, IntIn(0, 65535)));
-  FG_RETURN_IF_ERROR(Opt(n, "udp_dst", f.udp_dst, IntIn(0, 65535)));
-  return f;
-}
-
 absl::StatusOr<size_t> PortIndex(const Plan& plan, const Node& n) {
   FG_ASSIGN_OR_RETURN(std::string name, n.String());
   for (size_t i = 0; i < plan.ports.size(); ++i) {
@@ -132,17 +81,8 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
     FG_ASSIGN_OR_RETURN(s.rx_port, PortIndex(plan, *p));
   }
   if (auto f = n.Optional("frame")) {
-    FG_ASSIGN_OR_RETURN(s.frame, ParseFrame(*f));
     const PortSpec& tx = plan.ports[s.port];
-    uint32_t l3 = s.frame.size - kEthOverhead - (s.frame.vlan ? 4 : 0);
-    if (l3 > tx.mtu) {
-      auto size = f->Optional("size");
-      return (size ? *size : *f)
-          .Error(absl::StrFormat(
-              "a %d B frame carries %d B of IP packet, more than port '%s' MTU of %d B; raise ports[].mtu or lower "
-              "the size",
-              s.frame.size, l3, tx.name, tx.mtu));
-    }
+    FG_ASSIGN_OR_RETURN(s.frame, internal::ParseFrame(*f, tx.mtu, tx.name));
   }
   FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));
   FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());

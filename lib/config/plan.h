@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "base/net_addr.h"
 #include "base/units.h"
-#include "proto/udp_frame.h"
+#include "config/frame_spec.h"
 
 namespace fg::config {
 
@@ -41,9 +41,6 @@ struct PortSpec {
   uint32_t mbufs = 0;   // 0 = sized automatically from queues and descriptors
   int line = 0;         // where the port is declared, for later messages
 };
-
-// Plain Ethernet / [802.1Q] / IPv4 / UDP test frame (proto/udp_frame.h).
-using FrameSpec = proto::UdpFrameSpec;
 
 struct StreamSpec {
   std::string name;

@@ -52,7 +52,7 @@ struct TrialOptions {
 struct StreamResult {
   std::string name;
   size_t tx_port = 0, rx_port = 0;
-  uint32_t frame_size = 0;
+  double frame_size = 0;  // mean bytes per frame, FCS included
   double set_pps = 0;
   tx::TxCounters tx;
   rx::RxCounters rx;

@@ -1,28 +1,106 @@
 #include "proto/signature.h"
 
-#include "proto/udp_frame.h"
+#include "proto/headers.h"
+#include "proto/roce.h"
+#include "proto/uet.h"
 
 namespace fg::proto {
+namespace {
 
-int FindSignatureOffset(const uint8_t* frame, size_t len) {
+// Length of the UET PDS + SES headers of a data packet at `p`, 0 if not one.
+size_t UetHeadersLen(const uint8_t* p, size_t avail, const SignatureParse& opt) {
+  if (avail < 2) return 0;
+  const uint16_t prologue = Load16(p);
+  const auto type = static_cast<uet::PdsType>(prologue >> 11);
+  const auto next = static_cast<uet::NextHdr>((prologue >> 7) & 0x0F);
+  size_t pds = 0;
+  switch (type) {
+    case uet::PdsType::kRudReq:
+    case uet::PdsType::kRodReq: pds = 12; break;
+    case uet::PdsType::kRudCcReq:
+    case uet::PdsType::kRodCcReq: pds = 16; break;
+    case uet::PdsType::kRudiReq:
+    case uet::PdsType::kRudiResp: pds = 8; break;
+    case uet::PdsType::kUudReq: pds = 4; break;
+    default: return 0;  // ACK, NACK, CP, TSS: no signed payload
+  }
+  size_t ses = 0;
+  switch (next) {
+    case uet::NextHdr::kReqStd: ses = uet::kSesStdLen; break;
+    case uet::NextHdr::kReqSmall: ses = uet::kSesSmallLen; break;
+    case uet::NextHdr::kReqMedium: ses = uet::kSesMediumLen; break;
+    case uet::NextHdr::kResponseData: ses = uet::kSesResponseDataLen; break;
+    case uet::NextHdr::kResponseDataSmall: ses = opt.uet_resp_data_small_len; break;
+    default: return 0;
+  }
+  return pds + ses;
+}
+
+}  // namespace
+
+int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt) {
   size_t off = 12;
   if (len < off + 2) return -1;
   uint16_t type = Load16(frame + off);
-  for (int tags = 0; tags < 2 && (type == kEtherTypeVlan || type == 0x88A8); ++tags) {
+  for (int tags = 0; tags < 2 && (type == kEtherTypeVlan || type == kEtherTypeQinQ); ++tags) {
     off += 4;
     if (len < off + 2) return -1;
     type = Load16(frame + off);
   }
   off += 2;
-  if (type != kEtherTypeIpv4 || len < off + 20) return -1;
-  const uint8_t* ip = frame + off;
-  const size_t ihl = (ip[0] & 0x0F) * 4u;
-  if ((ip[0] >> 4) != 4 || ihl < 20 || ip[9] != kIpProtoUdp) return -1;
-  if ((Load16(ip + 6) & 0x3FFF) != 0) return -1;  // a fragment (MF set or offset != 0)
-  off += ihl + 8;
-  if (len < off + kSignatureLen) return -1;
-  if (Load16(frame + off) != kSignatureMagic) return -1;
-  return static_cast<int>(off);
+  uint8_t proto;
+  size_t l4_end;  // end of the IP packet (frames may carry Ethernet padding)
+  if (type == kEtherTypeIpv4) {
+    if (len < off + kIpv4HeaderLen) return -1;
+    const uint8_t* ip = frame + off;
+    const size_t ihl = (ip[0] & 0x0F) * 4u;
+    if ((ip[0] >> 4) != 4 || ihl < kIpv4HeaderLen) return -1;
+    if ((Load16(ip + 6) & 0x3FFF) != 0) return -1;  // a fragment (MF set or offset != 0)
+    proto = ip[9];
+    l4_end = off + Load16(ip + 2);
+    off += ihl;
+  } else if (type == kEtherTypeIpv6) {
+    if (len < off + kIpv6HeaderLen) return -1;
+    const uint8_t* ip = frame + off;
+    if ((ip[0] >> 4) != 6) return -1;
+    proto = ip[6];
+    off += kIpv6HeaderLen;
+    l4_end = off + Load16(ip + 4);
+  } else {
+    return -1;
+  }
+  if (l4_end > len) l4_end = len;  // truncated capture: bound by what we have
+  size_t payload;
+  size_t trailer = 0;
+  if (proto == kIpProtoUdp) {
+    if (l4_end < off + kUdpHeaderLen) return -1;
+    const uint16_t dport = Load16(frame + off + 2);
+    off += kUdpHeaderLen;
+    if (dport == opt.roce_port) {
+      if (l4_end < off + roce::kBthLen) return -1;
+      const roce::OpcodeInfo info = roce::Describe(frame[off]);
+      if (!info.valid || !info.payload) return -1;
+      payload = off + roce::kBthLen + info.ext_len();
+      trailer = roce::kIcrcLen + ((frame[off + 1] >> 4) & 3);  // ICRC + pad
+    } else if (dport == opt.uet_port) {
+      const size_t h = UetHeadersLen(frame + off, l4_end - off, opt);
+      if (h == 0) return -1;
+      payload = off + h;
+    } else {
+      payload = off;
+    }
+  } else if (proto == opt.uet_ip_protocol) {
+    off += uet::kEntropyHeaderLen;
+    if (l4_end < off) return -1;
+    const size_t h = UetHeadersLen(frame + off, l4_end - off, opt);
+    if (h == 0) return -1;
+    payload = off + h;
+  } else {
+    return -1;
+  }
+  if (l4_end < payload + kSignatureLen + trailer) return -1;
+  if (Load16(frame + payload) != kSignatureMagic) return -1;
+  return static_cast<int>(payload);
 }
 
 }  // namespace fg::proto

@@ -1,7 +1,9 @@
 // proto/signature.h: the test signature carried in every test frame.
 //
-// 16 bytes, big-endian, at the start of the UDP payload (RoCEv2 and UET
-// frames will carry it at the start of their payload):
+// 16 bytes, big-endian, at the start of the payload: right after the UDP
+// header for plain UDP frames, after BTH and its extension headers for
+// RoCEv2 (inside the RDMA payload, so the ICRC covers it), after the PDS and
+// SES headers for UET:
 //
 //   offset  bits  field
 //   0       16    magic 0xFA6E
@@ -60,9 +62,19 @@ inline Signature ReadSignature(const uint8_t* p) {
   return Signature{p[2], Load24(p + 3), Load32(p + 6), Load48(p + 10)};
 }
 
-// Walks Ethernet / up to two VLAN tags / IPv4 (unfragmented) / UDP and
-// returns the offset of a signature at the start of the UDP payload, or -1
-// when the frame is not a test frame (other protocol, truncated, no magic).
-int FindSignatureOffset(const uint8_t* frame, size_t len);
+// Where the test frames of a run put their transport headers.
+struct SignatureParse {
+  uint16_t roce_port = 4791;
+  uint16_t uet_port = 4793;
+  uint8_t uet_ip_protocol = 253;  // UET native-IP mode
+  uint8_t uet_resp_data_small_len = 12;
+};
+
+// Walks Ethernet / up to two VLAN tags / IPv4 (unfragmented) or IPv6 / UDP
+// (or UET native IP) / RoCEv2 BTH and extension headers, or UET PDS and SES
+// headers, to the start of the payload, and returns the offset of a signature
+// there, or -1 when the frame is not a test frame (other protocol, truncated,
+// payload too short, no magic).
+int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {});
 
 }  // namespace fg::proto

@@ -109,7 +109,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("name", s.name);
     w.Field("tx_port", r.ports[s.tx_port].name);
     w.Field("rx_port", r.ports[s.rx_port].name);
-    w.Field("frame_size_bytes", s.frame_size);
+    w.Field("mean_frame_size_bytes", s.frame_size);
     w.Field("set_rate_pps", s.set_pps);
     w.Field("tx_packets", s.tx.packets);
     w.Field("tx_bytes", s.tx.bytes);
@@ -140,12 +140,12 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
 
 std::string RunSummary(const engine::TrialResult& r) {
   std::string out;
-  out += absl::StrFormat("%-16s %8s %14s %14s %14s %14s %16s\n", "stream", "frame", "set rate", "tx packets",
+  out += absl::StrFormat("%-16s %10s %14s %14s %14s %14s %16s\n", "stream", "frame", "set rate", "tx packets",
                          "rx packets", "tx rate", "tx-rx packets");
   for (const engine::StreamResult& s : r.streams) {
-    out += absl::StrFormat("%-16s %6d B %14s %14s %14s %14s %16d\n", s.name, s.frame_size, FormatPacketRate(s.set_pps),
-                           FormatCount(s.tx.packets), FormatCount(s.rx.packets), FormatPacketRate(TxPps(s)),
-                           static_cast<int64_t>(s.tx.packets - s.rx.packets));
+    out += absl::StrFormat("%-16s %8.1f B %14s %14s %14s %14s %16d\n", s.name, s.frame_size,
+                           FormatPacketRate(s.set_pps), FormatCount(s.tx.packets), FormatCount(s.rx.packets),
+                           FormatPacketRate(TxPps(s)), static_cast<int64_t>(s.tx.packets - s.rx.packets));
   }
   for (const engine::PortResult& p : r.ports) {
     out += absl::StrFormat("port %s: tx %s packets (%s bytes), rx %s packets (%s bytes), %s without signature\n",

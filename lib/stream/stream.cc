@@ -1,8 +1,6 @@
 #include "stream/stream.h"
 
 #include "absl/strings/str_format.h"
-#include "proto/signature.h"
-#include "proto/udp_frame.h"
 
 namespace fg::stream {
 
@@ -15,12 +13,13 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.index = static_cast<uint32_t>(i);
     c.name = s.name;
     c.flow_id = static_cast<uint32_t>(i);
-    proto::FrameTemplate t = proto::BuildUdpFrame(s.frame);
-    c.frame = std::move(t.bytes);
-    c.signature_offset = t.signature_offset;
-    proto::WriteSignature(c.frame.data() + c.signature_offset,
-                          proto::Signature{.flags = proto::kSigFlagTimestamp, .flow_id = c.flow_id});
-    c.frame_size = s.frame.size;
+    auto program = Program::Compile(s.frame, c.flow_id);
+    if (!program.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s:%d: streams[%d].frame: %s", plan.file, s.line, i, program.status().message()));
+    }
+    c.program = *std::move(program);
+    c.frame_size = c.program.mean_frame_size();
     const double line = s.port < line_bps.size() ? line_bps[s.port] : 0;
     if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -29,11 +28,12 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
           plan.file, s.line, i, FormatRate(s.rate), plan.ports[s.port].name));
     }
     c.pps = s.rate.ToPps(c.frame_size, line);
-    if (line > 0 && c.pps * 8.0 * (c.frame_size + kEthL1Overhead) > line * 1.000001) {
+    const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
+    if (line > 0 && l1 > line * 1.000001) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: streams[%d].rate: %s of %d B frames is %s at L1, above the %s line rate of port '%s'", plan.file,
-          s.line, i, FormatRate(s.rate), c.frame_size, FormatBitRate(c.pps * 8.0 * (c.frame_size + kEthL1Overhead)),
-          FormatBitRate(line), plan.ports[s.port].name));
+          "%s:%d: streams[%d].rate: %s of %.1f B frames is %s at L1, above the %s line rate of port '%s'", plan.file,
+          s.line, i, FormatRate(s.rate), c.frame_size, FormatBitRate(l1), FormatBitRate(line),
+          plan.ports[s.port].name));
     }
     c.count = s.count;
     c.duration_ns = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;

@@ -1,9 +1,10 @@
 // stream/stream.h: plan streams compiled into what the data path executes.
 //
-// Compilation resolves everything the hot loops must not compute: the frame
-// template bytes, where the signature sits, the rate in packets per second
-// (a "% of line rate" needs the port's link speed), the packet bound and the
-// flow ids the signature will carry. TX and RX lcores only read the result.
+// Compilation resolves everything the hot loops must not compute: the
+// per-packet Program (templates and stamping offsets), the rate in packets
+// per second (bit rates and "% of line rate" use the mean frame size of a
+// message; a % needs the port's link speed), the packet bound, the flow id
+// the signature carries and the TX queue. TX and RX lcores only read it.
 //
 //   std::vector<double> line_bps = {10e9};   // per plan port, L1
 //   auto streams = fg::stream::Compile(plan, line_bps);
@@ -16,16 +17,16 @@
 
 #include "absl/status/statusor.h"
 #include "config/plan.h"
+#include "stream/program.h"
 
 namespace fg::stream {
 
 struct CompiledStream {
   uint32_t index = 0;  // position in the plan
   std::string name;
-  uint32_t flow_id = 0;        // carried in the signature; unique in a run
-  std::vector<uint8_t> frame;  // template without FCS
-  uint32_t signature_offset = 0;
-  uint32_t frame_size = 0;  // bytes on the wire excluding preamble/IFG, FCS included
+  uint32_t flow_id = 0;  // carried in the signature; unique in a run
+  Program program;
+  double frame_size = 0;    // mean bytes per frame on the wire, FCS included
   double pps = 0;           // resolved rate
   uint64_t count = 0;       // 0: bounded by duration only
   int64_t duration_ns = 0;  // > 0 always (plan duration when the stream has none)

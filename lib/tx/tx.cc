@@ -2,13 +2,12 @@
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <rte_memcpy.h>
 
 #include <algorithm>
 #include <atomic>
 
 #include "base/counter.h"
-#include "proto/signature.h"
+#include "base/units.h"
 
 namespace fg::tx {
 
@@ -28,10 +27,11 @@ struct alignas(64) TxTask::State {
 
   alignas(64) uint64_t next_fp = 0;  // when the next packet is due, since start_tsc, << kFpShift
   uint64_t generated = 0;            // stamped (sent + pending)
-  uint32_t seq = 0;
+  stream::Cursor cursor;
   bool exhausted = false;
   uint16_t npending = 0;
   rte_mbuf* pending[kTxBurst] = {};
+  uint32_t pending_len[kTxBurst] = {};  // frame bytes of each pending mbuf (never read an mbuf once sent)
 
   alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, first_ns, last_ns;
   std::atomic<bool> done{false};
@@ -46,6 +46,7 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
     st->interval_fp = static_cast<uint64_t>(static_cast<double>(clock.hz()) * (1 << kFpShift) / s->pps + 0.5);
     if (st->interval_fp == 0) st->interval_fp = 1;
     st->limit = s->count;
+    st->cursor = s->program.Start();
     streams_.push_back(std::move(st));
   }
 }
@@ -102,16 +103,14 @@ unsigned TxTask::Poll() {
         if (rte_pktmbuf_alloc_bulk(pool_, st.pending, n) != 0) {
           st.alloc_failures.Add(1);
         } else {
-          const stream::CompiledStream& s = *st.s;
-          const uint32_t len = static_cast<uint32_t>(s.frame.size());
+          const stream::Program& prog = st.s->program;
           const uint64_t ts = clock_.ToNs(now);
           for (unsigned i = 0; i < n; ++i) {
             rte_mbuf* m = st.pending[i];
-            uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
-            rte_memcpy(d, s.frame.data(), len);
+            const uint32_t len = prog.Emit(rte_pktmbuf_mtod(m, uint8_t*), st.cursor, ts);
             m->data_len = static_cast<uint16_t>(len);
             m->pkt_len = len;
-            proto::StampSignature(d + s.signature_offset, st.seq++, ts);
+            st.pending_len[i] = len + kEthFcsLen;
           }
           st.npending = static_cast<uint16_t>(n);
           st.generated += n;
@@ -127,13 +126,16 @@ unsigned TxTask::Poll() {
         const uint64_t ns = clock_.ToNs(now);
         if (st.packets.Read() == 0) st.first_ns.Set(ns);
         st.last_ns.Set(ns);
+        uint64_t bytes = 0;
+        for (uint16_t i = 0; i < sent; ++i) bytes += st.pending_len[i];
         st.packets.Add(sent);
-        st.bytes.Add(uint64_t{sent} * st.s->frame_size);
+        st.bytes.Add(bytes);
         sent_total += sent;
       }
       if (sent < st.npending) {
         st.retries.Add(1);
         std::memmove(st.pending, st.pending + sent, (st.npending - sent) * sizeof(rte_mbuf*));
+        std::memmove(st.pending_len, st.pending_len + sent, (st.npending - sent) * sizeof(uint32_t));
       }
       st.npending = static_cast<uint16_t>(st.npending - sent);
     }

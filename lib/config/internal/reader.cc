@@ -120,7 +120,8 @@ absl::StatusOr<int64_t> Node::Int(int64_t min, int64_t max) const {
   auto text = Scalar("an integer");
   if (!text.ok()) return text.status();
   int64_t v = 0;
-  if (!absl::SimpleAtoi(*text, &v)) {
+  const bool hex = text->size() > 2 && (*text)[0] == '0' && ((*text)[1] == 'x' || (*text)[1] == 'X');
+  if (hex ? !absl::SimpleHexAtoi(absl::string_view(*text).substr(2), &v) : !absl::SimpleAtoi(*text, &v)) {
     return Error(absl::StrFormat("'%s' is not an integer; expected an integer in [%d, %d]", *text, min, max));
   }
   if (v < min || v > max) {

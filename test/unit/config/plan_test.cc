@@ -46,10 +46,10 @@ TEST(Plan, ParsesATypicalPlan) {
   EXPECT_EQ(s.rx_port, 1u);
   EXPECT_EQ(s.count, 1000u);
   EXPECT_EQ(s.rate.kind, Rate::Kind::kPps);
-  ASSERT_TRUE(s.frame.vlan.has_value());
-  EXPECT_EQ(s.frame.vlan->id, 10);
-  EXPECT_EQ(s.frame.vlan->pcp, 3);
-  EXPECT_EQ(s.frame.dst_ip.value, 0xC6130009u);
+  ASSERT_TRUE(s.frame.encap.vlan.has_value());
+  EXPECT_EQ(s.frame.encap.vlan->id, 10);
+  EXPECT_EQ(s.frame.encap.vlan->pcp, 3);
+  EXPECT_EQ(s.frame.encap.l3.dst4.value, 0xC6130009u);
   EXPECT_EQ(plan->streams[1].port, 0u);  // defaults to the first port
   EXPECT_EQ(plan->streams[1].frame.size, 9018u);
 }
@@ -97,7 +97,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "bad.yaml:2:43: streams[0].frame.size: 64 B is too small: headers and the 16 B test signature need "
                 "at least 66 B"},
         BadCase{"frame_over_mtu", "streams:\n  - {name: s, rate: 1 kpps, frame: {size: 1600}}\n",
-                "streams[0].frame.size: a 1600 B frame carries 1582 B of IP packet, more than port 'loop0' MTU"},
+                "bad.yaml:2:43: streams[0].frame.size: the largest frame carries 1582 B of IP packet, more than port "
+                "'loop0' "
+                "MTU of 1500 B"},
         BadCase{"unknown_port", "streams:\n  - {name: s, port: p9, rate: 1 kpps}\n",
                 "streams[0].port: unknown port 'p9'; ports in this plan: loop0"},
         BadCase{"duplicate_stream", "streams:\n  - {name: s, rate: 1 kpps}\n  - {name: s, rate: 1 kpps}\n",
@@ -106,9 +108,78 @@ INSTANTIATE_TEST_SUITE_P(
                 "streams[0].frame.src_ip: '10.0.0' is not an IPv4 address"},
         BadCase{"yaml_syntax", "streams: [\n", "bad.yaml:2:1: YAML syntax error"},
         BadCase{"not_a_list", "streams: {name: s}\n", "bad.yaml:1:10: streams: expected a list, found a map"},
+        BadCase{"roce_bad_op", "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {op: WRTE}}}\n",
+                "streams[0].frame.roce.op: 'WRTE' is not allowed; expected one of: WRITE, WRITE_IMM, SEND"},
+        BadCase{"roce_bad_pmtu", "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {pmtu: 1500}}}\n",
+                "streams[0].frame.roce.pmtu: 1500 is not a path MTU"},
+        BadCase{"roce_over_mtu", "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {pmtu: 4096}}}\n",
+                "streams[0].frame.roce: the largest frame carries 4163 B of IP packet, more than port 'loop0' MTU"},
+        BadCase{"roce_ud_write", "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {transport: UD}}}\n",
+                "streams[0].frame.roce: UD carries SEND only, not WRITE"},
+        BadCase{"roce_size", "streams:\n  - {name: s, rate: 1 kpps, frame: {size: 128, roce: {}}}\n",
+                "streams[0].frame.size: the size of RoCEv2 frames follows from their message and MTU"},
+        BadCase{"two_kinds", "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {}, uet: {}}}\n",
+                "streams[0].frame: a frame is one of roce, uet, pfc, pause or lbn, not several"},
+        BadCase{"uet_uud_ack", "streams:\n  - {name: s, rate: 1 kpps, frame: {uet: {service: UUD, packet: ack}}}\n",
+                "streams[0].frame.uet.packet: UUD is unreliable"},
+        BadCase{"uet_nack_code", "streams:\n  - {name: s, rate: 1 kpps, frame: {uet: {packet: nack, nack_code: 3}}}\n",
+                "streams[0].frame.uet.nack_code: 0x03 is not a UET NACK code"},
+        BadCase{"lbn_levels", "streams:\n  - {name: s, rate: 1 kpps, frame: {lbn: {levels: '1110'}}}\n",
+                "streams[0].frame.lbn.levels: expected 3 bits per leaf"},
+        BadCase{"pfc_ip_key", "streams:\n  - {name: s, rate: 1 kpps, frame: {dscp: 3, pfc: {priorities: [3]}}}\n",
+                "streams[0].frame.dscp: 'dscp' does not apply to PFC frames"},
+        BadCase{"v6_address_for_v4", "streams:\n  - {name: s, rate: 1 kpps, frame: {src_ip: '2001:db8::1'}}\n",
+                "streams[0].frame.src_ip: '2001:db8::1' is not an IPv4 address"},
         BadCase{"wrong_version", "version: 2\nstreams: [{name: s, rate: 1 kpps}]\n",
                 "bad.yaml:1:10: version: 2 is out of range"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Plan, RoceUetPfcLbnFramesParseWithTheirDefaults) {
+  auto plan = ParsePlan("k.yaml", R"(
+ports: [{name: p, mtu: 9000}]
+streams:
+  - name: w
+    rate: 1 kpps
+    frame:
+      l3: ipv6
+      dst_ip: 2001:db8::9
+      entropy: {mode: round_robin, values: 16}
+      roce: {op: WRITE, message: 1 MiB, pmtu: 4096, dest_qp: 0x12, psn: 100}
+  - name: u
+    rate: 1 kpps
+    frame: {uet: {service: ROD, cc: true, message: 64 KiB, max_payload: 4096, profile: {dscp_trimmable: 20}}}
+  - name: f
+    rate: 1 kpps
+    frame: {pfc: {priorities: [3, 6], quanta: 1000}}
+  - name: l
+    rate: 1 kpps
+    frame: {lbn: {levels: "100100100011", ethertype: 0x88B6}}
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const FrameSpec& w = plan->streams[0].frame;
+  EXPECT_EQ(w.kind, FrameKind::kRoce);
+  EXPECT_TRUE(w.encap.l3.ipv6);
+  EXPECT_EQ(w.encap.l3.dst6.bytes[15], 9);
+  EXPECT_EQ(w.encap.udp_dst, 4791);
+  EXPECT_EQ(w.encap.l3.dscp, 26);  // methodology default
+  EXPECT_EQ(w.encap.l3.ecn, 2);
+  EXPECT_EQ(w.roce.message, 1u << 20);
+  EXPECT_EQ(w.roce.dest_qp, 0x12u);
+  EXPECT_EQ(w.roce.start_psn, 100u);
+  EXPECT_EQ(w.entropy.values, 16u);
+  const FrameSpec& u = plan->streams[1].frame;
+  EXPECT_EQ(u.kind, FrameKind::kUet);
+  EXPECT_EQ(u.encap.udp_dst, 4793);
+  EXPECT_EQ(u.encap.l3.dscp, 20);  // the profile's trimmable codepoint
+  EXPECT_TRUE(u.uet.cc);
+  EXPECT_EQ(u.uet.service, UetSpec::Service::kRod);
+  const FrameSpec& f = plan->streams[2].frame;
+  EXPECT_EQ(f.pfc.class_enable, 0x48);
+  EXPECT_EQ(f.pfc.quanta[6], 1000);
+  const FrameSpec& l = plan->streams[3].frame;
+  EXPECT_EQ(l.lbn.bitmap.ToString(4), "100100100011");
+  EXPECT_EQ(l.lbn.settings.ethertype, 0x88B6);
+}
 
 TEST(Plan, MissingFileNamesTheFile) {
   auto plan = LoadPlan("/nonexistent/plan.yaml");

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "proto/udp_frame.h"
+#include "proto/frame.h"
+#include "proto/roce.h"
+#include "proto/uet.h"
 
 namespace fg::proto {
 namespace {
@@ -25,35 +27,71 @@ TEST(Signature, WriteReadRoundTripAndLayout) {
   EXPECT_EQ(ReadSignature(buf).flow_id, 0xABCDEFu);
 }
 
-TEST(Signature, FoundAtUdpPayloadWithAndWithoutVlan) {
-  for (bool vlan : {false, true}) {
-    UdpFrameSpec spec;
-    spec.size = 100;
-    if (vlan) spec.vlan = VlanTag{.id = 5};
-    FrameTemplate t = BuildUdpFrame(spec);
-    WriteSignature(t.bytes.data() + t.signature_offset, Signature{.flow_id = 3});
-    EXPECT_EQ(FindSignatureOffset(t.bytes.data(), t.bytes.size()), static_cast<int>(t.signature_offset));
+// The signature is found where each frame kind puts its payload.
+TEST(Signature, FoundAtThePayloadOfEveryFrameKind) {
+  for (bool v6 : {false, true}) {
+    for (bool vlan : {false, true}) {
+      Encap e;
+      e.l3.ipv6 = v6;
+      if (vlan) e.vlan = VlanTag{.id = 5};
+      FrameTemplate udp = BuildFrame(e, {}, 40, 0, Trailer::kNone);
+      EXPECT_EQ(FindSignatureOffset(udp.bytes.data(), udp.bytes.size()), udp.signature_offset);
+
+      e.udp_dst = roce::kUdpPort;
+      uint8_t hdr[64];
+      size_t n = roce::WriteBth(hdr, roce::Bth{.opcode = 0x0B, .pad_count = 2});  // WRITE_ONLY_IMM
+      n += roce::WriteReth(hdr + n, roce::Reth{});
+      n += 4;  // ImmDt
+      FrameTemplate rc = BuildFrame(e, std::span<const uint8_t>(hdr, n), 18, 2, Trailer::kIcrc);
+      EXPECT_EQ(FindSignatureOffset(rc.bytes.data(), rc.bytes.size()), rc.signature_offset);
+      EXPECT_EQ(rc.signature_offset, static_cast<int32_t>(rc.transport_offset + 12 + 16 + 4));
+
+      e.udp_dst = uet::kUdpPort;
+      uet::UetProfile prof;
+      n = uet::WritePds(hdr, uet::PdsHeader{.type = uet::PdsType::kRodReq, .next_hdr = uet::NextHdr::kReqSmall}, prof);
+      n += uet::WriteSesRequest(hdr + n, uet::SesRequest{.format = uet::NextHdr::kReqSmall}, prof);
+      FrameTemplate ue = BuildFrame(e, std::span<const uint8_t>(hdr, n), 64, 0, Trailer::kNone);
+      EXPECT_EQ(FindSignatureOffset(ue.bytes.data(), ue.bytes.size()), ue.signature_offset);
+      EXPECT_EQ(ue.signature_offset, static_cast<int32_t>(ue.transport_offset + 12 + 20));
+    }
   }
 }
 
+TEST(Signature, UetNativeIpMode) {
+  Encap e;
+  e.udp = false;
+  e.ip_protocol = 253;
+  uint8_t hdr[64];
+  size_t n = uet::WriteEntropyHeader(hdr, 0x1234);
+  n += uet::WritePds(hdr + n, uet::PdsHeader{.type = uet::PdsType::kUudReq, .next_hdr = uet::NextHdr::kReqSmall},
+                     uet::UetProfile{});
+  n += uet::WriteSesRequest(hdr + n, uet::SesRequest{.format = uet::NextHdr::kReqSmall}, uet::UetProfile{});
+  FrameTemplate t = BuildFrame(e, std::span<const uint8_t>(hdr, n), 32, 0, Trailer::kNone);
+  EXPECT_EQ(FindSignatureOffset(t.bytes.data(), t.bytes.size()), t.signature_offset);
+}
+
 TEST(Signature, MagicElsewhereInPayloadIsIgnored) {
-  UdpFrameSpec spec;
-  spec.size = 200;
-  FrameTemplate t = BuildUdpFrame(spec);
-  // No signature at the payload start, but the magic 60 bytes further in.
-  t.bytes[t.signature_offset] = 0;
-  Store16(&t.bytes[t.signature_offset + 60], kSignatureMagic);
+  Encap e;
+  FrameTemplate t = BuildFrame(e, {}, 200, 0, Trailer::kNone);
+  t.bytes[t.signature_offset] = 0;                              // no signature at the payload start...
+  Store16(&t.bytes[t.signature_offset + 60], kSignatureMagic);  // ...but the magic further in
+  EXPECT_EQ(FindSignatureOffset(t.bytes.data(), t.bytes.size()), -1);
+}
+
+TEST(Signature, RoceFrameWithoutDataIsNotATestFrame) {
+  Encap e;
+  e.udp_dst = roce::kUdpPort;
+  uint8_t hdr[roce::kBthLen + roce::kCnpReservedLen] = {};
+  roce::WriteBth(hdr, roce::Bth{.opcode = roce::kOpcodeCnp});
+  FrameTemplate t = BuildFrame(e, hdr, 0, 0, Trailer::kIcrc);
   EXPECT_EQ(FindSignatureOffset(t.bytes.data(), t.bytes.size()), -1);
 }
 
 TEST(Signature, RejectsTruncatedOtherProtocolsAndFragments) {
-  UdpFrameSpec spec;
-  FrameTemplate t = BuildUdpFrame(spec);
-  WriteSignature(t.bytes.data() + t.signature_offset, Signature{});
-  // Every truncation shorter than the end of the signature fails cleanly.
-  for (size_t len = 0; len < t.signature_offset + kSignatureLen; ++len) {
-    EXPECT_EQ(FindSignatureOffset(t.bytes.data(), len), -1) << len;
-  }
+  Encap e;
+  FrameTemplate t = BuildFrame(e, {}, 16, 0, Trailer::kNone);
+  const size_t end = static_cast<size_t>(t.signature_offset) + kSignatureLen;
+  for (size_t len = 0; len < end; ++len) EXPECT_EQ(FindSignatureOffset(t.bytes.data(), len), -1) << len;
   auto tcp = t.bytes;
   tcp[23] = 6;
   EXPECT_EQ(FindSignatureOffset(tcp.data(), tcp.size()), -1);
@@ -64,6 +102,10 @@ TEST(Signature, RejectsTruncatedOtherProtocolsAndFragments) {
   arp[12] = 0x08;
   arp[13] = 0x06;
   EXPECT_EQ(FindSignatureOffset(arp.data(), arp.size()), -1);
+  // An IP total length that claims less than the signature needs.
+  auto shortip = t.bytes;
+  shortip[17] = 20 + 8 + 8;
+  EXPECT_EQ(FindSignatureOffset(shortip.data(), shortip.size()), -1);
 }
 
 }  // namespace

@@ -1,0 +1,98 @@
+// config/frame_spec.h: what one stream puts on the wire, as the plan says it.
+//
+// A frame is plain UDP (the default), RoCEv2 (`roce:`), UET (`uet:`), a PFC or
+// PAUSE frame (`pfc:`) or a link-bandwidth notification (`lbn:`). The
+// encapsulation keys (addresses, VLAN, DSCP, UDP ports, entropy) apply to
+// every IP kind. lib/stream turns a FrameSpec into packet templates.
+//
+//   frame:
+//     l3: ipv6
+//     roce: {op: WRITE, message: 1 MiB, pmtu: 4096, dest_qp: 0x12}
+//     entropy: {mode: round_robin, values: 16}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proto/frame.h"
+#include "proto/lbn.h"
+#include "proto/roce.h"
+#include "proto/uet.h"
+
+namespace fg::config {
+
+enum class FrameKind { kUdp, kRoce, kUet, kPfc, kPause, kLbn };
+const char* FrameKindName(FrameKind k);
+
+struct RoceSpec {
+  enum class Op { kWrite, kWriteImm, kSend, kSendImm, kReadResponse, kReadRequest, kCnp, kAck, kNak };
+  Op op = Op::kWrite;
+  proto::roce::Transport transport = proto::roce::Transport::kRc;
+  uint64_t message = 4096;  // bytes per message (DMA length)
+  uint32_t pmtu = 1024;     // path MTU: 256, 512, 1024, 2048, 4096
+  uint32_t dest_qp = 0x100;
+  uint32_t start_psn = 0;
+  uint16_t pkey = 0xFFFF;
+  uint64_t va = 0x10000000;
+  uint32_t rkey = 0x1000;
+  uint32_t imm = 0;
+  uint32_t qkey = 0x11111111;
+  uint32_t src_qp = 0x1;
+  proto::roce::NakCode nak_code = proto::roce::NakCode::kPsnSequenceError;
+  uint8_t ack_credits = 31;
+  enum class AckReq { kLast, kEvery, kNever } ack_req = AckReq::kLast;
+  bool bad_icrc = false;
+};
+
+struct UetSpec {
+  enum class Service { kRud, kRod, kRudi, kUud };
+  enum class Packet { kRequest, kAck, kNack, kControl };
+  Service service = Service::kRud;
+  Packet packet = Packet::kRequest;
+  bool cc = false;  // RUD_CC / ROD_CC request headers
+  proto::uet::NextHdr ses = proto::uet::NextHdr::kReqStd;
+  proto::uet::SesOpcode opcode = proto::uet::SesOpcode::kWrite;
+  uint64_t message = 4096;
+  uint32_t max_payload = 4096;  // SES payload bytes per packet
+  uint16_t spdcid = 1;
+  uint16_t dpdcid = 0;  // 0: the PDC is not set up yet: requests carry SYN + pdc_info (data before handshake)
+  uint32_t start_psn = 0;
+  uint32_t job_id = 1;
+  uint16_t resource_index = 0;
+  proto::uet::NackCode nack_code = proto::uet::NackCode::kTrimmed;
+  proto::uet::CtlType ctl_type = proto::uet::CtlType::kNoop;
+  bool native_ip = false;  // no UDP: entropy header, IP protocol profile.native_ip_protocol
+  proto::uet::UetProfile profile;
+};
+
+struct PfcSpec {
+  uint16_t class_enable = 0;
+  uint16_t quanta[8] = {};
+};
+
+struct LbnSpec {
+  proto::lbn::Settings settings;
+  uint8_t msg = 0;
+  uint8_t dev_range = 0;
+  proto::lbn::Bitmap bitmap;
+};
+
+struct EntropySpec {
+  enum class Mode { kFixed, kRoundRobin } mode = Mode::kFixed;
+  uint32_t values = 1;  // K: the UDP source port (or UET entropy) cycles over base .. base + K - 1
+};
+
+struct FrameSpec {
+  FrameKind kind = FrameKind::kUdp;
+  uint32_t size = 64;  // plain UDP only: Ethernet frame bytes including FCS
+  proto::Encap encap;
+  EntropySpec entropy;
+  RoceSpec roce;
+  UetSpec uet;
+  PfcSpec pfc;
+  LbnSpec lbn;
+};
+
+}  // namespace fg::config

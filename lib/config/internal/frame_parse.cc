@@ -1,0 +1,383 @@
+#include "config/internal/frame_parse.h"
+
+#include "absl/strings/str_format.h"
+#include "base/status.h"
+
+namespace fg::config::internal {
+namespace {
+
+using proto::roce::Transport;
+using proto::uet::NextHdr;
+
+template <typename T, typename Read>
+absl::Status Opt(const Node& map, std::string_view key, T& out, Read read) {
+  if (auto n = map.Optional(key)) {
+    auto v = read(*n);
+    if (!v.ok()) return v.status();
+    out = static_cast<T>(*v);
+  }
+  return absl::OkStatus();
+}
+auto IntIn(int64_t lo, int64_t hi) {
+  return [lo, hi](const Node& n) { return n.Int(lo, hi); };
+}
+auto BytesIn(uint64_t lo, uint64_t hi) {
+  return [lo, hi](const Node& n) { return n.Bytes(lo, hi); };
+}
+template <typename Parse>
+auto Addr(Parse parse) {
+  return [parse](const Node& n) -> absl::StatusOr<std::decay_t<decltype(*parse(""))>> {
+    FG_ASSIGN_OR_RETURN(std::string s, n.String());
+    auto a = parse(s);
+    if (!a.ok()) return n.Error(a.status().message());
+    return *a;
+  };
+}
+
+// Looks `text` up in a name table; the error lists every name.
+template <typename E, size_t N>
+absl::StatusOr<E> Named(const Node& n, const std::pair<const char*, E> (&table)[N]) {
+  FG_ASSIGN_OR_RETURN(std::string s, n.String());
+  std::string names;
+  for (const auto& [name, value] : table) {
+    if (s == name) return value;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  return n.Error(absl::StrFormat("'%s' is not allowed; expected one of: %s", s, names));
+}
+
+bool Has(const Node& n, std::string_view key) { return n.Optional(key).has_value(); }
+
+absl::Status ParseRoce(const Node& n, RoceSpec& r) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"op", "transport", "message", "pmtu", "dest_qp", "psn", "pkey", "va", "rkey", "imm",
+                                  "qkey", "src_qp", "nak_code", "ack_credits", "ack_req", "icrc"}));
+  using Op = RoceSpec::Op;
+  static constexpr std::pair<const char*, Op> kOps[] = {{"WRITE", Op::kWrite},
+                                                        {"WRITE_IMM", Op::kWriteImm},
+                                                        {"SEND", Op::kSend},
+                                                        {"SEND_IMM", Op::kSendImm},
+                                                        {"READ_RESPONSE", Op::kReadResponse},
+                                                        {"READ_REQUEST", Op::kReadRequest},
+                                                        {"CNP", Op::kCnp},
+                                                        {"ACK", Op::kAck},
+                                                        {"NAK", Op::kNak}};
+  static constexpr std::pair<const char*, Transport> kTransports[] = {
+      {"RC", Transport::kRc}, {"UC", Transport::kUc}, {"UD", Transport::kUd}};
+  static constexpr std::pair<const char*, RoceSpec::AckReq> kAckReq[] = {
+      {"last", RoceSpec::AckReq::kLast}, {"every", RoceSpec::AckReq::kEvery}, {"never", RoceSpec::AckReq::kNever}};
+  static constexpr std::pair<const char*, proto::roce::NakCode> kNak[] = {
+      {"PSN_SEQUENCE_ERROR", proto::roce::NakCode::kPsnSequenceError},
+      {"INVALID_REQUEST", proto::roce::NakCode::kInvalidRequest},
+      {"REMOTE_ACCESS_ERROR", proto::roce::NakCode::kRemoteAccessError},
+      {"REMOTE_OPERATIONAL_ERROR", proto::roce::NakCode::kRemoteOperationalError},
+      {"INVALID_RD_REQUEST", proto::roce::NakCode::kInvalidRdRequest}};
+  static constexpr std::pair<const char*, bool> kIcrc[] = {{"valid", false}, {"bad", true}};
+  FG_RETURN_IF_ERROR(Opt(n, "op", r.op, [](const Node& x) { return Named(x, kOps); }));
+  FG_RETURN_IF_ERROR(Opt(n, "transport", r.transport, [](const Node& x) { return Named(x, kTransports); }));
+  FG_RETURN_IF_ERROR(Opt(n, "message", r.message, BytesIn(1, 0xFFFFFFFFull)));
+  FG_RETURN_IF_ERROR(Opt(n, "pmtu", r.pmtu, IntIn(256, 4096)));
+  if ((r.pmtu & (r.pmtu - 1)) != 0) {
+    return n.Optional("pmtu")->Error(
+        absl::StrFormat("%d is not a path MTU; expected 256, 512, 1024, 2048 or 4096", r.pmtu));
+  }
+  FG_RETURN_IF_ERROR(Opt(n, "dest_qp", r.dest_qp, IntIn(0, 0xFFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "psn", r.start_psn, IntIn(0, 0xFFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "pkey", r.pkey, IntIn(0, 0xFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "va", r.va, IntIn(0, INT64_MAX)));
+  FG_RETURN_IF_ERROR(Opt(n, "rkey", r.rkey, IntIn(0, 0xFFFFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "imm", r.imm, IntIn(0, 0xFFFFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "qkey", r.qkey, IntIn(0, 0xFFFFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "src_qp", r.src_qp, IntIn(0, 0xFFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "nak_code", r.nak_code, [](const Node& x) { return Named(x, kNak); }));
+  FG_RETURN_IF_ERROR(Opt(n, "ack_credits", r.ack_credits, IntIn(0, 31)));
+  FG_RETURN_IF_ERROR(Opt(n, "ack_req", r.ack_req, [](const Node& x) { return Named(x, kAckReq); }));
+  FG_RETURN_IF_ERROR(Opt(n, "icrc", r.bad_icrc, [](const Node& x) { return Named(x, kIcrc); }));
+  // Checks PlanMessage would make, located at the plan.
+  const bool data = r.op == Op::kWrite || r.op == Op::kWriteImm || r.op == Op::kSend || r.op == Op::kSendImm ||
+                    r.op == Op::kReadResponse;
+  if (data) {
+    proto::roce::Verb verb = r.op == Op::kWrite      ? proto::roce::Verb::kWrite
+                             : r.op == Op::kWriteImm ? proto::roce::Verb::kWriteImm
+                             : r.op == Op::kSend     ? proto::roce::Verb::kSend
+                             : r.op == Op::kSendImm  ? proto::roce::Verb::kSendImm
+                                                     : proto::roce::Verb::kReadResponse;
+    auto m = proto::roce::PlanMessage(verb, r.transport, r.message, r.pmtu);
+    if (!m.ok()) return n.Error(m.status().message());
+  } else if (r.transport != Transport::kRc && r.op != Op::kCnp) {
+    return n.Optional("transport")->Error("READ_REQUEST, ACK and NAK are RC operations");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseUet(const Node& n, UetSpec& u) {
+  FG_RETURN_IF_ERROR(
+      n.CheckKeys({"service", "packet", "cc", "ses", "opcode", "message", "max_payload", "spdcid", "dpdcid", "psn",
+                   "job_id", "resource_index", "nack_code", "ctl_type", "native_ip", "profile"}));
+  using S = UetSpec::Service;
+  using P = UetSpec::Packet;
+  static constexpr std::pair<const char*, S> kServices[] = {
+      {"RUD", S::kRud}, {"ROD", S::kRod}, {"RUDI", S::kRudi}, {"UUD", S::kUud}};
+  static constexpr std::pair<const char*, P> kPackets[] = {
+      {"request", P::kRequest}, {"ack", P::kAck}, {"nack", P::kNack}, {"control", P::kControl}};
+  static constexpr std::pair<const char*, NextHdr> kSes[] = {{"standard", NextHdr::kReqStd},
+                                                             {"small", NextHdr::kReqSmall},
+                                                             {"medium", NextHdr::kReqMedium},
+                                                             {"none", NextHdr::kNone}};
+  using O = proto::uet::SesOpcode;
+  static constexpr std::pair<const char*, O> kOpcodes[] = {{"WRITE", O::kWrite},
+                                                           {"READ", O::kRead},
+                                                           {"SEND", O::kSend},
+                                                           {"TAGGED_SEND", O::kTaggedSend},
+                                                           {"DATAGRAM_SEND", O::kDatagramSend},
+                                                           {"ATOMIC", O::kAtomic},
+                                                           {"NO_OP", O::kNoOp}};
+  using C = proto::uet::CtlType;
+  static constexpr std::pair<const char*, C> kCtl[] = {
+      {"NOOP", C::kNoop},          {"REQ_ACK", C::kReqAck}, {"CLEAR", C::kClear},
+      {"REQ_CLEAR", C::kReqClear}, {"CLOSE", C::kClose},    {"REQ_CLOSE", C::kReqClose},
+      {"PROBE", C::kProbe},        {"CREDIT", C::kCredit},  {"CREDIT_REQ", C::kCreditReq}};
+  FG_RETURN_IF_ERROR(Opt(n, "service", u.service, [](const Node& x) { return Named(x, kServices); }));
+  FG_RETURN_IF_ERROR(Opt(n, "packet", u.packet, [](const Node& x) { return Named(x, kPackets); }));
+  FG_RETURN_IF_ERROR(Opt(n, "cc", u.cc, [](const Node& x) { return x.Bool(); }));
+  FG_RETURN_IF_ERROR(Opt(n, "ses", u.ses, [](const Node& x) { return Named(x, kSes); }));
+  FG_RETURN_IF_ERROR(Opt(n, "opcode", u.opcode, [](const Node& x) { return Named(x, kOpcodes); }));
+  FG_RETURN_IF_ERROR(Opt(n, "message", u.message, BytesIn(1, 1ull << 40)));
+  FG_RETURN_IF_ERROR(Opt(n, "max_payload", u.max_payload, BytesIn(1, 9000)));
+  FG_RETURN_IF_ERROR(Opt(n, "spdcid", u.spdcid, IntIn(1, 0xFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "dpdcid", u.dpdcid, IntIn(0, 0xFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "psn", u.start_psn, IntIn(0, 0xFFFFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "job_id", u.job_id, IntIn(0, 0xFFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "resource_index", u.resource_index, IntIn(0, 0xFFF)));
+  if (auto c = n.Optional("nack_code")) {
+    FG_ASSIGN_OR_RETURN(int64_t code, c->Int(1, 0x1A));
+    bool known = false;
+    for (auto k : proto::uet::kAllNackCodes) known = known || static_cast<int64_t>(k) == code;
+    if (!known) return c->Error(absl::StrFormat("0x%02x is not a UET NACK code (uet.md lists them)", code));
+    u.nack_code = static_cast<proto::uet::NackCode>(code);
+  }
+  FG_RETURN_IF_ERROR(Opt(n, "ctl_type", u.ctl_type, [](const Node& x) { return Named(x, kCtl); }));
+  FG_RETURN_IF_ERROR(Opt(n, "native_ip", u.native_ip, [](const Node& x) { return x.Bool(); }));
+  if (auto p = n.Optional("profile")) {
+    FG_RETURN_IF_ERROR(p->CheckKeys({"ack_ccx_len", "nack_ccx_len", "use_rsv_pdc_bit", "small_req_has_message_id",
+                                     "resp_data_payload_len_bits", "udp_port", "native_ip_protocol", "dscp_trimmable",
+                                     "dscp_trimmed", "dscp_trimmed_lasthop", "dscp_control", "trim_size"}));
+    proto::uet::UetProfile& f = u.profile;
+    FG_RETURN_IF_ERROR(Opt(*p, "ack_ccx_len", f.ack_ccx_len, IntIn(24, 64)));
+    FG_RETURN_IF_ERROR(Opt(*p, "nack_ccx_len", f.nack_ccx_len, IntIn(16, 64)));
+    FG_RETURN_IF_ERROR(Opt(*p, "use_rsv_pdc_bit", f.use_rsv_pdc_bit, IntIn(0, 0xFFFF)));
+    FG_RETURN_IF_ERROR(
+        Opt(*p, "small_req_has_message_id", f.small_req_has_message_id, [](const Node& x) { return x.Bool(); }));
+    FG_RETURN_IF_ERROR(Opt(*p, "resp_data_payload_len_bits", f.resp_data_payload_len_bits, IntIn(12, 14)));
+    FG_RETURN_IF_ERROR(Opt(*p, "udp_port", f.udp_port, IntIn(1, 65535)));
+    FG_RETURN_IF_ERROR(Opt(*p, "native_ip_protocol", f.native_ip_protocol, IntIn(0, 255)));
+    FG_RETURN_IF_ERROR(Opt(*p, "dscp_trimmable", f.dscp_trimmable, IntIn(0, 63)));
+    FG_RETURN_IF_ERROR(Opt(*p, "dscp_trimmed", f.dscp_trimmed, IntIn(0, 63)));
+    FG_RETURN_IF_ERROR(Opt(*p, "dscp_trimmed_lasthop", f.dscp_trimmed_lasthop, IntIn(0, 63)));
+    FG_RETURN_IF_ERROR(Opt(*p, "dscp_control", f.dscp_control, IntIn(0, 63)));
+    FG_RETURN_IF_ERROR(Opt(*p, "trim_size", f.trim_size, IntIn(1, 9000)));
+  }
+  if (u.service == S::kUud && u.packet != P::kRequest) {
+    return n.Optional("packet")->Error("UUD is unreliable: it has requests only (no ack, nack or control)");
+  }
+  if (u.cc && u.service != S::kRud && u.service != S::kRod) {
+    return n.Optional("cc")->Error("CC request headers exist for RUD and ROD only");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParsePfc(const Node& n, PfcSpec& p) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"priorities", "quanta"}));
+  FG_ASSIGN_OR_RETURN(Node pri, n.Required("priorities"));
+  FG_ASSIGN_OR_RETURN(std::vector<Node> items, pri.Items());
+  uint16_t quanta = 0xFFFF;
+  FG_RETURN_IF_ERROR(Opt(n, "quanta", quanta, IntIn(0, 0xFFFF)));
+  for (const Node& i : items) {
+    FG_ASSIGN_OR_RETURN(int64_t prio, i.Int(0, 7));
+    p.class_enable |= static_cast<uint16_t>(1u << prio);
+    p.quanta[prio] = quanta;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseLbn(const Node& n, LbnSpec& l) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"ethertype", "opcode", "type", "msg", "dev_range", "levels"}));
+  FG_RETURN_IF_ERROR(Opt(n, "ethertype", l.settings.ethertype, IntIn(0x0600, 0xFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "opcode", l.settings.opcode, IntIn(0, 255)));
+  FG_RETURN_IF_ERROR(Opt(n, "type", l.settings.type, IntIn(0, 255)));
+  FG_RETURN_IF_ERROR(Opt(n, "msg", l.msg, IntIn(0, 3)));
+  FG_RETURN_IF_ERROR(Opt(n, "dev_range", l.dev_range, IntIn(0, 63)));
+  FG_ASSIGN_OR_RETURN(Node levels, n.Required("levels"));
+  FG_ASSIGN_OR_RETURN(std::string bits, levels.String());
+  if (bits.empty() || bits.size() % 3 != 0 || bits.size() > 768 || bits.find_first_not_of("01") != std::string::npos) {
+    return levels.Error("expected 3 bits per leaf in Leaf-ID order, e.g. '111000000000' (at most 256 leaves)");
+  }
+  for (size_t i = 0; i < bits.size() / 3; ++i) {
+    l.bitmap.Set(static_cast<int>(i), static_cast<uint8_t>((bits[3 * i] - '0') << 2 | (bits[3 * i + 1] - '0') << 1 |
+                                                           (bits[3 * i + 2] - '0')));
+  }
+  return absl::OkStatus();
+}
+
+// IP packet bytes of the largest frame, to check against the port MTU.
+uint32_t LargestIpPacket(const FrameSpec& f) {
+  const uint32_t l3 = f.encap.l3.ipv6 ? 40 : 20;
+  switch (f.kind) {
+    case FrameKind::kUdp: return f.size - 4 - 14 - (f.encap.vlan ? 4 : 0);
+    case FrameKind::kRoce: {
+      // BTH + the largest extensions (RETH + ImmDt) + payload + ICRC.
+      const uint64_t payload = std::min<uint64_t>(f.roce.message, f.roce.pmtu);
+      return static_cast<uint32_t>(l3 + 8 + 12 + 20 + payload + 3 + 4);
+    }
+    case FrameKind::kUet: {
+      const uint32_t pds = 16, ses = 44;
+      const uint64_t payload = std::min<uint64_t>(f.uet.message, f.uet.max_payload);
+      return static_cast<uint32_t>(l3 + (f.uet.native_ip ? 4 : 8) + pds + ses + payload);
+    }
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std::string& port_name) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"size",         "l3",      "src_mac", "dst_mac",    "vlan",  "src_ip",  "dst_ip",
+                                  "dscp",         "ecn",     "ttl",     "flow_label", "ip_id", "udp_src", "udp_dst",
+                                  "udp_checksum", "entropy", "roce",    "uet",        "pfc",   "pause",   "lbn"}));
+  FrameSpec f;
+  proto::Encap& e = f.encap;
+  int kinds = 0;
+  for (auto [key, kind] :
+       {std::pair{"roce", FrameKind::kRoce}, std::pair{"uet", FrameKind::kUet}, std::pair{"pfc", FrameKind::kPfc},
+        std::pair{"pause", FrameKind::kPause}, std::pair{"lbn", FrameKind::kLbn}}) {
+    if (Has(n, key)) {
+      f.kind = kind;
+      ++kinds;
+    }
+  }
+  if (kinds > 1) return n.Error("a frame is one of roce, uet, pfc, pause or lbn, not several");
+  const bool ip = f.kind == FrameKind::kUdp || f.kind == FrameKind::kRoce || f.kind == FrameKind::kUet;
+  if (!ip) {
+    for (const char* key : {"l3", "src_ip", "dst_ip", "dscp", "ecn", "ttl", "flow_label", "ip_id", "udp_src", "udp_dst",
+                            "udp_checksum", "entropy", "vlan"}) {
+      if (auto k = n.Optional(key)) {
+        return k->Error(
+            absl::StrFormat("'%s' does not apply to %s frames (they are not IP)", key, FrameKindName(f.kind)));
+      }
+    }
+  }
+  if (f.kind != FrameKind::kUdp && Has(n, "size")) {
+    return n.Optional("size")->Error(
+        absl::StrFormat("the size of %s frames follows from their message and MTU; 'size' is for plain UDP frames",
+                        FrameKindName(f.kind)));
+  }
+
+  static constexpr std::pair<const char*, bool> kL3[] = {{"ipv4", false}, {"ipv6", true}};
+  FG_RETURN_IF_ERROR(Opt(n, "l3", e.l3.ipv6, [](const Node& x) { return Named(x, kL3); }));
+  FG_RETURN_IF_ERROR(Opt(n, "src_mac", e.src_mac, Addr(ParseMac)));
+  FG_RETURN_IF_ERROR(Opt(n, "dst_mac", e.dst_mac, Addr(ParseMac)));
+  if (auto v = n.Optional("vlan")) {
+    FG_RETURN_IF_ERROR(v->CheckKeys({"id", "pcp", "dei"}));
+    proto::VlanTag tag;
+    FG_ASSIGN_OR_RETURN(Node id, v->Required("id"));
+    FG_ASSIGN_OR_RETURN(int64_t vid, id.Int(0, 4095));
+    tag.id = static_cast<uint16_t>(vid);
+    FG_RETURN_IF_ERROR(Opt(*v, "pcp", tag.pcp, IntIn(0, 7)));
+    FG_RETURN_IF_ERROR(Opt(*v, "dei", tag.dei, [](const Node& d) { return d.Bool(); }));
+    e.vlan = tag;
+  }
+  if (e.l3.ipv6) {
+    FG_RETURN_IF_ERROR(Opt(n, "src_ip", e.l3.src6, Addr(ParseIpv6)));
+    FG_RETURN_IF_ERROR(Opt(n, "dst_ip", e.l3.dst6, Addr(ParseIpv6)));
+  } else {
+    FG_RETURN_IF_ERROR(Opt(n, "src_ip", e.l3.src4, Addr(ParseIpv4)));
+    FG_RETURN_IF_ERROR(Opt(n, "dst_ip", e.l3.dst4, Addr(ParseIpv4)));
+    if (auto fl = n.Optional("flow_label")) return fl->Error("flow_label is an IPv6 field; set l3: ipv6");
+  }
+  // Per-kind defaults first, so explicit keys override them.
+  if (f.kind == FrameKind::kRoce) {
+    FG_RETURN_IF_ERROR(ParseRoce(*n.Optional("roce"), f.roce));
+    e.udp_dst = proto::roce::kUdpPort;
+    const bool cnp = f.roce.op == RoceSpec::Op::kCnp;
+    e.l3.dscp = cnp ? 48 : 26;  // methodology draft: AF31 + ECT(0) for data; CNPs at high priority
+    e.l3.ecn = cnp ? 0 : 2;
+  } else if (f.kind == FrameKind::kUet) {
+    FG_RETURN_IF_ERROR(ParseUet(*n.Optional("uet"), f.uet));
+    e.udp_dst = f.uet.profile.udp_port;
+    e.l3.dscp = f.uet.packet == UetSpec::Packet::kRequest ? f.uet.profile.dscp_trimmable : f.uet.profile.dscp_control;
+    e.udp = !f.uet.native_ip;
+    e.ip_protocol = f.uet.profile.native_ip_protocol;
+    e.udp_checksum = f.uet.profile.udp_checksum;
+  } else if (f.kind == FrameKind::kPfc) {
+    FG_RETURN_IF_ERROR(ParsePfc(*n.Optional("pfc"), f.pfc));
+  } else if (f.kind == FrameKind::kPause) {
+    const Node p = *n.Optional("pause");
+    FG_RETURN_IF_ERROR(p.CheckKeys({"quanta"}));
+    f.pfc.quanta[0] = 0xFFFF;
+    FG_RETURN_IF_ERROR(Opt(p, "quanta", f.pfc.quanta[0], IntIn(0, 0xFFFF)));
+  } else if (f.kind == FrameKind::kLbn) {
+    FG_RETURN_IF_ERROR(ParseLbn(*n.Optional("lbn"), f.lbn));
+  }
+  FG_RETURN_IF_ERROR(Opt(n, "dscp", e.l3.dscp, IntIn(0, 63)));
+  FG_RETURN_IF_ERROR(Opt(n, "ecn", e.l3.ecn, IntIn(0, 3)));
+  FG_RETURN_IF_ERROR(Opt(n, "ttl", e.l3.ttl, IntIn(1, 255)));
+  FG_RETURN_IF_ERROR(Opt(n, "flow_label", e.l3.flow_label, IntIn(0, 0xFFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "ip_id", e.l3.ip_id, IntIn(0, 0xFFFF)));
+  FG_RETURN_IF_ERROR(Opt(n, "udp_src", e.udp_src, IntIn(0, 65535)));
+  FG_RETURN_IF_ERROR(Opt(n, "udp_dst", e.udp_dst, IntIn(0, 65535)));
+  if (auto c = n.Optional("udp_checksum")) {
+    static constexpr std::pair<const char*, bool> kCsum[] = {{"zero", false}, {"computed", true}};
+    FG_ASSIGN_OR_RETURN(e.udp_checksum, Named(*c, kCsum));
+    if (e.udp_checksum && f.kind == FrameKind::kRoce) {
+      return c->Error("RoCEv2 frames carry a zero UDP checksum (the ICRC protects them)");
+    }
+  }
+  if (auto en = n.Optional("entropy")) {
+    FG_RETURN_IF_ERROR(en->CheckKeys({"mode", "values"}));
+    static constexpr std::pair<const char*, EntropySpec::Mode> kModes[] = {
+        {"fixed", EntropySpec::Mode::kFixed}, {"round_robin", EntropySpec::Mode::kRoundRobin}};
+    FG_RETURN_IF_ERROR(Opt(*en, "mode", f.entropy.mode, [](const Node& x) { return Named(x, kModes); }));
+    FG_RETURN_IF_ERROR(Opt(*en, "values", f.entropy.values, IntIn(1, 65536)));
+    if (f.entropy.mode == EntropySpec::Mode::kFixed) f.entropy.values = 1;
+    if (uint32_t{e.udp_src} + f.entropy.values > 65536) {
+      return en->Error(absl::StrFormat("udp_src %d + %d values passes 65535", e.udp_src, f.entropy.values));
+    }
+  }
+
+  if (f.kind == FrameKind::kUdp) {
+    FG_RETURN_IF_ERROR(Opt(n, "size", f.size, BytesIn(1, 9022)));
+    proto::Encap probe = e;
+    const uint32_t min = proto::EncapLen(probe) + 16 + 4;
+    if (f.size < min) {
+      return n.Optional("size")->Error(absl::StrFormat(
+          "%d B is too small: headers and the 16 B test signature need at least %d B (FCS included)", f.size, min));
+    }
+  }
+  const uint32_t ip_bytes = LargestIpPacket(f);
+  if (ip && ip_bytes > port_mtu) {
+    const char* key = f.kind == FrameKind::kRoce ? "roce" : f.kind == FrameKind::kUet ? "uet" : "size";
+    return n.Optional(key)->Error(absl::StrFormat(
+        "the largest frame carries %d B of IP packet, more than port '%s' MTU of %d B; raise ports[].mtu or "
+        "lower %s",
+        ip_bytes, port_name, port_mtu,
+        f.kind == FrameKind::kRoce  ? "roce.pmtu"
+        : f.kind == FrameKind::kUet ? "uet.max_payload"
+                                    : "the size"));
+  }
+  return f;
+}
+
+}  // namespace fg::config::internal
+
+namespace fg::config {
+const char* FrameKindName(FrameKind k) {
+  switch (k) {
+    case FrameKind::kUdp: return "UDP";
+    case FrameKind::kRoce: return "RoCEv2";
+    case FrameKind::kUet: return "UET";
+    case FrameKind::kPfc: return "PFC";
+    case FrameKind::kPause: return "PAUSE";
+    case FrameKind::kLbn: return "LBN";
+  }
+  return "?";
+}
+}  // namespace fg::config

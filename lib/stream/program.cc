@@ -1,0 +1,335 @@
+#include "stream/program.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "base/status.h"
+#include "proto/lbn.h"
+#include "proto/pfc.h"
+#include "proto/roce.h"
+#include "proto/uet.h"
+
+namespace fg::stream {
+namespace {
+
+using config::FrameKind;
+using config::FrameSpec;
+using config::RoceSpec;
+using config::UetSpec;
+namespace roce = proto::roce;
+namespace uet = proto::uet;
+
+// Registers every stamped byte (inside the ICRC coverage) with the
+// incremental ICRC and turns it on.
+void ArmIcrc(PacketKind& k, uint32_t entropy_count) {
+  if (k.t.icrc_offset < 0) return;
+  std::vector<uint32_t> pos;
+  auto add = [&](int32_t off, int n) {
+    if (off >= 0) {
+      for (int i = 0; i < n; ++i) pos.push_back(static_cast<uint32_t>(off + i));
+    }
+  };
+  if (k.t.signature_offset >= 0) add(k.t.signature_offset + 6, 10);  // sequence + timestamp
+  add(k.psn_off, k.psn_len);
+  add(k.msn_off, 3);
+  if (entropy_count > 1) add(k.entropy_off, 2);
+  const proto::IcrcLayout layout{k.t.l3_offset, k.t.ipv6, static_cast<uint32_t>(k.t.icrc_offset)};
+  k.icrc = proto::IcrcDelta(k.t.bytes.data(), layout, pos);
+  k.icrc_on = true;
+}
+
+PacketKind FromTemplate(proto::FrameTemplate t) {
+  PacketKind k;
+  k.t = std::move(t);
+  if (k.t.udp) k.entropy_off = static_cast<int32_t>(k.t.l4_offset);
+  return k;
+}
+
+// A non-IP frame made by a writer (PFC, PAUSE, LBN).
+PacketKind Raw(std::vector<uint8_t> bytes) {
+  PacketKind k;
+  k.t.bytes = std::move(bytes);
+  k.t.udp = false;
+  return k;
+}
+
+absl::StatusOr<std::vector<PacketKind>> RoceKinds(const FrameSpec& f, Program& p, uint32_t& ppm, uint32_t& psn_step,
+                                                  std::string& desc) {
+  const RoceSpec& r = f.roce;
+  std::vector<PacketKind> kinds;
+  auto build = [&](uint8_t opcode, uint32_t payload, uint8_t pad, bool last, bool with_aeth_nak = false) {
+    const roce::OpcodeInfo info = roce::Describe(opcode);
+    uint8_t hdr[roce::kBthLen + 64] = {};
+    roce::Bth bth;
+    bth.opcode = opcode;
+    bth.pad_count = pad;
+    bth.pkey = r.pkey;
+    bth.dest_qp = r.dest_qp;
+    bth.psn = r.start_psn;
+    bth.becn = opcode == roce::kOpcodeCnp;
+    bth.ack_req = r.ack_req == RoceSpec::AckReq::kEvery || (r.ack_req == RoceSpec::AckReq::kLast && last);
+    if (opcode == roce::kOpcodeCnp || info.aeth) bth.ack_req = false;
+    size_t n = roce::WriteBth(hdr, bth);
+    int32_t msn_rel = -1;
+    if (info.deth) n += roce::WriteDeth(hdr + n, roce::Deth{r.qkey, r.src_qp});
+    if (info.reth) n += roce::WriteReth(hdr + n, roce::Reth{r.va, r.rkey, static_cast<uint32_t>(r.message)});
+    if (info.aeth) {
+      const uint8_t syn = with_aeth_nak ? roce::NakSyndrome(r.nak_code) : roce::AckSyndrome(r.ack_credits);
+      msn_rel = static_cast<int32_t>(n + 1);
+      n += roce::WriteAeth(hdr + n, roce::Aeth{syn, 0});
+    }
+    if (info.immdt) {
+      proto::Store32(hdr + n, r.imm);
+      n += roce::kImmDtLen;
+    }
+    if (opcode == roce::kOpcodeCnp) n += roce::kCnpReservedLen;
+    PacketKind k = FromTemplate(proto::BuildFrame(f.encap, std::span<const uint8_t>(hdr, n), payload, pad,
+                                                  r.bad_icrc ? proto::Trailer::kBadIcrc : proto::Trailer::kIcrc));
+    if (opcode != roce::kOpcodeCnp) {
+      k.psn_off = static_cast<int32_t>(k.t.transport_offset + 9);
+      k.psn_len = 3;
+    }
+    if (msn_rel >= 0) k.msn_off = static_cast<int32_t>(k.t.transport_offset) + msn_rel;
+    k.icrc_xor = r.bad_icrc ? 0xFFFFFFFFu : 0;
+    return k;
+  };
+  using Op = RoceSpec::Op;
+  const char* transport = r.transport == roce::Transport::kRc   ? "RC"
+                          : r.transport == roce::Transport::kUc ? "UC"
+                                                                : "UD";
+  switch (r.op) {
+    case Op::kCnp:
+      kinds.push_back(build(roce::kOpcodeCnp, 0, 0, true));
+      desc = absl::StrFormat("RoCEv2 CNP to QP 0x%06x", r.dest_qp);
+      return kinds;
+    case Op::kAck:
+    case Op::kNak:
+      kinds.push_back(build(static_cast<uint8_t>(0x11), 0, 0, true, r.op == Op::kNak));
+      desc = absl::StrFormat("RoCEv2 RC %s to QP 0x%06x", r.op == Op::kAck ? "ACK" : "NAK", r.dest_qp);
+      return kinds;
+    case Op::kReadRequest:
+      kinds.push_back(build(static_cast<uint8_t>(0x0C), 0, 0, true));
+      psn_step = static_cast<uint32_t>((r.message + r.pmtu - 1) / r.pmtu);
+      desc = absl::StrFormat("RoCEv2 RC READ_REQUEST of %d B at PMTU %d to QP 0x%06x", r.message, r.pmtu, r.dest_qp);
+      return kinds;
+    default: break;
+  }
+  const roce::Verb verb = r.op == Op::kWrite      ? roce::Verb::kWrite
+                          : r.op == Op::kWriteImm ? roce::Verb::kWriteImm
+                          : r.op == Op::kSend     ? roce::Verb::kSend
+                          : r.op == Op::kSendImm  ? roce::Verb::kSendImm
+                                                  : roce::Verb::kReadResponse;
+  FG_ASSIGN_OR_RETURN(roce::MessagePlan m, roce::PlanMessage(verb, r.transport, r.message, r.pmtu));
+  ppm = m.packets;
+  if (m.packets == 1) {
+    kinds.push_back(build(m.only.opcode, m.only.payload_len, m.only.pad, true));
+  } else {
+    kinds.push_back(build(m.first.opcode, m.first.payload_len, m.first.pad, false));
+    kinds.push_back(build(m.middle.opcode, m.middle.payload_len, m.middle.pad, false));
+    kinds.push_back(build(m.last.opcode, m.last.payload_len, m.last.pad, true));
+  }
+  desc = absl::StrFormat("RoCEv2 %s %s of %d B at PMTU %d to QP 0x%06x: %d packet(s) per message", transport,
+                         roce::VerbName(verb), r.message, r.pmtu, r.dest_qp, m.packets);
+  (void)p;
+  return kinds;
+}
+
+absl::StatusOr<std::vector<PacketKind>> UetKinds(const FrameSpec& f, uint32_t& ppm, uint32_t& psn_mask,
+                                                 uint32_t& msg_offset_unit, std::string& desc) {
+  const UetSpec& u = f.uet;
+  const uet::UetProfile& prof = u.profile;
+  psn_mask = 0xFFFFFFFF;
+  std::vector<PacketKind> kinds;
+  const char* service = u.service == UetSpec::Service::kRud    ? "RUD"
+                        : u.service == UetSpec::Service::kRod  ? "ROD"
+                        : u.service == UetSpec::Service::kRudi ? "RUDI"
+                                                               : "UUD";
+  // Native-IP mode: the 4-byte entropy header starts the transport bytes.
+  const size_t pre = u.native_ip ? uet::kEntropyHeaderLen : 0;
+  auto finish = [&](const uint8_t* hdr, size_t n, uint32_t payload, int32_t psn_rel, uint8_t psn_len) {
+    PacketKind k =
+        FromTemplate(proto::BuildFrame(f.encap, std::span<const uint8_t>(hdr, n), payload, 0, proto::Trailer::kNone));
+    if (u.native_ip) k.entropy_off = static_cast<int32_t>(k.t.transport_offset);
+    if (psn_rel >= 0) {
+      k.psn_off = static_cast<int32_t>(k.t.transport_offset) + psn_rel;
+      k.psn_len = psn_len;
+    }
+    return k;
+  };
+  uint8_t hdr[256] = {};
+  if (u.native_ip) uet::WriteEntropyHeader(hdr, f.encap.udp_src);
+
+  if (u.packet != UetSpec::Packet::kRequest) {
+    uet::PdsHeader h;
+    h.spdcid = u.spdcid;
+    h.dpdcid = u.dpdcid;
+    if (u.packet == UetSpec::Packet::kAck) {
+      h.type = uet::PdsType::kAck;
+      h.cack_psn = u.start_psn;
+    } else if (u.packet == UetSpec::Packet::kNack) {
+      h.type = uet::PdsType::kNack;
+      h.nack_code = u.nack_code;
+      h.nack_psn = u.start_psn;
+    } else {
+      h.type = uet::PdsType::kCp;
+      h.ctl_type = u.ctl_type;
+      h.psn = u.start_psn;
+    }
+    const size_t n = pre + uet::WritePds(hdr + pre, h, prof);
+    kinds.push_back(finish(hdr, n, 0, static_cast<int32_t>(pre + 4), 4));
+    desc = absl::StrFormat("UET %s %s", service,
+                           u.packet == UetSpec::Packet::kAck ? "ACK"
+                           : u.packet == UetSpec::Packet::kNack
+                               ? absl::StrFormat("NACK %s", uet::NackCodeName(u.nack_code))
+                               : "control packet");
+    return kinds;
+  }
+
+  FG_ASSIGN_OR_RETURN(uet::UetMessagePlan m, uet::PlanUetMessage(u.message, u.max_payload));
+  if (m.packets > 1 && u.ses != uet::NextHdr::kReqStd) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a %d B message needs %d packets; small and medium SES requests carry one-packet messages (use ses: "
+        "standard or raise max_payload)",
+        u.message, m.packets));
+  }
+  ppm = m.packets;
+  msg_offset_unit = u.max_payload;
+  uet::PdsType type;
+  switch (u.service) {
+    case UetSpec::Service::kRud: type = u.cc ? uet::PdsType::kRudCcReq : uet::PdsType::kRudReq; break;
+    case UetSpec::Service::kRod: type = u.cc ? uet::PdsType::kRodCcReq : uet::PdsType::kRodReq; break;
+    case UetSpec::Service::kRudi: type = uet::PdsType::kRudiReq; break;
+    default: type = uet::PdsType::kUudReq; break;
+  }
+  const bool reliable_pdc = u.service == UetSpec::Service::kRud || u.service == UetSpec::Service::kRod;
+  const bool syn = reliable_pdc && u.dpdcid == 0;
+  auto build = [&](uint32_t i) {
+    uet::PdsHeader h;
+    h.type = type;
+    h.next_hdr = u.ses;
+    h.flags = static_cast<uint8_t>((syn ? uet::kReqSyn : 0) | (i + 1 == m.packets && reliable_pdc ? uet::kReqAr : 0));
+    h.psn = u.start_psn;
+    h.spdcid = u.spdcid;
+    h.dpdcid = u.dpdcid;
+    h.pdc_info = 0;
+    size_t n = pre + uet::WritePds(hdr + pre, h, prof);
+    const size_t ses_at = n;
+    uet::SesRequest s;
+    s.format = u.ses;
+    s.opcode = u.opcode;
+    s.flags = m.som_eom(i);
+    s.job_id = u.job_id;
+    s.resource_index = u.resource_index;
+    s.request_length = static_cast<uint32_t>(u.message);
+    s.request_length14 = static_cast<uint16_t>(std::min<uint64_t>(u.message, 0x3FFF));
+    s.payload_length = static_cast<uint16_t>(m.payload(i) & 0x3FFF);
+    s.buffer_offset = 0;
+    n += uet::WriteSesRequest(hdr + n, s, prof);
+    int32_t psn_rel = -1;
+    if (type != uet::PdsType::kUudReq) psn_rel = static_cast<int32_t>(pre + 4);  // PSN or RUDI pkt_id
+    PacketKind k = finish(hdr, n, m.payload(i), psn_rel, 4);
+    const int32_t ses_off = static_cast<int32_t>(k.t.transport_offset + ses_at);
+    if (u.ses == uet::NextHdr::kReqStd) {
+      k.msg_id_off = ses_off + 2;
+      if (!(s.flags & uet::kSesSom)) k.msg_offset_off = ses_off + 36;
+    }
+    if (syn) {
+      k.syn_off = static_cast<int32_t>(k.t.transport_offset + pre + 10);
+      k.syn_high = static_cast<uint16_t>(h.pdc_info << 12);
+    }
+    return k;
+  };
+  if (m.packets == 1) {
+    kinds.push_back(build(0));
+  } else {
+    kinds.push_back(build(0));
+    kinds.push_back(build(1));
+    kinds.push_back(build(m.packets - 1));
+  }
+  desc = absl::StrFormat("UET %s%s request, %d B messages in %d packet(s) of <= %d B%s%s", service, u.cc ? "_CC" : "",
+                         u.message, m.packets, u.max_payload, syn ? ", SYN (no PDC yet)" : "",
+                         u.native_ip ? ", native IP" : "");
+  return kinds;
+}
+
+}  // namespace
+
+absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
+  Program p;
+  p.entropy_base_ = f.encap.udp_src;
+  p.entropy_count_ = f.entropy.values;
+  p.udp_checksum_ = f.encap.udp && f.encap.udp_checksum;
+  switch (f.kind) {
+    case FrameKind::kUdp: {
+      const uint32_t payload = f.size - 4 - proto::EncapLen(f.encap);
+      p.kinds_.push_back(FromTemplate(proto::BuildFrame(f.encap, {}, payload, 0, proto::Trailer::kNone)));
+      p.description_ = absl::StrFormat("UDP %d B frames", f.size);
+      break;
+    }
+    case FrameKind::kRoce: {
+      p.psn_start_ = f.roce.start_psn;
+      FG_ASSIGN_OR_RETURN(p.kinds_, RoceKinds(f, p, p.ppm_, p.psn_step_, p.description_));
+      break;
+    }
+    case FrameKind::kUet: {
+      p.psn_start_ = f.uet.start_psn;
+      FG_ASSIGN_OR_RETURN(p.kinds_, UetKinds(f, p.ppm_, p.psn_mask_, p.msg_offset_unit_, p.description_));
+      break;
+    }
+    case FrameKind::kPfc:
+    case FrameKind::kPause: {
+      std::vector<uint8_t> b(proto::kMacControlFrameLen);
+      if (f.kind == FrameKind::kPause) {
+        proto::WritePause(b.data(), f.encap.src_mac, f.pfc.quanta[0]);
+        p.description_ = absl::StrFormat("802.3x PAUSE, %d quanta", f.pfc.quanta[0]);
+      } else {
+        proto::MacControl m;
+        m.class_enable = f.pfc.class_enable;
+        std::copy(std::begin(f.pfc.quanta), std::end(f.pfc.quanta), m.quanta.begin());
+        proto::WritePfc(b.data(), f.encap.src_mac, m);
+        p.description_ = absl::StrFormat("802.1Qbb PFC, class-enable 0x%02x", f.pfc.class_enable);
+      }
+      p.kinds_.push_back(Raw(std::move(b)));
+      p.entropy_count_ = 1;
+      break;
+    }
+    case FrameKind::kLbn: {
+      std::vector<uint8_t> b(14 + proto::lbn::kMessageLen);
+      proto::lbn::Message m{f.lbn.msg, f.lbn.dev_range, f.lbn.bitmap};
+      proto::lbn::WriteMessage(b.data(), f.encap.src_mac, f.encap.dst_mac, m, f.lbn.settings);
+      p.kinds_.push_back(Raw(std::move(b)));
+      p.entropy_count_ = 1;
+      p.description_ = absl::StrFormat("link-bandwidth notification, EtherType 0x%04x", f.lbn.settings.ethertype);
+      break;
+    }
+  }
+  // The flow id is constant: write it into every template before the ICRC
+  // tables are built from them.
+  for (PacketKind& k : p.kinds_) {
+    if (k.t.signature_offset >= 0) {
+      proto::WriteSignature(k.t.bytes.data() + k.t.signature_offset,
+                            proto::Signature{.flags = proto::kSigFlagTimestamp, .flow_id = flow_id});
+      if (k.t.icrc_offset >= 0) {
+        const proto::IcrcLayout layout{k.t.l3_offset, k.t.ipv6, static_cast<uint32_t>(k.t.icrc_offset)};
+        proto::StoreIcrc(k.t.bytes.data() + k.t.icrc_offset, proto::IcrcFull(k.t.bytes.data(), layout) ^ k.icrc_xor);
+      }
+    }
+    ArmIcrc(k, p.entropy_count_);
+    p.max_frame_len_ = std::max<uint32_t>(p.max_frame_len_, static_cast<uint32_t>(k.t.bytes.size()));
+  }
+  // Mean size over one message: ONLY, or FIRST + (n-2) MIDDLE + LAST.
+  if (p.ppm_ == 1) {
+    p.mean_frame_size_ = p.kinds_[0].t.frame_size();
+  } else {
+    const double sum =
+        p.kinds_[0].t.frame_size() + double(p.ppm_ - 2) * p.kinds_[1].t.frame_size() + p.kinds_[2].t.frame_size();
+    p.mean_frame_size_ = sum / p.ppm_;
+  }
+  if (p.entropy_count_ > 1) {
+    p.description_ +=
+        absl::StrFormat(", entropy round-robin over %d values from %d", p.entropy_count_, p.entropy_base_);
+  }
+  return p;
+}
+
+}  // namespace fg::stream

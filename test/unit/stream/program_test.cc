@@ -1,0 +1,168 @@
+#include "stream/program.h"
+
+#include <gtest/gtest.h>
+
+#include "config/plan.h"
+#include "proto/headers.h"
+#include "proto/roce.h"
+#include "proto/uet.h"
+
+namespace fg::stream {
+namespace {
+
+config::FrameSpec Frame(const std::string& yaml_frame) {
+  auto plan = config::ParsePlan("t.yaml",
+                                "ports: [{name: p, mtu: 9000}]\nstreams:\n  - name: s\n    rate: 1 kpps\n"
+                                "    frame: " +
+                                    yaml_frame + "\n");
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan->streams[0].frame;
+}
+
+uint32_t FullIcrc(const std::vector<uint8_t>& f, const PacketKind& k) {
+  return proto::IcrcFull(f.data(), proto::IcrcLayout{k.t.l3_offset, k.t.ipv6, static_cast<uint32_t>(k.t.icrc_offset)});
+}
+
+TEST(Program, RoceWriteOfOneMegabyteCyclesFirstMiddleLastWithValidIcrc) {
+  auto p = Program::Compile(Frame("{entropy: {mode: round_robin, values: 4}, roce: {op: WRITE, message: 1 MiB, "
+                                  "pmtu: 4096, dest_qp: 0x12, psn: 0xFFFFFE}}"),
+                            /*flow_id=*/7);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->packets_per_message(), 256u);
+  Cursor c = p->Start();
+  std::vector<uint8_t> f(p->max_frame_len());
+  for (uint32_t i = 0; i < 258; ++i) {
+    const uint32_t len = p->Emit(f.data(), c, /*tx_ns=*/1000 + i);
+    const PacketKind& k = p->kinds()[i % 256 == 0 ? 0 : (i % 256 == 255 ? 2 : 1)];
+    ASSERT_EQ(len, k.t.bytes.size());
+    auto bth = proto::roce::ParseBth(std::span(f).subspan(k.t.transport_offset));
+    ASSERT_TRUE(bth);
+    const uint8_t want_op = i % 256 == 0 ? 0x06 : (i % 256 == 255 ? 0x08 : 0x07);
+    EXPECT_EQ(bth->opcode, want_op) << i;
+    EXPECT_EQ(bth->psn, (0xFFFFFEu + i) & 0xFFFFFF) << i;  // wraps modulo 2^24
+    EXPECT_EQ(bth->dest_qp, 0x12u);
+    EXPECT_EQ(bth->ack_req, i % 256 == 255);
+    EXPECT_EQ(proto::LoadIcrc(&f[k.t.icrc_offset]), FullIcrc(f, k)) << i;
+    const int sig = proto::FindSignatureOffset(f.data(), len);
+    ASSERT_EQ(sig, k.t.signature_offset);
+    const proto::Signature s = proto::ReadSignature(&f[sig]);
+    EXPECT_EQ(s.flow_id, 7u);
+    EXPECT_EQ(s.seq, i);
+    EXPECT_EQ(s.tx_ns, 1000u + i);
+    EXPECT_EQ(proto::Load16(&f[k.t.l4_offset]), 49152 + i % 4);  // entropy round-robin
+  }
+  EXPECT_EQ(c.message, 1u);
+  EXPECT_NEAR(p->mean_frame_size(), 14 + 20 + 8 + 12 + 4096 + 4 + 4 + 16.0 / 256, 1e-9);
+}
+
+TEST(Program, BadIcrcStaysBadOnEveryPacket) {
+  auto p = Program::Compile(Frame("{roce: {op: SEND, message: 3000, pmtu: 1024, icrc: bad}}"), 0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  Cursor c = p->Start();
+  std::vector<uint8_t> f(p->max_frame_len());
+  for (int i = 0; i < 6; ++i) {
+    p->Emit(f.data(), c, i);
+    const PacketKind& k = p->kinds()[i % 3];
+    EXPECT_EQ(proto::LoadIcrc(&f[k.t.icrc_offset]), ~FullIcrc(f, k)) << i;
+  }
+}
+
+TEST(Program, CnpAckNakAndReadRequest) {
+  auto cnp = Program::Compile(Frame("{roce: {op: CNP, dest_qp: 0xD2}}"), 0);
+  ASSERT_TRUE(cnp.ok());
+  EXPECT_FALSE(cnp->signed_frames());
+  EXPECT_EQ(cnp->kinds()[0].t.frame_size(), 78u);
+  EXPECT_EQ(cnp->kinds()[0].t.bytes[15], 48 << 2);  // CNPs at DSCP 48
+
+  auto nak = Program::Compile(Frame("{roce: {op: NAK, nak_code: REMOTE_ACCESS_ERROR}}"), 0);
+  ASSERT_TRUE(nak.ok());
+  std::vector<uint8_t> f(nak->max_frame_len());
+  Cursor c = nak->Start();
+  nak->Emit(f.data(), c, 0);
+  nak->Emit(f.data(), c, 0);
+  const PacketKind& k = nak->kinds()[0];
+  auto aeth = proto::roce::ParseAeth(std::span(f).subspan(k.t.transport_offset + 12));
+  EXPECT_EQ(aeth->syndrome, 0x62);
+  EXPECT_EQ(aeth->msn, 1u);  // second ACK/NAK: message sequence number 1
+  EXPECT_EQ(proto::LoadIcrc(&f[k.t.icrc_offset]), FullIcrc(f, k));
+
+  auto rr = Program::Compile(Frame("{roce: {op: READ_REQUEST, message: 10000, pmtu: 1024}}"), 0);
+  ASSERT_TRUE(rr.ok());
+  c = rr->Start();
+  f.resize(rr->max_frame_len());
+  rr->Emit(f.data(), c, 0);
+  EXPECT_EQ(c.psn, 10u);  // the response will use 10 PSNs
+}
+
+TEST(Program, UetRodSprayStampsPsnOffsetsAndMessageIds) {
+  auto p = Program::Compile(Frame("{entropy: {mode: round_robin, values: 8}, uet: {service: ROD, message: 10000, "
+                                  "max_payload: 4096, dpdcid: 5, psn: 0xFFFFFFFF}}"),
+                            3);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->packets_per_message(), 3u);
+  const proto::uet::UetProfile prof;
+  Cursor c = p->Start();
+  std::vector<uint8_t> f(p->max_frame_len());
+  for (uint32_t i = 0; i < 6; ++i) {
+    const uint32_t len = p->Emit(f.data(), c, 0);
+    const PacketKind& k = p->kinds()[i % 3];
+    auto pds = proto::uet::ParsePds(std::span(f).subspan(k.t.transport_offset), prof);
+    ASSERT_TRUE(pds);
+    EXPECT_EQ(pds->type, proto::uet::PdsType::kRodReq);
+    EXPECT_EQ(pds->psn, 0xFFFFFFFFu + i);  // 32-bit PSN wraps
+    EXPECT_EQ(pds->dpdcid, 5);
+    EXPECT_EQ((pds->flags & proto::uet::kReqAr) != 0, i % 3 == 2);
+    auto ses = proto::uet::ParseSesRequest(std::span(f).subspan(k.t.transport_offset + 12),
+                                           proto::uet::NextHdr::kReqStd, prof);
+    ASSERT_TRUE(ses);
+    EXPECT_EQ(ses->message_id, i / 3);
+    EXPECT_EQ(ses->flags & 3, i % 3 == 0 ? 1 : (i % 3 == 2 ? 2 : 0));  // SOM, -, EOM
+    if (i % 3 != 0) {
+      EXPECT_EQ(ses->message_offset, (i % 3) * 4096u);
+    }
+    EXPECT_EQ(proto::Load16(&f[k.t.l4_offset]), 49152 + i % 8);
+    EXPECT_GE(proto::FindSignatureOffset(f.data(), len), 0);
+  }
+}
+
+TEST(Program, UetSynWithoutPdcCountsPsnOffset) {
+  auto p = Program::Compile(Frame("{uet: {service: RUD, message: 4096, max_payload: 4096, psn: 100}}"), 0);
+  ASSERT_TRUE(p.ok());
+  Cursor c = p->Start();
+  std::vector<uint8_t> f(p->max_frame_len());
+  for (uint32_t i = 0; i < 3; ++i) {
+    p->Emit(f.data(), c, 0);
+    auto pds = proto::uet::ParsePds(std::span(f).subspan(p->kinds()[0].t.transport_offset), proto::uet::UetProfile{});
+    EXPECT_TRUE(pds->flags & proto::uet::kReqSyn);
+    EXPECT_EQ(pds->psn - pds->psn_offset, 100u);  // Start_PSN stays the first PSN
+  }
+}
+
+TEST(Program, ComputedUdpChecksumStaysValid) {
+  auto p = Program::Compile(Frame("{l3: ipv6, size: 200, udp_checksum: computed}"), 0);
+  ASSERT_TRUE(p.ok());
+  Cursor c = p->Start();
+  std::vector<uint8_t> f(p->max_frame_len());
+  for (int i = 0; i < 3; ++i) {
+    const uint32_t len = p->Emit(f.data(), c, 12345 + i);
+    const PacketKind& k = p->kinds()[0];
+    auto ip = proto::ParseIpv6(std::span(f).subspan(k.t.l3_offset));
+    std::vector<uint8_t> seg(f.begin() + k.t.l4_offset, f.begin() + len);
+    const uint16_t stored = proto::Load16(&seg[6]);
+    seg[6] = seg[7] = 0;
+    EXPECT_EQ(proto::UdpChecksumIpv6(ip->src, ip->dst, seg), stored);
+  }
+}
+
+TEST(Program, PfcAndLbnFramesAreFixed) {
+  auto pfc = Program::Compile(Frame("{pfc: {priorities: [3]}}"), 0);
+  ASSERT_TRUE(pfc.ok());
+  EXPECT_EQ(pfc->kinds()[0].t.frame_size(), 64u);
+  EXPECT_EQ(pfc->kinds()[0].t.bytes[12], 0x88);
+  auto lbn = Program::Compile(Frame("{lbn: {levels: '111000000000'}}"), 0);
+  ASSERT_TRUE(lbn.ok());
+  EXPECT_EQ(lbn->kinds()[0].t.bytes[18], 0xE0);  // Leaf1 = 111 leads the bitmap
+}
+
+}  // namespace
+}  // namespace fg::stream

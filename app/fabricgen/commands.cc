@@ -14,6 +14,7 @@
 #include "report/atomic_file.h"
 #include "session/run_report.h"
 #include "session/session.h"
+#include "stream/craft.h"
 
 namespace fg::app {
 namespace {
@@ -99,6 +100,26 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
       if (caps.ok()) PrintCapabilities(absl::StrFormat("dpdk port %d", id), *caps);
     }
   }
+  return kExitOk;
+}
+
+int Craft(const std::string& plan_file, const std::string& pcap, uint64_t count) {
+  auto plan = config::LoadPlan(plan_file);
+  if (!plan.ok()) return FailPlan(plan.status());
+  // No ports are opened: a "% of line rate" is taken against 100 Gbit/s, which
+  // only affects the timestamps in the capture.
+  constexpr double kNominalLineBps = 100e9;
+  auto streams = stream::Compile(*plan, std::vector<double>(plan->ports.size(), kNominalLineBps));
+  if (!streams.ok()) return Fail(streams.status());
+  auto summary = stream::CraftPcap(*streams, pcap, count);
+  if (!summary.ok()) return Fail(summary.status());
+  for (size_t i = 0; i < streams->size(); ++i) {
+    const stream::CompiledStream& s = (*streams)[i];
+    std::cout << absl::StrFormat("%-16s %8s packets  %s\n", s.name, FormatCount(summary->packets[i]),
+                                 s.program.description());
+  }
+  std::cout << absl::StrFormat("wrote %s packets to %s (timestamps: scheduled send times at each stream's rate)\n",
+                               FormatCount(summary->total), pcap);
   return kExitOk;
 }
 

@@ -22,6 +22,8 @@ struct RunArgs {
 
 int Run(const RunArgs& args, const std::atomic<bool>* interrupt);
 int Ports(const std::string& plan, const std::vector<std::string>& eal);
+// Writes the frames the plan's streams would send into a pcap (no DPDK needed).
+int Craft(const std::string& plan, const std::string& pcap, uint64_t count);
 int Version();
 
 }  // namespace fg::app

@@ -1,5 +1,6 @@
 // fabricgen: argument parsing and dispatch only; the work lives in lib/.
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -20,6 +21,10 @@ commands:
   run PLAN.yaml [--out DIR] [--quiet]
                       run the plan's streams and write DIR/report.json
                       (default DIR: results/<plan>-<UTC time>)
+  craft PLAN.yaml --pcap FILE [--count N]
+                      write the frames the plan's streams would send to a
+                      pcap file, through the TX code (default N: one
+                      message per stream); needs no NIC and no DPDK setup
   ports [PLAN.yaml]   list ports and their capabilities (the plan's ports,
                       or every port EAL finds plus the built-in loopback)
   version             print the fabricgen and DPDK versions
@@ -56,6 +61,27 @@ int main(int argc, char** argv) {
   if (cmd == "ports") {
     if (args.size() > 2) return Usage("ports takes at most one plan file");
     return fg::app::Ports(args.size() == 2 ? args[1] : "", eal);
+  }
+  if (cmd == "craft") {
+    std::string plan, pcap;
+    uint64_t count = 0;
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (args[i] == "--pcap" && i + 1 < args.size()) {
+        pcap = args[++i];
+      } else if (args[i] == "--count" && i + 1 < args.size()) {
+        char* end = nullptr;
+        count = std::strtoull(args[++i].c_str(), &end, 10);
+        if (*end != '\0' || count == 0) return Usage("--count needs a positive integer, got '" + args[i] + "'");
+      } else if (args[i].rfind("-", 0) == 0) {
+        return Usage("unknown option for craft: " + args[i]);
+      } else if (plan.empty()) {
+        plan = args[i];
+      } else {
+        return Usage("craft takes one plan file; extra argument: " + args[i]);
+      }
+    }
+    if (plan.empty() || pcap.empty()) return Usage("craft needs a plan file and --pcap FILE");
+    return fg::app::Craft(plan, pcap, count);
   }
   if (cmd == "run") {
     fg::app::RunArgs run;

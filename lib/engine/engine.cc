@@ -183,6 +183,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     r.tx_port = streams[i].tx_port;
     r.rx_port = streams[i].rx_port;
     r.frame_size = streams[i].frame_size;
+    r.signed_frames = streams[i].program.signed_frames();
     r.set_pps = streams[i].pps;
   }
   for (auto& t : txs) {

@@ -52,7 +52,8 @@ struct TrialOptions {
 struct StreamResult {
   std::string name;
   size_t tx_port = 0, rx_port = 0;
-  double frame_size = 0;  // mean bytes per frame, FCS included
+  double frame_size = 0;      // mean bytes per frame, FCS included
+  bool signed_frames = true;  // false: no signature (CNP, ACK, PFC, LBN...): RX counts them per port only
   double set_pps = 0;
   tx::TxCounters tx;
   rx::RxCounters rx;

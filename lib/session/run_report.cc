@@ -113,9 +113,18 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("set_rate_pps", s.set_pps);
     w.Field("tx_packets", s.tx.packets);
     w.Field("tx_bytes", s.tx.bytes);
-    w.Field("rx_packets", s.rx.packets);
-    w.Field("rx_bytes", s.rx.bytes);
-    w.Field("tx_minus_rx_packets", static_cast<int64_t>(s.tx.packets - s.rx.packets));
+    w.Field("signed_frames", s.signed_frames);
+    if (s.signed_frames) {
+      w.Field("rx_packets", s.rx.packets);
+      w.Field("rx_bytes", s.rx.bytes);
+      w.Field("tx_minus_rx_packets", static_cast<int64_t>(s.tx.packets - s.rx.packets));
+    } else {
+      // Frames without a signature cannot be told apart on receipt: the
+      // ports' rx_unknown_packets count them.
+      w.Key("rx_packets"), w.Null();
+      w.Key("rx_bytes"), w.Null();
+      w.Key("tx_minus_rx_packets"), w.Null();
+    }
     w.Field("duration_ns", s.tx_duration_ns);
     const double pps = TxPps(s);
     w.Field("tx_rate_pps", pps);
@@ -143,9 +152,11 @@ std::string RunSummary(const engine::TrialResult& r) {
   out += absl::StrFormat("%-16s %10s %14s %14s %14s %14s %16s\n", "stream", "frame", "set rate", "tx packets",
                          "rx packets", "tx rate", "tx-rx packets");
   for (const engine::StreamResult& s : r.streams) {
-    out += absl::StrFormat("%-16s %8.1f B %14s %14s %14s %14s %16d\n", s.name, s.frame_size,
-                           FormatPacketRate(s.set_pps), FormatCount(s.tx.packets), FormatCount(s.rx.packets),
-                           FormatPacketRate(TxPps(s)), static_cast<int64_t>(s.tx.packets - s.rx.packets));
+    out += absl::StrFormat(
+        "%-16s %8.1f B %14s %14s %14s %14s %16s\n", s.name, s.frame_size, FormatPacketRate(s.set_pps),
+        FormatCount(s.tx.packets), s.signed_frames ? FormatCount(s.rx.packets) : "(unsigned)",
+        FormatPacketRate(TxPps(s)),
+        s.signed_frames ? absl::StrFormat("%d", static_cast<int64_t>(s.tx.packets - s.rx.packets)) : "-");
   }
   for (const engine::PortResult& p : r.ports) {
     out += absl::StrFormat("port %s: tx %s packets (%s bytes), rx %s packets (%s bytes), %s without signature\n",

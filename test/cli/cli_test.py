@@ -120,6 +120,30 @@ class RunTest(Workdir):
         self.assertEqual(st["rx_packets"], st["tx_packets"])
 
 
+    def test_every_example_plan_runs_on_the_loopback(self):
+        plans = []
+        for d, _, files in os.walk(os.path.join(ROOT, "configs")):
+            plans += [os.path.join(d, f) for f in sorted(files) if f.endswith(".yaml")]
+        self.assertGreaterEqual(len(plans), 7)
+        for plan in plans:
+            out = os.path.join(self.dir, os.path.basename(plan))
+            r = run("run", plan, "--out", out, "--quiet")
+            self.assertEqual(r.returncode, 0, plan + ": " + r.stderr)
+            with open(os.path.join(out, "report.json")) as f:
+                rep = json.load(f)
+            unsigned = 0
+            for s in rep["streams"]:
+                self.assertGreater(s["tx_packets"], 0, plan + " " + s["name"])
+                if s["signed_frames"]:
+                    self.assertEqual(s["rx_packets"], s["tx_packets"], plan + " " + s["name"])
+                else:
+                    self.assertIsNone(s["rx_packets"])
+                    unsigned += s["tx_packets"]
+            port = rep["ports"][0]
+            self.assertEqual(port["rx_packets"], port["tx_packets"], plan)
+            self.assertEqual(port["rx_unknown_packets"], unsigned, plan)
+
+
 @unittest.skipUnless(os.geteuid() == 0, "needs root for a network namespace")
 class AfPacketVethTest(Workdir):
     """Two af_packet ports on a veth pair inside a namespace the test owns."""

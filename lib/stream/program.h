@@ -65,6 +65,13 @@ class Program {
   // Writes the next packet of `c` into `dst` (room for max_frame_len()),
   // advances `c`, and returns the packet's length without FCS.
   inline uint32_t Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns) const;
+  // The template of the packet `c` points at.
+  const PacketKind& KindAt(const Cursor& c) const {
+    return kinds_[ppm_ == 1 ? 0 : (c.pos == 0 ? 0 : (c.pos + 1 == ppm_ ? 2 : 1))];
+  }
+  // Emit() without the template copy: rewrites the per-packet fields and the
+  // ICRC of `dst`, which must already hold KindAt(c)'s template bytes.
+  inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns) const;
 
   uint32_t packets_per_message() const { return ppm_; }
   double mean_frame_size() const { return mean_frame_size_; }  // FCS included, over one message
@@ -89,9 +96,14 @@ class Program {
 };
 
 inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns) const {
-  const PacketKind& k = kinds_[ppm_ == 1 ? 0 : (c.pos == 0 ? 0 : (c.pos + 1 == ppm_ ? 2 : 1))];
+  const PacketKind& k = KindAt(c);
   const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
   std::memcpy(dst, k.t.bytes.data(), len);
+  Stamp(dst, k, c, tx_ns);
+  return len;
+}
+
+inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns) const {
   if (k.t.signature_offset >= 0) proto::StampSignature(dst + k.t.signature_offset, c.seq, tx_ns);
   if (k.psn_off >= 0) {
     if (k.psn_len == 3) {
@@ -117,7 +129,6 @@ inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns) const {
     c.pos = 0;
     ++c.message;
   }
-  return len;
 }
 
 }  // namespace fg::stream

@@ -79,34 +79,55 @@ absl::Status PcapWriter::Close() {
 absl::StatusOr<std::vector<PcapRecord>> ReadPcap(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return Errno(absl::StrFormat("%s: cannot open", path));
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, std::fclose);
-  uint32_t hdr[6];
-  if (std::fread(hdr, 4, 6, f) != 6) return absl::InvalidArgumentError(path + ": not a pcap file (short header)");
+  std::vector<uint8_t> bytes;
+  uint8_t chunk[65536];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
+  const bool err = std::ferror(f) != 0;
+  std::fclose(f);
+  if (err) return Errno(absl::StrFormat("%s: read", path));
+  return ParsePcap(bytes, path);
+}
+
+absl::StatusOr<std::vector<PcapRecord>> ParsePcap(std::span<const uint8_t> b, const std::string& name) {
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, b.data() + at, 4);
+    return v;
+  };
+  if (b.size() < 24) return absl::InvalidArgumentError(name + ": not a pcap file (short header)");
   bool swap = false, ns = false;
-  switch (hdr[0]) {
+  switch (u32(0)) {
     case kPcapMagicNs: ns = true; break;
     case kPcapMagicUs: break;
     case __builtin_bswap32(kPcapMagicNs): ns = swap = true; break;
     case __builtin_bswap32(kPcapMagicUs): swap = true; break;
-    default: return absl::InvalidArgumentError(absl::StrFormat("%s: not a pcap file (magic 0x%08x)", path, hdr[0]));
+    default: return absl::InvalidArgumentError(absl::StrFormat("%s: not a pcap file (magic 0x%08x)", name, u32(0)));
   }
   auto fix = [swap](uint32_t v) { return swap ? __builtin_bswap32(v) : v; };
-  if (fix(hdr[5]) != kLinkTypeEthernet) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: link type %d, not Ethernet", path, fix(hdr[5])));
+  if (fix(u32(20)) != kLinkTypeEthernet) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: link type %d, not Ethernet", name, fix(u32(20))));
   }
   std::vector<PcapRecord> out;
-  uint32_t rec[4];
-  while (std::fread(rec, 4, 4, f) == 4) {
+  size_t at = 24;
+  while (at + 16 <= b.size()) {
     PcapRecord r;
-    const uint32_t caplen = fix(rec[2]);
-    if (caplen > 262144) return absl::InvalidArgumentError(absl::StrFormat("%s: record %d too long", path, out.size()));
-    r.ts_ns = uint64_t{fix(rec[0])} * 1'000'000'000 + uint64_t{fix(rec[1])} * (ns ? 1 : 1000);
-    r.orig_len = fix(rec[3]);
-    r.data.resize(caplen);
-    if (std::fread(r.data.data(), 1, caplen, f) != caplen) {
-      return absl::InvalidArgumentError(absl::StrFormat("%s: record %d truncated", path, out.size()));
+    const uint32_t caplen = fix(u32(at + 8));
+    if (caplen > 262144) return absl::InvalidArgumentError(absl::StrFormat("%s: record %d too long", name, out.size()));
+    const uint32_t frac = fix(u32(at + 4));
+    r.ts_ns = uint64_t{fix(u32(at))} * 1'000'000'000 + uint64_t{frac} * (ns ? 1 : 1000);
+    r.orig_len = fix(u32(at + 12));
+    at += 16;
+    if (b.size() - at < caplen) {
+      return absl::InvalidArgumentError(absl::StrFormat("%s: record %d truncated", name, out.size()));
     }
+    r.data.assign(b.begin() + at, b.begin() + at + caplen);
+    at += caplen;
     out.push_back(std::move(r));
+  }
+  if (at != b.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %d trailing bytes after record %d", name, b.size() - at,
+                                                      out.size()));
   }
   return out;
 }

@@ -52,5 +52,7 @@ struct PcapRecord {
 
 // Reads microsecond or nanosecond pcap files of either byte order.
 absl::StatusOr<std::vector<PcapRecord>> ReadPcap(const std::string& path);
+// The same from bytes in memory; `name` only appears in messages.
+absl::StatusOr<std::vector<PcapRecord>> ParsePcap(std::span<const uint8_t> bytes, const std::string& name);
 
 }  // namespace fg::proto

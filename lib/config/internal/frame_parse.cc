@@ -77,7 +77,7 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
   FG_RETURN_IF_ERROR(Opt(n, "message", r.message, BytesIn(1, 0xFFFFFFFFull)));
   FG_RETURN_IF_ERROR(Opt(n, "pmtu", r.pmtu, IntIn(256, 4096)));
   if ((r.pmtu & (r.pmtu - 1)) != 0) {
-    return n.Optional("pmtu")->Error(
+    return n.At("pmtu").Error(
         absl::StrFormat("%d is not a path MTU; expected 256, 512, 1024, 2048 or 4096", r.pmtu));
   }
   FG_RETURN_IF_ERROR(Opt(n, "dest_qp", r.dest_qp, IntIn(0, 0xFFFFFF)));
@@ -104,7 +104,7 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
     auto m = proto::roce::PlanMessage(verb, r.transport, r.message, r.pmtu);
     if (!m.ok()) return n.Error(m.status().message());
   } else if (r.transport != Transport::kRc && r.op != Op::kCnp) {
-    return n.Optional("transport")->Error("READ_REQUEST, ACK and NAK are RC operations");
+    return n.At("transport").Error("READ_REQUEST, ACK and NAK are RC operations");
   }
   return absl::OkStatus();
 }
@@ -177,10 +177,10 @@ absl::Status ParseUet(const Node& n, UetSpec& u) {
     FG_RETURN_IF_ERROR(Opt(*p, "trim_size", f.trim_size, IntIn(1, 9000)));
   }
   if (u.service == S::kUud && u.packet != P::kRequest) {
-    return n.Optional("packet")->Error("UUD is unreliable: it has requests only (no ack, nack or control)");
+    return n.At("packet").Error("UUD is unreliable: it has requests only (no ack, nack or control)");
   }
   if (u.cc && u.service != S::kRud && u.service != S::kRod) {
-    return n.Optional("cc")->Error("CC request headers exist for RUD and ROD only");
+    return n.At("cc").Error("CC request headers exist for RUD and ROD only");
   }
   return absl::OkStatus();
 }
@@ -266,7 +266,7 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
     }
   }
   if (f.kind != FrameKind::kUdp && Has(n, "size")) {
-    return n.Optional("size")->Error(
+    return n.At("size").Error(
         absl::StrFormat("the size of %s frames follows from their message and MTU; 'size' is for plain UDP frames",
                         FrameKindName(f.kind)));
   }
@@ -348,14 +348,14 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
     proto::Encap probe = e;
     const uint32_t min = proto::EncapLen(probe) + 16 + 4;
     if (f.size < min) {
-      return n.Optional("size")->Error(absl::StrFormat(
+      return n.At("size").Error(absl::StrFormat(
           "%d B is too small: headers and the 16 B test signature need at least %d B (FCS included)", f.size, min));
     }
   }
   const uint32_t ip_bytes = LargestIpPacket(f);
   if (ip && ip_bytes > port_mtu) {
     const char* key = f.kind == FrameKind::kRoce ? "roce" : f.kind == FrameKind::kUet ? "uet" : "size";
-    return n.Optional(key)->Error(absl::StrFormat(
+    return n.At(key).Error(absl::StrFormat(
         "the largest frame carries %d B of IP packet, more than port '%s' MTU of %d B; raise ports[].mtu or "
         "lower %s",
         ip_bytes, port_name, port_mtu,

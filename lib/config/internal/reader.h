@@ -35,6 +35,9 @@ class Node {
   absl::Status CheckKeys(std::initializer_list<std::string_view> allowed) const;
   absl::StatusOr<Node> Required(std::string_view key) const;
   std::optional<Node> Optional(std::string_view key) const;
+  // The node of `key` when present, else this map: where an error about the
+  // key belongs even when the value came from a default.
+  Node At(std::string_view key) const { return Optional(key).value_or(*this); }
 
   // Sequence access.
   absl::StatusOr<std::vector<Node>> Items() const;

@@ -1,0 +1,164 @@
+// stats/flow_analysis.h: per-flow sequence and latency analysis.
+//
+// One FlowState per flow (128 bytes, two cache lines), updated by the RX
+// lcore that owns the flow with every received signature. Sequence numbers
+// are compared wrap-safely ((int32_t)(a - b)). A 64-packet window of what
+// arrived below the highest sequence tells a duplicate from a late arrival:
+//
+//   s == next               in order
+//   s >  next               gap: next .. s-1 counted lost (a loss event with
+//                           the receive times before and after the gap)
+//   s <  next, in window    already seen: duplicate; else out of order: one
+//                           fewer lost, reordering extent = how far back
+//   s <  next - 64          late (too old to classify; stays lost)
+//
+// Flows start at sequence 0, so frames lost before the first arrival count.
+// Frames lost after the last arrival are invisible to sequence numbers: the
+// run's loss is TX count minus unique frames received (see GroupStats users).
+//
+// So lost = packets never seen (net of late reorders), exact whenever the
+// reordering is within 64 packets. Latency = RX ns - TX ns (48-bit
+// wrap-safe) into the group's histogram; jitter per RFC 3550 (J += (|D| - J)/16,
+// kept as 16 J so no division).
+//
+//   fg::stats::FlowState f;
+//   fg::stats::GroupStats g;
+//   fg::stats::LossLog log(1024);
+//   fg::stats::Observe(f, g, log, /*flow=*/0, seq, tx_ns, rx_ns, /*ce=*/false);
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "stats/histogram.h"
+
+namespace fg::stats {
+
+inline constexpr uint64_t kTs48Mask = (uint64_t{1} << 48) - 1;
+
+struct alignas(64) FlowState {
+  uint32_t next_seq = 0;
+  uint32_t max_extent = 0;  // largest reordering extent seen
+  uint64_t window = 0;      // bit i: seq next_seq - 1 - i arrived
+  uint64_t received = 0;    // every frame, duplicates included
+  int64_t lost = 0;         // net: gaps minus late fills
+  uint64_t duplicate = 0;
+  uint64_t reordered = 0;
+  uint64_t late = 0;
+  uint64_t ce = 0;          // ECN CE-marked frames
+  // second cache line
+  uint64_t last_rx_ns = 0;  // receive time of the frame that last advanced next_seq
+  int64_t last_transit = 0;
+  uint64_t jitter16 = 0;    // 16 x RFC 3550 interarrival jitter, ns
+  uint64_t loss_events = 0;
+  uint64_t loss_ns_total = 0;
+  uint64_t loss_ns_max = 0;
+  bool started = false;
+};
+
+// Totals of a flow group (a stream), summed from its flows after a run, plus
+// the latency histogram the RX lcore fills directly.
+struct GroupStats {
+  LatencyHistogram latency;
+  uint64_t received = 0, duplicate = 0, reordered = 0, late = 0, ce = 0;
+  int64_t lost = 0;
+  uint64_t loss_events = 0, loss_ns_total = 0, loss_ns_max = 0;
+  uint32_t max_extent = 0;
+  uint64_t jitter_ns_max = 0;
+  double jitter_ns_mean = 0;  // over flows with >= 2 packets
+  uint64_t jitter_flows = 0;
+  uint64_t flows_seen = 0;
+
+  void AddFlow(const FlowState& f);
+  void Merge(const GroupStats& o);  // latency merged; flow totals added
+};
+
+struct LossEvent {
+  uint32_t flow = 0;
+  uint32_t first_seq = 0;  // first missing sequence number
+  uint32_t packets = 0;    // size of the gap
+  uint64_t start_ns = 0;   // receive time of the last frame before the gap
+  uint64_t end_ns = 0;     // receive time of the frame after it
+};
+
+// A bounded log: the first `capacity` events are kept, later ones counted.
+class LossLog {
+ public:
+  explicit LossLog(size_t capacity) { events_.reserve(capacity); }
+  void Add(const LossEvent& e) {
+    if (events_.size() < events_.capacity()) {
+      events_.push_back(e);
+    } else {
+      ++dropped_;
+    }
+  }
+  const std::vector<LossEvent>& events() const { return events_; }
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  std::vector<LossEvent> events_;
+  uint64_t dropped_ = 0;
+};
+
+inline void Observe(FlowState& f, GroupStats& g, LossLog& log, uint32_t flow, uint32_t seq, uint64_t tx_ns,
+                    uint64_t rx_ns, bool ce) {
+  ++f.received;
+  f.ce += ce ? 1 : 0;
+  const uint64_t latency = (rx_ns - tx_ns) & kTs48Mask;
+  g.latency.Record(latency);
+  // RFC 3550 jitter on the transit time of consecutive arrivals.
+  const int64_t transit = static_cast<int64_t>(latency);
+  if (f.started) {
+    const int64_t d = transit - f.last_transit;
+    const uint64_t ad = static_cast<uint64_t>(d < 0 ? -d : d);
+    f.jitter16 = f.jitter16 + ad - (f.jitter16 >> 4);
+  }
+  f.last_transit = transit;
+  if (!f.started) {
+    // Every flow starts at sequence 0: frames missing before the first one
+    // that arrives are lost too (with no receive time before them).
+    f.started = true;
+    if (seq != 0 && static_cast<int32_t>(seq) > 0) {
+      f.lost += seq;
+      log.Add(LossEvent{flow, 0, seq, 0, rx_ns});
+    }
+    f.next_seq = seq + 1;
+    f.window = 1;
+    f.last_rx_ns = rx_ns;
+    return;
+  }
+  const int32_t d = static_cast<int32_t>(seq - f.next_seq);
+  if (d == 0) {
+    f.window = (f.window << 1) | 1;
+    ++f.next_seq;
+    f.last_rx_ns = rx_ns;
+  } else if (d > 0) {
+    const uint32_t gap = static_cast<uint32_t>(d);
+    f.lost += gap;
+    ++f.loss_events;
+    const uint64_t dur = rx_ns - f.last_rx_ns;
+    f.loss_ns_total += dur;
+    if (dur > f.loss_ns_max) f.loss_ns_max = dur;
+    log.Add(LossEvent{flow, f.next_seq, gap, f.last_rx_ns, rx_ns});
+    f.window = gap >= 63 ? 1 : ((f.window << (gap + 1)) | 1);
+    f.next_seq = seq + 1;
+    f.last_rx_ns = rx_ns;
+  } else {
+    const uint32_t back = static_cast<uint32_t>(-static_cast<int64_t>(d)) - 1;  // 0: seq == next_seq - 1
+    if (back < 64) {
+      const uint64_t bit = uint64_t{1} << back;
+      if (f.window & bit) {
+        ++f.duplicate;
+      } else {
+        f.window |= bit;
+        --f.lost;
+        ++f.reordered;
+        if (back > f.max_extent) f.max_extent = back;
+      }
+    } else {
+      ++f.late;
+    }
+  }
+}
+
+}  // namespace fg::stats

@@ -1,0 +1,37 @@
+#include "stats/histogram.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fg::stats {
+
+void LatencyHistogram::Merge(const LatencyHistogram& o) {
+  for (size_t i = 0; i < kBuckets; ++i) counts_[i] += o.counts_[i];
+  count_ += o.count_;
+  sum_ += o.sum_;
+  min_ = std::min(min_, o.min_);
+  max_ = std::max(max_, o.max_);
+  overflow_ += o.overflow_;
+}
+
+void LatencyHistogram::Clear() {
+  std::fill(counts_.begin(), counts_.end(), 0);
+  count_ = sum_ = max_ = overflow_ = 0;
+  min_ = UINT64_MAX;
+}
+
+double LatencyHistogram::Percentile(double p) const {
+  if (count_ == 0) return 0;
+  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p / 100.0 * count_)));
+  uint64_t seen = 0;
+  for (size_t i = 0; i < kBuckets; ++i) {
+    seen += counts_[i];
+    if (seen >= rank) {
+      const double mid = static_cast<double>(BucketLow(i)) + (static_cast<double>(BucketWidth(i)) - 1) / 2.0;
+      return std::clamp(mid, static_cast<double>(min()), static_cast<double>(max_));
+    }
+  }
+  return static_cast<double>(max_);
+}
+
+}  // namespace fg::stats

@@ -80,8 +80,10 @@ struct LbnSpec {
 };
 
 struct EntropySpec {
-  enum class Mode { kFixed, kRoundRobin } mode = Mode::kFixed;
-  uint32_t values = 1;  // K: the UDP source port (or UET entropy) cycles over base .. base + K - 1
+  // fixed: one value per flow (udp_src + flow index), like a NIC hashing a QP;
+  // round_robin / random: every packet takes the next / a random one of K.
+  enum class Mode { kFixed, kRoundRobin, kRandom } mode = Mode::kFixed;
+  uint32_t values = 1;  // K: the UDP source port (or UET entropy) spans base .. base + K - 1
 };
 
 struct FrameSpec {

@@ -67,7 +67,7 @@ absl::StatusOr<size_t> PortIndex(const Plan& plan, const Node& n) {
 }
 
 absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "port", "rx_port", "frame", "rate", "count", "duration"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "port", "rx_port", "frame", "rate", "flows", "count", "duration"}));
   StreamSpec s;
   s.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
@@ -86,6 +86,7 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   }
   FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));
   FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());
+  FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
   FG_RETURN_IF_ERROR(Opt(n, "count", s.count, IntIn(1, INT64_MAX)));
   FG_RETURN_IF_ERROR(Opt(n, "duration", s.duration_ns, DurationV()));
   return s;
@@ -138,7 +139,11 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
     }
     plan.streams.push_back(std::move(s));
   }
-  if (plan.streams.size() > (1u << 24)) return streams.Error("more than 16,777,216 streams");
+  uint64_t flows = 0;
+  for (const StreamSpec& s : plan.streams) flows += s.flows;
+  if (flows > (1u << 24)) {
+    return streams.Error(absl::StrFormat("%d flows in all; the signature's 24-bit flow id allows 16,777,216", flows));
+  }
   return plan;
 }
 

@@ -48,6 +48,7 @@ struct StreamSpec {
   size_t rx_port = 0;  // index into Plan::ports (where it is expected back)
   FrameSpec frame;
   Rate rate;
+  uint32_t flows = 1;       // QPs / PDCs / UDP ports: consecutive keys from the frame's
   uint64_t count = 0;       // 0 = unbounded (the stream's or plan's duration ends it)
   int64_t duration_ns = 0;  // 0 = the plan's duration
   int line = 0;

@@ -63,11 +63,10 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     tx_names.push_back(absl::StrFormat("tx %s/q%d", p->name(), key.second));
   }
 
-  // RX: every queue of every port, so everything that arrives is counted.
-  uint32_t max_flow = 0;
-  for (const auto& s : streams) max_flow = std::max(max_flow, s.flow_id);
-  std::vector<uint32_t> flow_to_slot(max_flow + 1, rx::kNoSlot);
-  for (uint32_t i = 0; i < streams.size(); ++i) flow_to_slot[streams[i].flow_id] = i;
+  // RX: every queue of every port, so everything that arrives is counted;
+  // each port's tasks analyse the flows of the streams it receives.
+  uint32_t total_flows = 0;
+  for (const auto& s : streams) total_flows = std::max(total_flows, s.flow_id + s.flows);
   struct RxRef {
     size_t port;
     std::unique_ptr<rx::RxTask> task;
@@ -75,9 +74,14 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   std::vector<RxRef> rxs;
   std::vector<std::string> rx_names;
   for (size_t pi = 0; pi < ports.size(); ++pi) {
+    std::vector<rx::GroupRange> groups;
+    for (uint32_t i = 0; i < streams.size(); ++i) {
+      if (streams[i].rx_port == pi) groups.push_back({i, streams[i].flow_id, streams[i].flows});
+    }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
       rxs.push_back(
-          {pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, flow_to_slot, static_cast<uint32_t>(streams.size()))});
+          {pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, total_flows, groups,
+                                            static_cast<uint32_t>(streams.size()), clock, options.loss_log_capacity)});
       rx_names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
     }
   }
@@ -184,6 +188,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     r.rx_port = streams[i].rx_port;
     r.frame_size = streams[i].frame_size;
     r.signed_frames = streams[i].program.signed_frames();
+    r.flows = streams[i].flows;
     r.set_pps = streams[i].pps;
   }
   for (auto& t : txs) {
@@ -201,13 +206,18 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   }
   for (auto& ref : rxs) {
     PortResult& pr = result.ports[ref.port];
+    const std::vector<stats::GroupStats> summaries = ref.task->Summaries();
     for (uint32_t i = 0; i < streams.size(); ++i) {
       const rx::RxCounters c = ref.task->counters(i);
       result.streams[i].rx.packets += c.packets;
       result.streams[i].rx.bytes += c.bytes;
+      result.streams[i].analysis.Merge(summaries[i]);
       pr.rx_packets += c.packets;
       pr.rx_bytes += c.bytes;
     }
+    const stats::LossLog& log = ref.task->loss_log();
+    result.loss_events.insert(result.loss_events.end(), log.events().begin(), log.events().end());
+    result.loss_events_not_logged += log.dropped();
     const rx::RxCounters u = ref.task->unknown();
     pr.rx_unknown_packets += u.packets;
     pr.rx_unknown_bytes += u.bytes;

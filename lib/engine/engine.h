@@ -45,6 +45,7 @@ struct TrialOptions {
   // Called once before traffic starts with where each task runs.
   std::function<void(const std::vector<std::string>&)> on_placement;
   int64_t progress_interval_ns = 1'000'000'000;
+  size_t loss_log_capacity = 4096;  // loss events kept per RX task
   // Polled by the control thread; set it (e.g. from SIGINT) to end TX early.
   const std::atomic<bool>* interrupt = nullptr;
 };
@@ -55,9 +56,16 @@ struct StreamResult {
   double frame_size = 0;      // mean bytes per frame, FCS included
   bool signed_frames = true;  // false: no signature (CNP, ACK, PFC, LBN...): RX counts them per port only
   double set_pps = 0;
+  uint32_t flows = 1;
   tx::TxCounters tx;
   rx::RxCounters rx;
+  stats::GroupStats analysis;  // sequence, latency and jitter over the stream's flows
   int64_t tx_duration_ns = 0;  // first to last accepted TX burst
+  // TX packets never received once (losses after the last arrival included):
+  // tx - (rx - duplicates). Exact when the drain time covers the path delay.
+  int64_t lost() const {
+    return static_cast<int64_t>(tx.packets) - static_cast<int64_t>(rx.packets - analysis.duplicate);
+  }
 };
 
 struct PortResult {
@@ -75,7 +83,10 @@ struct TrialResult {
   bool timed_out = false;  // the TX phase hit max_duration_ns
   std::vector<StreamResult> streams;
   std::vector<PortResult> ports;
-  std::vector<std::string> placement;  // "lcore 1: tx loop0/q0, rx loop0/q0"
+  std::vector<std::string> placement;         // "lcore 1: tx loop0/q0, rx loop0/q0"
+  std::vector<stats::LossEvent> loss_events;  // the first ones, in receive-time order per RX task
+  uint64_t loss_events_not_logged = 0;
+  std::string timestamp_source = "tsc: software, TX before rte_eth_tx_burst, RX after rte_eth_rx_burst";
 };
 
 absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,

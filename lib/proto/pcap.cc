@@ -126,8 +126,8 @@ absl::StatusOr<std::vector<PcapRecord>> ParsePcap(std::span<const uint8_t> b, co
     out.push_back(std::move(r));
   }
   if (at != b.size()) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %d trailing bytes after record %d", name, b.size() - at,
-                                                      out.size()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %d trailing bytes after record %d", name, b.size() - at, out.size()));
   }
   return out;
 }

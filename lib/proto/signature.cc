@@ -38,7 +38,7 @@ size_t UetHeadersLen(const uint8_t* p, size_t avail, const SignatureParse& opt) 
 
 }  // namespace
 
-int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt) {
+int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt, uint8_t* ecn) {
   size_t off = 12;
   if (len < off + 2) return -1;
   uint16_t type = Load16(frame + off);
@@ -58,12 +58,14 @@ int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& 
     if ((Load16(ip + 6) & 0x3FFF) != 0) return -1;  // a fragment (MF set or offset != 0)
     proto = ip[9];
     l4_end = off + Load16(ip + 2);
+    if (ecn != nullptr) *ecn = ip[1] & 3;
     off += ihl;
   } else if (type == kEtherTypeIpv6) {
     if (len < off + kIpv6HeaderLen) return -1;
     const uint8_t* ip = frame + off;
     if ((ip[0] >> 4) != 6) return -1;
     proto = ip[6];
+    if (ecn != nullptr) *ecn = (ip[1] >> 4) & 3;
     off += kIpv6HeaderLen;
     l4_end = off + Load16(ip + 4);
   } else {

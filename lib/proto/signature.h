@@ -75,6 +75,7 @@ struct SignatureParse {
 // headers, to the start of the payload, and returns the offset of a signature
 // there, or -1 when the frame is not a test frame (other protocol, truncated,
 // payload too short, no magic).
-int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {});
+// With `ecn`, also returns the IP header's ECN bits (IPv4 or IPv6).
+int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {}, uint8_t* ecn = nullptr);
 
 }  // namespace fg::proto

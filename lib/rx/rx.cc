@@ -4,22 +4,33 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
-#include "base/counter.h"
 #include "base/units.h"
 #include "proto/signature.h"
 
 namespace fg::rx {
 
-struct alignas(64) RxTask::Slot {
-  Counter packets, bytes;
-};
-
-RxTask::RxTask(uint16_t port_id, uint16_t queue, std::vector<uint32_t> flow_to_slot, uint32_t num_slots)
+RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
+               uint32_t num_groups, TscClock clock, size_t loss_log_capacity)
     : port_id_(port_id),
       queue_(queue),
-      flow_to_slot_(std::move(flow_to_slot)),
-      slots_(new Slot[num_slots + 1]),
-      num_slots_(num_slots) {}
+      clock_(clock),
+      flow_to_slot_(total_flows, kNoSlot),
+      groups_(num_groups),
+      live_(new Live[num_groups + 1]),
+      num_groups_(num_groups),
+      log_(loss_log_capacity) {
+  uint32_t slots = 0;
+  for (const GroupRange& g : groups) slots += g.flows;
+  flows_.resize(slots);
+  slot_group_.resize(slots);
+  uint32_t slot = 0;
+  for (const GroupRange& g : groups) {
+    for (uint32_t i = 0; i < g.flows; ++i, ++slot) {
+      flow_to_slot_[g.first_flow + i] = slot;
+      slot_group_[slot] = g.group;
+    }
+  }
+}
 
 RxTask::~RxTask() = default;
 
@@ -27,29 +38,48 @@ unsigned RxTask::Poll() {
   rte_mbuf* pkts[kRxBurst];
   const uint16_t n = rte_eth_rx_burst(port_id_, queue_, pkts, kRxBurst);
   if (n == 0) return 0;
+  const uint64_t rx_ns = clock_.ToNs(ReadTsc());
   const uint32_t nflows = static_cast<uint32_t>(flow_to_slot_.size());
   rte_prefetch0(rte_pktmbuf_mtod(pkts[0], void*));
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
     const rte_mbuf* m = pkts[i];
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
-    uint32_t slot = num_slots_;  // unknown
-    const int off = proto::FindSignatureOffset(d, m->data_len);
+    const uint64_t bytes = m->pkt_len + kEthFcsLen;  // PMDs strip the FCS
+    uint8_t ecn = 0;
+    const int off = proto::FindSignatureOffset(d, m->data_len, proto::SignatureParse{}, &ecn);
+    uint32_t slot = kNoSlot;
+    uint32_t flow = 0;
     if (off >= 0) {
-      const uint32_t flow = proto::Load24(d + off + 3);
-      if (flow < nflows && flow_to_slot_[flow] != kNoSlot) slot = flow_to_slot_[flow];
+      flow = proto::Load24(d + off + 3);
+      if (flow < nflows) slot = flow_to_slot_[flow];
     }
-    slots_[slot].packets.Add(1);
-    slots_[slot].bytes.Add(m->pkt_len + kEthFcsLen);  // PMDs strip the FCS
+    if (slot == kNoSlot) {
+      live_[num_groups_].packets.Add(1);
+      live_[num_groups_].bytes.Add(bytes);
+      continue;
+    }
+    const uint32_t group = slot_group_[slot];
+    stats::Observe(flows_[slot], groups_[group], log_, flow, proto::Load32(d + off + 6), proto::Load48(d + off + 10),
+                   rx_ns, ecn == 3);
+    live_[group].packets.Add(1);
+    live_[group].bytes.Add(bytes);
   }
   rte_pktmbuf_free_bulk(pkts, n);
   return n;
 }
 
-RxCounters RxTask::counters(uint32_t slot) const {
-  return RxCounters{slots_[slot].packets.Read(), slots_[slot].bytes.Read()};
+RxCounters RxTask::counters(uint32_t group) const {
+  return RxCounters{live_[group].packets.Read(), live_[group].bytes.Read()};
 }
 
-RxCounters RxTask::unknown() const { return counters(num_slots_); }
+RxCounters RxTask::unknown() const { return counters(num_groups_); }
+
+std::vector<stats::GroupStats> RxTask::Summaries() const {
+  std::vector<stats::GroupStats> out(groups_.size());
+  for (size_t g = 0; g < groups_.size(); ++g) out[g].latency.Merge(groups_[g].latency);
+  for (size_t s = 0; s < flows_.size(); ++s) out[slot_group_[s]].AddFlow(flows_[s]);
+  return out;
+}
 
 }  // namespace fg::rx

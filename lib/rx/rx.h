@@ -1,22 +1,32 @@
-// rx/rx.h: the RX lcore task: receive, find the signature, count per stream.
+// rx/rx.h: the RX lcore task: receive, find the signature, analyse per flow.
 //
 // One RxTask serves one (port, queue). Each frame is parsed only as far as
-// the signature (proto::FindSignatureOffset); its flow id selects the stream
-// slot through a flat table built before the run. Frames without a
-// signature, or with a flow id this run did not send, are counted apart as
-// "unknown" so every received frame is accounted for.
+// the signature (proto::FindSignatureOffset, which also returns the ECN
+// bits); its flow id selects the flow's state in a flat table built before
+// the run, and stats::Observe updates sequence analysis (loss, duplicates,
+// reordering, loss events), RFC 3550 jitter and the stream's latency
+// histogram. Frames without a signature, or with a flow id this port does
+// not expect, are counted apart as "unknown", so every frame is accounted.
 //
-//   std::vector<uint32_t> flow_to_slot = {0, 1};   // flow id -> stream slot
-//   fg::rx::RxTask task(port.id(), 0, flow_to_slot, /*num_slots=*/2);
-//   while (running) task.Poll();                   // on the lcore
-//   fg::rx::RxCounters c = task.counters(1);
+// Latency is RX minus TX time on the TSC of this host, both read in
+// software: TX just before rte_eth_tx_burst, RX right after rte_eth_rx_burst
+// (one reading per burst). Its observation point is therefore the tester's
+// software, including the NIC queues in both directions.
+//
+//   std::vector<fg::rx::GroupRange> groups = {{.group = 0, .first_flow = 0, .flows = 1000}};
+//   fg::rx::RxTask task(port.id(), 0, /*total_flows=*/1000, groups, /*num_groups=*/1, clock);
+//   while (running) task.Poll();                    // on the lcore
+//   auto summaries = task.Summaries();              // after the lcore stopped
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "base/counter.h"
 #include "base/poll_task.h"
+#include "base/tsc.h"
+#include "stats/flow_analysis.h"
 
 namespace fg::rx {
 
@@ -28,24 +38,44 @@ struct RxCounters {
   uint64_t bytes = 0;  // frame bytes, FCS included
 };
 
+// The flows of one stream (a group) this task may receive.
+struct GroupRange {
+  uint32_t group = 0;
+  uint32_t first_flow = 0;
+  uint32_t flows = 0;
+};
+
 class RxTask : public PollTask {
  public:
-  // flow_to_slot[flow_id] is the counter slot of that flow (kNoSlot: not ours).
-  RxTask(uint16_t port_id, uint16_t queue, std::vector<uint32_t> flow_to_slot, uint32_t num_slots);
+  RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
+         uint32_t num_groups, TscClock clock, size_t loss_log_capacity = 4096);
   ~RxTask() override;
 
   unsigned Poll() override;
   bool Done() const override { return false; }  // RX runs until the engine stops it
 
-  RxCounters counters(uint32_t slot) const;
-  RxCounters unknown() const;  // frames without a (known) signature
+  // Thread-safe, during the run.
+  RxCounters counters(uint32_t group) const;
+  RxCounters unknown() const;
+
+  // After the lcore has stopped: per group, the latency histogram and the
+  // sums over its flows.
+  std::vector<stats::GroupStats> Summaries() const;
+  const stats::LossLog& loss_log() const { return log_; }
 
  private:
-  struct Slot;
+  struct alignas(64) Live {
+    Counter packets, bytes;
+  };
   uint16_t port_id_, queue_;
-  std::vector<uint32_t> flow_to_slot_;
-  std::unique_ptr<Slot[]> slots_;  // num_slots_ + 1; the last one is "unknown"
-  uint32_t num_slots_;
+  TscClock clock_;
+  std::vector<uint32_t> flow_to_slot_;   // global flow id -> slot
+  std::vector<uint32_t> slot_group_;     // slot -> group
+  std::vector<stats::FlowState> flows_;  // per slot
+  std::vector<stats::GroupStats> groups_;
+  std::unique_ptr<Live[]> live_;  // num_groups + 1 (the last: unknown)
+  uint32_t num_groups_;
+  stats::LossLog log_;
 };
 
 }  // namespace fg::rx

@@ -113,11 +113,38 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("set_rate_pps", s.set_pps);
     w.Field("tx_packets", s.tx.packets);
     w.Field("tx_bytes", s.tx.bytes);
+    w.Field("flows", s.flows);
     w.Field("signed_frames", s.signed_frames);
     if (s.signed_frames) {
+      const stats::GroupStats& a = s.analysis;
       w.Field("rx_packets", s.rx.packets);
       w.Field("rx_bytes", s.rx.bytes);
       w.Field("tx_minus_rx_packets", static_cast<int64_t>(s.tx.packets - s.rx.packets));
+      w.Field("lost_packets", s.lost());
+      w.Field("loss_ratio", s.tx.packets ? static_cast<double>(s.lost()) / static_cast<double>(s.tx.packets) : 0.0);
+      w.Field("duplicate_packets", a.duplicate);
+      w.Field("reordered_packets", a.reordered);
+      w.Field("reorder_extent_max_packets", a.max_extent);
+      w.Field("late_packets", a.late);
+      w.Field("sequence_gap_packets", a.lost);
+      w.Field("ecn_ce_packets", a.ce);
+      w.Field("loss_events", a.loss_events);
+      w.Field("loss_duration_total_ns", a.loss_ns_total);
+      w.Field("loss_duration_max_ns", a.loss_ns_max);
+      w.Key("latency");
+      w.BeginObject();
+      w.Field("observation_point", r.timestamp_source);
+      w.Field("samples", a.latency.count());
+      w.Field("min_ns", a.latency.min());
+      w.Field("mean_ns", a.latency.mean());
+      for (auto [name, p] : {std::pair{"p50_ns", 50.0}, std::pair{"p95_ns", 95.0}, std::pair{"p99_ns", 99.0},
+                             std::pair{"p99_9_ns", 99.9}, std::pair{"p99_99_ns", 99.99}}) {
+        w.Field(name, a.latency.Percentile(p));
+      }
+      w.Field("max_ns", a.latency.max());
+      w.Field("jitter_mean_ns", a.jitter_ns_mean);
+      w.Field("jitter_max_ns", a.jitter_ns_max);
+      w.EndObject();
     } else {
       // Frames without a signature cannot be told apart on receipt: the
       // ports' rx_unknown_packets count them.
@@ -137,6 +164,25 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   }
   w.EndArray();
 
+  w.Key("loss_events");
+  w.BeginObject();
+  w.Field("logged", static_cast<uint64_t>(r.loss_events.size()));
+  w.Field("not_logged", r.loss_events_not_logged);
+  w.Key("events");
+  w.BeginArray();
+  for (const stats::LossEvent& e : r.loss_events) {
+    w.BeginObject();
+    w.Field("flow", e.flow);
+    w.Field("first_seq", e.first_seq);
+    w.Field("packets", e.packets);
+    w.Field("start_ns", e.start_ns);
+    w.Field("end_ns", e.end_ns);
+    w.Field("duration_ns", e.end_ns - e.start_ns);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+
   w.Key("notes");
   w.BeginArray();
   for (port::Port* p : ports) {
@@ -149,15 +195,25 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
 
 std::string RunSummary(const engine::TrialResult& r) {
   std::string out;
-  out += absl::StrFormat("%-16s %10s %14s %14s %14s %14s %16s\n", "stream", "frame", "set rate", "tx packets",
-                         "rx packets", "tx rate", "tx-rx packets");
+  out += absl::StrFormat("%-14s %9s %12s %12s %15s %8s %6s %7s %10s %10s %10s %10s\n", "stream", "frame", "tx packets",
+                         "rx packets", "rx throughput", "lost", "dup", "reorder", "lat p50", "lat p99", "lat p99.9",
+                         "lat max");
   for (const engine::StreamResult& s : r.streams) {
-    out += absl::StrFormat(
-        "%-16s %8.1f B %14s %14s %14s %14s %16s\n", s.name, s.frame_size, FormatPacketRate(s.set_pps),
-        FormatCount(s.tx.packets), s.signed_frames ? FormatCount(s.rx.packets) : "(unsigned)",
-        FormatPacketRate(TxPps(s)),
-        s.signed_frames ? absl::StrFormat("%d", static_cast<int64_t>(s.tx.packets - s.rx.packets)) : "-");
+    const double rx_bps =
+        s.tx_duration_ns > 0 ? static_cast<double>(s.rx.bytes) * 8e9 / static_cast<double>(s.tx_duration_ns) : 0;
+    if (!s.signed_frames) {
+      out += absl::StrFormat("%-14s %7.1f B %12s %12s %15s %8s %6s %7s %10s %10s %10s %10s\n", s.name, s.frame_size,
+                             FormatCount(s.tx.packets), "(unsigned)", "-", "-", "-", "-", "-", "-", "-", "-");
+      continue;
+    }
+    const stats::GroupStats& a = s.analysis;
+    auto lat = [&](double p) { return FormatDuration(static_cast<int64_t>(a.latency.Percentile(p))); };
+    out += absl::StrFormat("%-14s %7.1f B %12s %12s %15s %8d %6d %7d %10s %10s %10s %10s\n", s.name, s.frame_size,
+                           FormatCount(s.tx.packets), FormatCount(s.rx.packets), FormatBitRate(rx_bps), s.lost(),
+                           a.duplicate, a.reordered, lat(50), lat(99), lat(99.9),
+                           FormatDuration(static_cast<int64_t>(a.latency.max())));
   }
+  out += "latency: " + r.timestamp_source + "\n";
   for (const engine::PortResult& p : r.ports) {
     out += absl::StrFormat("port %s: tx %s packets (%s bytes), rx %s packets (%s bytes), %s without signature\n",
                            p.name, FormatCount(p.tx_packets), FormatCount(p.tx_bytes), FormatCount(p.rx_packets),

@@ -30,9 +30,9 @@ void GroupStats::Merge(const GroupStats& o) {
   latency.Merge(o.latency);
   const double total = static_cast<double>(jitter_flows + o.jitter_flows);
   if (total > 0) {
-    jitter_ns_mean = (jitter_ns_mean * static_cast<double>(jitter_flows) +
-                      o.jitter_ns_mean * static_cast<double>(o.jitter_flows)) /
-                     total;
+    jitter_ns_mean =
+        (jitter_ns_mean * static_cast<double>(jitter_flows) + o.jitter_ns_mean * static_cast<double>(o.jitter_flows)) /
+        total;
   }
   jitter_flows += o.jitter_flows;
   flows_seen += o.flows_seen;

@@ -45,11 +45,11 @@ struct alignas(64) FlowState {
   uint64_t duplicate = 0;
   uint64_t reordered = 0;
   uint64_t late = 0;
-  uint64_t ce = 0;          // ECN CE-marked frames
+  uint64_t ce = 0;  // ECN CE-marked frames
   // second cache line
   uint64_t last_rx_ns = 0;  // receive time of the frame that last advanced next_seq
   int64_t last_transit = 0;
-  uint64_t jitter16 = 0;    // 16 x RFC 3550 interarrival jitter, ns
+  uint64_t jitter16 = 0;  // 16 x RFC 3550 interarrival jitter, ns
   uint64_t loss_events = 0;
   uint64_t loss_ns_total = 0;
   uint64_t loss_ns_max = 0;

@@ -25,13 +25,13 @@ class LatencyHistogram {
  public:
   static constexpr int kSubBits = 7;
   static constexpr uint64_t kSub = 1u << kSubBits;  // 128 sub-buckets per power of two
-  static constexpr int kMaxExp = 40;                 // values up to 2^40 ns
+  static constexpr int kMaxExp = 40;                // values up to 2^40 ns
   static constexpr size_t kBuckets = (kMaxExp - kSubBits + 1) * kSub;
 
   static size_t Index(uint64_t v) {
     if (v < kSub) return static_cast<size_t>(v);
     if (v >= (uint64_t{1} << kMaxExp)) v = (uint64_t{1} << kMaxExp) - 1;  // clamp, counted in overflow
-    const int e = 63 - std::countl_zero(v);  // >= kSubBits
+    const int e = 63 - std::countl_zero(v);                               // >= kSubBits
     return static_cast<size_t>(e - kSubBits + 1) * kSub + ((v >> (e - kSubBits)) & (kSub - 1));
   }
   // The lowest value of bucket i, and its width.

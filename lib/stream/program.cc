@@ -21,7 +21,7 @@ namespace uet = proto::uet;
 
 // Registers every stamped byte (inside the ICRC coverage) with the
 // incremental ICRC and turns it on.
-void ArmIcrc(PacketKind& k, uint32_t entropy_count) {
+void ArmIcrc(PacketKind& k) {
   if (k.t.icrc_offset < 0) return;
   std::vector<uint32_t> pos;
   auto add = [&](int32_t off, int n) {
@@ -29,10 +29,11 @@ void ArmIcrc(PacketKind& k, uint32_t entropy_count) {
       for (int i = 0; i < n; ++i) pos.push_back(static_cast<uint32_t>(off + i));
     }
   };
-  if (k.t.signature_offset >= 0) add(k.t.signature_offset + 6, 10);  // sequence + timestamp
+  if (k.t.signature_offset >= 0) add(k.t.signature_offset + 3, 13);  // flow id, sequence, timestamp
   add(k.psn_off, k.psn_len);
   add(k.msn_off, 3);
-  if (entropy_count > 1) add(k.entropy_off, 2);
+  add(k.key_off, k.key_len);
+  add(k.entropy_off, 2);
   const proto::IcrcLayout layout{k.t.l3_offset, k.t.ipv6, static_cast<uint32_t>(k.t.icrc_offset)};
   k.icrc = proto::IcrcDelta(k.t.bytes.data(), layout, pos);
   k.icrc_on = true;
@@ -89,6 +90,8 @@ absl::StatusOr<std::vector<PacketKind>> RoceKinds(const FrameSpec& f, Program& p
       k.psn_off = static_cast<int32_t>(k.t.transport_offset + 9);
       k.psn_len = 3;
     }
+    k.key_off = static_cast<int32_t>(k.t.transport_offset + 5);  // BTH destination QP
+    k.key_len = 3;
     if (msn_rel >= 0) k.msn_off = static_cast<int32_t>(k.t.transport_offset) + msn_rel;
     k.icrc_xor = r.bad_icrc ? 0xFFFFFFFFu : 0;
     return k;
@@ -153,6 +156,10 @@ absl::StatusOr<std::vector<PacketKind>> UetKinds(const FrameSpec& f, uint32_t& p
     if (psn_rel >= 0) {
       k.psn_off = static_cast<int32_t>(k.t.transport_offset) + psn_rel;
       k.psn_len = psn_len;
+    }
+    if (u.service != UetSpec::Service::kUud) {
+      k.key_off = static_cast<int32_t>(k.t.transport_offset + pre + 8);  // PDS SPDCID
+      k.key_len = 2;
     }
     return k;
   };
@@ -258,11 +265,19 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
   Program p;
   p.entropy_base_ = f.encap.udp_src;
   p.entropy_count_ = f.entropy.values;
+  p.entropy_random_ = f.entropy.mode == config::EntropySpec::Mode::kRandom;
+  p.per_flow_entropy_ = f.entropy.mode == config::EntropySpec::Mode::kFixed;
   p.udp_checksum_ = f.encap.udp && f.encap.udp_checksum;
+  p.key_base_ = f.kind == FrameKind::kRoce  ? f.roce.dest_qp
+                : f.kind == FrameKind::kUet ? f.uet.spdcid
+                                            : f.encap.udp_dst;
   switch (f.kind) {
     case FrameKind::kUdp: {
       const uint32_t payload = f.size - 4 - proto::EncapLen(f.encap);
-      p.kinds_.push_back(FromTemplate(proto::BuildFrame(f.encap, {}, payload, 0, proto::Trailer::kNone)));
+      PacketKind k = FromTemplate(proto::BuildFrame(f.encap, {}, payload, 0, proto::Trailer::kNone));
+      k.key_off = static_cast<int32_t>(k.t.l4_offset + 2);  // UDP destination port
+      k.key_len = 2;
+      p.kinds_.push_back(std::move(k));
       p.description_ = absl::StrFormat("UDP %d B frames", f.size);
       break;
     }
@@ -314,7 +329,7 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
         proto::StoreIcrc(k.t.bytes.data() + k.t.icrc_offset, proto::IcrcFull(k.t.bytes.data(), layout) ^ k.icrc_xor);
       }
     }
-    ArmIcrc(k, p.entropy_count_);
+    ArmIcrc(k);
     p.max_frame_len_ = std::max<uint32_t>(p.max_frame_len_, static_cast<uint32_t>(k.t.bytes.size()));
   }
   // Mean size over one message: ONLY, or FIRST + (n-2) MIDDLE + LAST.
@@ -326,9 +341,10 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
     p.mean_frame_size_ = sum / p.ppm_;
   }
   if (p.entropy_count_ > 1) {
-    p.description_ +=
-        absl::StrFormat(", entropy round-robin over %d values from %d", p.entropy_count_, p.entropy_base_);
+    p.description_ += absl::StrFormat(", entropy %s over %d values from %d",
+                                      p.entropy_random_ ? "random" : "round-robin", p.entropy_count_, p.entropy_base_);
   }
+  p.flow0_ = p.Flow(flow_id, 0);
   return p;
 }
 

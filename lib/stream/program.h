@@ -41,20 +41,41 @@ struct PacketKind {
   int32_t syn_off = -1;         // UET pdc_info | psn_offset, 16 bits
   int32_t entropy_off = -1;     // UDP source port or UET entropy header, 16 bits
   uint16_t syn_high = 0;        // pdc_info << 12
+  int32_t key_off = -1;         // the field that tells flows apart: RoCE dest QP (24 bits),
+  uint8_t key_len = 0;          // UET SPDCID (16), UDP destination port (16)
+};
+
+// What differs between the flows of one stream (fixed per flow).
+struct FlowVars {
+  uint32_t flow_id = 0;       // in the signature
+  uint32_t key = 0;           // QP, PDC id or UDP port
+  uint16_t entropy_base = 0;  // the flow's UDP source port (first of its spray set)
 };
 
 // Where a flow stands; the TX lcore keeps one per flow.
 struct Cursor {
   uint32_t seq = 0;  // signature sequence number
   uint32_t psn = 0;
-  uint32_t pos = 0;      // packet index inside the current message
-  uint32_t entropy = 0;  // index of the entropy value
-  uint64_t message = 0;  // messages completed
+  uint32_t pos = 0;           // packet index inside the current message
+  uint32_t entropy = 0;       // index of the entropy value
+  uint64_t message = 0;       // messages completed
+  uint32_t rng = 0x9E3779B9;  // xorshift32 state for random entropy
 };
 
 class Program {
  public:
   static absl::StatusOr<Program> Compile(const config::FrameSpec& frame, uint32_t flow_id);
+
+  // The fixed fields of flow `index` (0-based) of a stream whose first flow id
+  // is `first_flow_id`: consecutive keys from the frame's QP / PDC / port, and
+  // with entropy mode `fixed` a source port of its own per flow.
+  FlowVars Flow(uint32_t first_flow_id, uint32_t index) const {
+    FlowVars v;
+    v.flow_id = first_flow_id + index;
+    v.key = key_base_ + index;
+    v.entropy_base = static_cast<uint16_t>(entropy_base_ + (per_flow_entropy_ ? index : 0));
+    return v;
+  }
 
   Cursor Start() const {
     Cursor c;
@@ -64,14 +85,18 @@ class Program {
 
   // Writes the next packet of `c` into `dst` (room for max_frame_len()),
   // advances `c`, and returns the packet's length without FCS.
-  inline uint32_t Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns) const;
+  inline uint32_t Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns) const { return Emit(dst, c, tx_ns, flow0_); }
+  inline uint32_t Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const FlowVars& v) const;
   // The template of the packet `c` points at.
   const PacketKind& KindAt(const Cursor& c) const {
     return kinds_[ppm_ == 1 ? 0 : (c.pos == 0 ? 0 : (c.pos + 1 == ppm_ ? 2 : 1))];
   }
   // Emit() without the template copy: rewrites the per-packet fields and the
   // ICRC of `dst`, which must already hold KindAt(c)'s template bytes.
-  inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns) const;
+  inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns, const FlowVars& v) const;
+  inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns) const {
+    Stamp(dst, k, c, tx_ns, flow0_);
+  }
 
   uint32_t packets_per_message() const { return ppm_; }
   double mean_frame_size() const { return mean_frame_size_; }  // FCS included, over one message
@@ -88,6 +113,10 @@ class Program {
   uint32_t psn_step_ = 1;  // READ_REQUEST advances the PSN by its response's packets
   uint32_t entropy_base_ = 0;
   uint32_t entropy_count_ = 1;
+  bool entropy_random_ = false;
+  bool per_flow_entropy_ = false;  // fixed mode: each flow its own source port
+  uint32_t key_base_ = 0;
+  FlowVars flow0_;
   uint32_t msg_offset_unit_ = 0;
   bool udp_checksum_ = false;
   double mean_frame_size_ = 0;
@@ -95,16 +124,26 @@ class Program {
   std::string description_;
 };
 
-inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns) const {
+inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const FlowVars& v) const {
   const PacketKind& k = KindAt(c);
   const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
   std::memcpy(dst, k.t.bytes.data(), len);
-  Stamp(dst, k, c, tx_ns);
+  Stamp(dst, k, c, tx_ns, v);
   return len;
 }
 
-inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns) const {
-  if (k.t.signature_offset >= 0) proto::StampSignature(dst + k.t.signature_offset, c.seq, tx_ns);
+inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns, const FlowVars& v) const {
+  if (k.t.signature_offset >= 0) {
+    proto::Store24(dst + k.t.signature_offset + 3, v.flow_id);
+    proto::StampSignature(dst + k.t.signature_offset, c.seq, tx_ns);
+  }
+  if (k.key_off >= 0) {
+    if (k.key_len == 3) {
+      proto::Store24(dst + k.key_off, v.key & 0xFFFFFF);
+    } else {
+      proto::Store16(dst + k.key_off, static_cast<uint16_t>(v.key));
+    }
+  }
   if (k.psn_off >= 0) {
     if (k.psn_len == 3) {
       proto::Store24(dst + k.psn_off, c.psn);
@@ -118,7 +157,16 @@ inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_
   if (k.syn_off >= 0) {
     proto::Store16(dst + k.syn_off, static_cast<uint16_t>(k.syn_high | ((c.psn - psn_start_) & 0x0FFF)));
   }
-  if (entropy_count_ > 1) proto::Store16(dst + k.entropy_off, static_cast<uint16_t>(entropy_base_ + c.entropy));
+  if (k.entropy_off >= 0) {
+    uint32_t e = c.entropy;
+    if (entropy_random_) {  // xorshift32, scaled to K by a multiply: no division
+      c.rng ^= c.rng << 13;
+      c.rng ^= c.rng >> 17;
+      c.rng ^= c.rng << 5;
+      e = static_cast<uint32_t>((uint64_t{c.rng} * entropy_count_) >> 32);
+    }
+    proto::Store16(dst + k.entropy_off, static_cast<uint16_t>(v.entropy_base + e));
+  }
   if (k.icrc_on) proto::StoreIcrc(dst + k.t.icrc_offset, k.icrc.Compute(dst) ^ k.icrc_xor);
   if (udp_checksum_) proto::UpdateUdpChecksum(dst, k.t);
   // Advance: no division, no modulo.

@@ -7,12 +7,15 @@ namespace fg::stream {
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps) {
   std::vector<CompiledStream> out;
   std::vector<uint16_t> next_queue(plan.ports.size(), 0);
+  uint32_t next_flow = 0;
   for (size_t i = 0; i < plan.streams.size(); ++i) {
     const config::StreamSpec& s = plan.streams[i];
     CompiledStream c;
     c.index = static_cast<uint32_t>(i);
     c.name = s.name;
-    c.flow_id = static_cast<uint32_t>(i);
+    c.flow_id = next_flow;
+    c.flows = s.flows;
+    next_flow += s.flows;
     auto program = Program::Compile(s.frame, c.flow_id);
     if (!program.ok()) {
       return absl::InvalidArgumentError(

@@ -24,7 +24,8 @@ namespace fg::stream {
 struct CompiledStream {
   uint32_t index = 0;  // position in the plan
   std::string name;
-  uint32_t flow_id = 0;  // carried in the signature; unique in a run
+  uint32_t flow_id = 0;  // first flow id (the signature carries flow_id .. flow_id + flows - 1)
+  uint32_t flows = 1;
   Program program;
   double frame_size = 0;    // mean bytes per frame on the wire, FCS included
   double pps = 0;           // resolved rate

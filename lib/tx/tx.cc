@@ -27,7 +27,9 @@ struct alignas(64) TxTask::State {
 
   alignas(64) uint64_t next_fp = 0;  // when the next packet is due, since start_tsc, << kFpShift
   uint64_t generated = 0;            // stamped (sent + pending)
-  stream::Cursor cursor;
+  uint32_t next_flow = 0;            // flows take turns, one packet each
+  std::vector<stream::Cursor> cursors;
+  std::vector<stream::FlowVars> vars;
   bool exhausted = false;
   uint16_t npending = 0;
   rte_mbuf* pending[kTxBurst] = {};
@@ -46,7 +48,9 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
     st->interval_fp = static_cast<uint64_t>(static_cast<double>(clock.hz()) * (1 << kFpShift) / s->pps + 0.5);
     if (st->interval_fp == 0) st->interval_fp = 1;
     st->limit = s->count;
-    st->cursor = s->program.Start();
+    st->cursors.assign(s->flows, s->program.Start());
+    st->vars.resize(s->flows);
+    for (uint32_t f = 0; f < s->flows; ++f) st->vars[f] = s->program.Flow(s->flow_id, f);
     streams_.push_back(std::move(st));
   }
 }
@@ -107,7 +111,9 @@ unsigned TxTask::Poll() {
           const uint64_t ts = clock_.ToNs(now);
           for (unsigned i = 0; i < n; ++i) {
             rte_mbuf* m = st.pending[i];
-            const uint32_t len = prog.Emit(rte_pktmbuf_mtod(m, uint8_t*), st.cursor, ts);
+            const uint32_t f = st.next_flow;
+            const uint32_t len = prog.Emit(rte_pktmbuf_mtod(m, uint8_t*), st.cursors[f], ts, st.vars[f]);
+            if (++st.next_flow == st.cursors.size()) st.next_flow = 0;
             m->data_len = static_cast<uint16_t>(len);
             m->pkt_len = len;
             st.pending_len[i] = len + kEthFcsLen;

@@ -47,18 +47,30 @@ class RunTest(Workdir):
         self.assertEqual(rep["schema_version"], 1)
         self.assertTrue(rep["complete"])
         streams = {s["name"]: s for s in rep["streams"]}
-        # udp-64B is bounded by count; udp-1518B by the 2 s duration at 1 Gbit/s L2.
+        # udp-64B is bounded by count; roce-write by the 2 s duration at 4 Gbit/s L2.
         self.assertEqual(streams["udp-64B"]["tx_packets"], 500_000)
         self.assertEqual(streams["udp-64B"]["rx_packets"], 500_000)
         self.assertEqual(streams["udp-64B"]["tx_bytes"], 32_000_000)
-        big = streams["udp-1518B"]
-        self.assertAlmostEqual(big["set_rate_pps"], 1e9 / (8 * 1518), places=3)
-        self.assertAlmostEqual(big["tx_packets"] + big["tx_slots_skipped"], 2 * 1e9 / (8 * 1518), delta=32)
-        self.assertEqual(big["rx_packets"], big["tx_packets"])
+        big = streams["roce-write"]
+        self.assertEqual(big["flows"], 16)
+        mean = big["mean_frame_size_bytes"]  # FCS included: WRITE_FIRST 4174 B (with RETH), 15 more of 4158 B
+        self.assertAlmostEqual(mean, (4174 + 15 * 4158) / 16, places=6)
+        self.assertAlmostEqual(big["set_rate_pps"], 4e9 / (8 * mean), places=3)
+        self.assertAlmostEqual(big["tx_packets"] + big["tx_slots_skipped"], 2 * 4e9 / (8 * mean), delta=32)
+        for s in streams.values():
+            self.assertEqual(s["rx_packets"], s["tx_packets"])
+            self.assertEqual(s["lost_packets"], 0)
+            self.assertEqual(s["duplicate_packets"], 0)
+            self.assertEqual(s["reordered_packets"], 0)
+            self.assertEqual(s["latency"]["samples"], s["rx_packets"])
+            self.assertLessEqual(s["latency"]["min_ns"], s["latency"]["p50_ns"])
+            self.assertLessEqual(s["latency"]["p50_ns"], s["latency"]["p99_ns"])
+            self.assertLessEqual(s["latency"]["p99_ns"], s["latency"]["max_ns"])
         port = rep["ports"][0]
         self.assertEqual(port["name"], "loop0")
         self.assertEqual(port["driver"], "net_ring")
         self.assertEqual(port["tx_packets"], 500_000 + big["tx_packets"])
+        self.assertEqual(rep["loss_events"]["logged"], 0)
         self.assertEqual(port["rx_packets"], port["tx_packets"])
         self.assertEqual(port["rx_unknown_packets"], 0)
         self.assertEqual(port["pmd_stats"]["rx_packets"], port["rx_packets"])

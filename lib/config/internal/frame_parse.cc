@@ -77,8 +77,7 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
   FG_RETURN_IF_ERROR(Opt(n, "message", r.message, BytesIn(1, 0xFFFFFFFFull)));
   FG_RETURN_IF_ERROR(Opt(n, "pmtu", r.pmtu, IntIn(256, 4096)));
   if ((r.pmtu & (r.pmtu - 1)) != 0) {
-    return n.At("pmtu").Error(
-        absl::StrFormat("%d is not a path MTU; expected 256, 512, 1024, 2048 or 4096", r.pmtu));
+    return n.At("pmtu").Error(absl::StrFormat("%d is not a path MTU; expected 256, 512, 1024, 2048 or 4096", r.pmtu));
   }
   FG_RETURN_IF_ERROR(Opt(n, "dest_qp", r.dest_qp, IntIn(0, 0xFFFFFF)));
   FG_RETURN_IF_ERROR(Opt(n, "psn", r.start_psn, IntIn(0, 0xFFFFFF)));
@@ -334,7 +333,9 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
   if (auto en = n.Optional("entropy")) {
     FG_RETURN_IF_ERROR(en->CheckKeys({"mode", "values"}));
     static constexpr std::pair<const char*, EntropySpec::Mode> kModes[] = {
-        {"fixed", EntropySpec::Mode::kFixed}, {"round_robin", EntropySpec::Mode::kRoundRobin}};
+        {"fixed", EntropySpec::Mode::kFixed},
+        {"round_robin", EntropySpec::Mode::kRoundRobin},
+        {"random", EntropySpec::Mode::kRandom}};
     FG_RETURN_IF_ERROR(Opt(*en, "mode", f.entropy.mode, [](const Node& x) { return Named(x, kModes); }));
     FG_RETURN_IF_ERROR(Opt(*en, "values", f.entropy.values, IntIn(1, 65536)));
     if (f.entropy.mode == EntropySpec::Mode::kFixed) f.entropy.values = 1;

@@ -132,8 +132,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "streams[0].frame.src_ip: '2001:db8::1' is not an IPv4 address"},
         // Found by the plan fuzzer: the default 64 B is too small for IPv6 + VLAN,
         // and the error must point at the frame when `size` was not written.
-        BadCase{"default_size_too_small",
-                "streams:\n  - {name: s, rate: 1 kpps, frame: {l3: ipv6, vlan: {id: 1}}}\n",
+        BadCase{"default_size_too_small", "streams:\n  - {name: s, rate: 1 kpps, frame: {l3: ipv6, vlan: {id: 1}}}\n",
                 "bad.yaml:2:36: streams[0].frame: 64 B is too small: headers and the 16 B test signature need at "
                 "least 86 B"},
         BadCase{"wrong_version", "version: 2\nstreams: [{name: s, rate: 1 kpps}]\n",

@@ -31,7 +31,7 @@ TEST(FlowAnalysis, InOrderStreamHasNoLossDupOrReorder) {
 
 TEST(FlowAnalysis, GapIsOneLossEventWithItsDuration) {
   Rig r;
-  for (uint32_t s = 0; s < 10; ++s) r.Rx(s, 1'000'000 + s * 100);  // last in-order at 1,000,900
+  for (uint32_t s = 0; s < 10; ++s) r.Rx(s, 1'000'000 + s * 100);   // last in-order at 1,000,900
   for (uint32_t s = 15; s < 20; ++s) r.Rx(s, 2'000'000 + s * 100);  // 10..14 lost; resumes at 2,001,500
   EXPECT_EQ(r.f.lost, 5);
   EXPECT_EQ(r.f.loss_events, 1u);

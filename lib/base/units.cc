@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
@@ -44,13 +45,17 @@ double Rate::ToPps(double frame_size, double line_bps) const {
     case Kind::kBpsL2: return value / (8.0 * frame_size);
     case Kind::kBpsL1: return value / (8.0 * (frame_size + kEthL1Overhead));
     case Kind::kPercentLine: return value / 100.0 * line_bps / (8.0 * (frame_size + kEthL1Overhead));
+    case Kind::kMax: return std::numeric_limits<double>::infinity();
   }
   return 0;
 }
 
 absl::StatusOr<Rate> ParseRate(std::string_view text) {
   static constexpr char kAllowed[] =
-      "a rate such as '10 kpps', '1.5 Mpps', '25 Gbps' (L2), '25 Gbps L1' or '40%' (of line rate)";
+      "a rate such as '10 kpps', '1.5 Mpps', '25 Gbps' (L2), '25 Gbps L1', '40%' (of line rate) or 'max'";
+  if (std::string(absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size()))) == "max") {
+    return Rate{Rate::Kind::kMax, 0};
+  }
   auto split = SplitNumber(text, "rate");
   if (!split.ok()) return absl::InvalidArgumentError(absl::StrFormat("expected %s", kAllowed));
   Rate r;
@@ -158,6 +163,7 @@ std::string FormatRate(const Rate& r) {
     case Rate::Kind::kBpsL2: return FormatBitRate(r.value) + " (L2)";
     case Rate::Kind::kBpsL1: return FormatBitRate(r.value) + " (L1)";
     case Rate::Kind::kPercentLine: return absl::StrFormat("%.3f %% of line rate", r.value);
+    case Rate::Kind::kMax: return "max (unpaced)";
   }
   return "?";
 }

@@ -7,6 +7,7 @@
 //    counts the 20 bytes of preamble, start delimiter and inter-frame gap per
 //    frame. "50%" is a fraction of the port's line rate, which is an L1 rate.
 //  - Byte sizes: KB/MB/GB are powers of 1000, KiB/MiB/GiB powers of 1024.
+//  - "max" is no pacing at all: bursts as fast as the port accepts them.
 //
 //   auto r = fg::ParseRate("10 Mpps");        // Rate{kPps, 1e7}
 //   auto d = fg::ParseDuration("250ms");      // 250'000'000 ns
@@ -26,7 +27,7 @@ inline constexpr uint32_t kEthL1Overhead = 20;
 inline constexpr uint32_t kEthFcsLen = 4;
 
 struct Rate {
-  enum class Kind { kPps, kBpsL2, kBpsL1, kPercentLine };
+  enum class Kind { kPps, kBpsL2, kBpsL1, kPercentLine, kMax };  // kMax: unpaced, as fast as the port takes
   Kind kind = Kind::kPps;
   double value = 0;  // packets/s, bit/s, or percent (0..100]
 

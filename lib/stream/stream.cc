@@ -1,5 +1,7 @@
 #include "stream/stream.h"
 
+#include <cmath>
+
 #include "absl/strings/str_format.h"
 
 namespace fg::stream {
@@ -32,7 +34,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     }
     c.pps = s.rate.ToPps(c.frame_size, line);
     const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
-    if (line > 0 && l1 > line * 1.000001) {
+    if (line > 0 && std::isfinite(l1) && l1 > line * 1.000001) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s:%d: streams[%d].rate: %s of %.1f B frames is %s at L1, above the %s line rate of port '%s'", plan.file,
           s.line, i, FormatRate(s.rate), c.frame_size, FormatBitRate(l1), FormatBitRate(line),

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "base/counter.h"
 #include "base/units.h"
@@ -45,8 +46,11 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
   for (const stream::CompiledStream* s : streams) {
     auto st = std::make_unique<State>();
     st->s = s;
-    st->interval_fp = static_cast<uint64_t>(static_cast<double>(clock.hz()) * (1 << kFpShift) / s->pps + 0.5);
-    if (st->interval_fp == 0) st->interval_fp = 1;
+    // Unpaced ("max"): an interval of 0 makes every poll due a full burst.
+    st->interval_fp = std::isfinite(s->pps)
+                          ? std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(clock.hz()) *
+                                                                            (1 << kFpShift) / s->pps + 0.5))
+                          : 0;
     st->limit = s->count;
     st->cursors.assign(s->flows, s->program.Start());
     st->vars.resize(s->flows);
@@ -94,7 +98,7 @@ unsigned TxTask::Poll() {
         st.exhausted = true;
       } else if (now >= st.start_tsc && ((now - st.start_tsc) << kFpShift) >= st.next_fp) {
         const uint64_t now_fp = (now - st.start_tsc) << kFpShift;
-        uint64_t due = (now_fp - st.next_fp) / st.interval_fp + 1;  // one division per burst
+        uint64_t due = st.interval_fp == 0 ? kTxBurst : (now_fp - st.next_fp) / st.interval_fp + 1;  // per burst
         if (due > 4 * kTxBurst) {
           // Far behind (the lcore was busy): give up the missed slots rather
           // than send them back to back, and say so.

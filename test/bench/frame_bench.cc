@@ -40,7 +40,7 @@ void BM_IcrcFull(benchmark::State& state, rte_net_crc_alg alg) {
   std::vector<uint8_t> f = k.t.bytes;
   const fg::proto::IcrcLayout layout{k.t.l3_offset, k.t.ipv6, static_cast<uint32_t>(k.t.icrc_offset)};
   fg::proto::IcrcFull(f.data(), layout);  // selects the default path once...
-  rte_net_crc_set_alg(alg);                // ...then pin the one measured here
+  rte_net_crc_set_alg(alg);               // ...then pin the one measured here
   uint32_t psn = 0;
   for (auto _ : state) {
     f[k.psn_off + 2] = static_cast<uint8_t>(++psn);

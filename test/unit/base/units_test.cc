@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace fg {
 namespace {
 
@@ -24,6 +26,14 @@ TEST(ParseRate, BitRatesL1AndL2) {
   EXPECT_NEAR(ParseRate("10 Gbps L1")->ToPps(64, 0), 14880952.38, 0.01);
   EXPECT_NEAR(ParseRate("10 Gbps")->ToPps(64, 0), 19531250.0, 0.01);
   EXPECT_NEAR(ParseRate("100%")->ToPps(64, 10e9), 14880952.38, 0.01);
+}
+
+TEST(ParseRate, MaxIsUnpaced) {
+  auto r = ParseRate("max");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->kind, Rate::Kind::kMax);
+  EXPECT_TRUE(std::isinf(r->ToPps(64, 10e9)));
+  EXPECT_EQ(FormatRate(*r), "max (unpaced)");
 }
 
 TEST(ParseRate, RejectsNegativeZeroAndUnknown) {

@@ -73,7 +73,10 @@ class Program {
     FlowVars v;
     v.flow_id = first_flow_id + index;
     v.key = key_base_ + index;
-    v.entropy_base = static_cast<uint16_t>(entropy_base_ + (per_flow_entropy_ ? index : 0));
+    // Fixed entropy: each flow its own source port, wrapping inside
+    // [udp_src, 65535] (49152.. by default: the range RoCE NICs use).
+    const uint32_t span = 65536 - entropy_base_;
+    v.entropy_base = static_cast<uint16_t>(entropy_base_ + (per_flow_entropy_ ? index % span : 0));
     return v;
   }
 
@@ -104,6 +107,9 @@ class Program {
   const std::vector<PacketKind>& kinds() const { return kinds_; }
   bool signed_frames() const { return kinds_[0].t.signature_offset >= 0; }
   const std::string& description() const { return description_; }
+  // The flow key (QP, PDC id or UDP port) of flow 0, and how wide it is.
+  uint32_t key_base() const { return key_base_; }
+  uint32_t key_bits() const { return kinds_[0].key_len * 8; }
 
  private:
   std::vector<PacketKind> kinds_;  // [only] when one packet per message, else [first, middle, last]

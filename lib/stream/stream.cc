@@ -24,6 +24,36 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
           absl::StrFormat("%s:%d: streams[%d].frame: %s", plan.file, s.line, i, program.status().message()));
     }
     c.program = *std::move(program);
+    // Every flow needs a key of its own, inside the field and, for plain UDP,
+    // clear of the RoCEv2 and UET ports (those frames would parse as such).
+    if (s.flows > 1) {
+      const uint64_t last = uint64_t{c.program.key_base()} + s.flows - 1;
+      const uint64_t limit = c.program.key_bits() == 0 ? 0 : (uint64_t{1} << c.program.key_bits()) - 1;
+      const char* what = s.frame.kind == config::FrameKind::kRoce  ? "destination QP"
+                         : s.frame.kind == config::FrameKind::kUet ? "SPDCID"
+                                                                   : "UDP destination port";
+      if (limit == 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s:%d: streams[%d].flows: %s frames have no flow key; use flows: 1", plan.file, s.line, i,
+            config::FrameKindName(s.frame.kind)));
+      }
+      if (last > limit) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s:%d: streams[%d].flows: %d flows from %s %d run past %d; lower the first key or the flow count "
+            "(RoCEv2 QPs allow 16,777,216 flows)",
+            plan.file, s.line, i, s.flows, what, c.program.key_base(), limit));
+      }
+      if (s.frame.kind == config::FrameKind::kUdp) {
+        for (uint32_t reserved : {4791u, 4793u}) {
+          if (c.program.key_base() <= reserved && reserved <= last) {
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "%s:%d: streams[%d].flows: UDP destination ports %d..%d include %d (RoCEv2/UET): those frames "
+                "would not be plain UDP test frames; start elsewhere (frame.udp_dst)",
+                plan.file, s.line, i, c.program.key_base(), last, reserved));
+          }
+        }
+      }
+    }
     c.frame_size = c.program.mean_frame_size();
     const double line = s.port < line_bps.size() ? line_bps[s.port] : 0;
     if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {

@@ -228,6 +228,10 @@ class InputErrorTest(Workdir):
     def test_rate_above_line_rate(self):
         self.check("streams:\n  - {name: s, rate: 20 Gbps}\n", ":2: streams[0].rate: 20.000 Gbit/s (L2)")
 
+    def test_udp_flows_that_would_cross_the_roce_port(self):
+        self.check("streams:\n  - {name: s, rate: 1 kpps, flows: 2000, frame: {udp_dst: 4000}}\n",
+                   ":2: streams[0].flows: UDP destination ports 4000..5999 include 4791 (RoCEv2/UET)")
+
     def test_missing_file(self):
         path = os.path.join(self.dir, "absent.yaml")
         r = run("run", path)

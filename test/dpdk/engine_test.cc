@@ -147,6 +147,47 @@ streams: [{name: big, rate: 50 kpps, count: 5000, frame: {size: 9018 B}}]
   EXPECT_EQ(r->streams[0].rx.bytes, 5000u * 9018);
 }
 
+// Issue 4's acceptance run: >= 100,000,000 packets over >= 10,000 flows on the
+// loopback, every one accounted for.
+TEST(Engine, HundredMillionPacketsOverTenThousandFlowsAllArrive) {
+  Bench b = Make(R"(
+duration: 120 s
+streams:
+  - {name: many, rate: max, flows: 10000, count: 100000000, frame: {size: 64}}
+)");
+  auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(200'000'000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const StreamResult& s = r->streams[0];
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(s.tx.packets, 100'000'000u);
+  EXPECT_EQ(s.rx.packets, 100'000'000u);
+  EXPECT_EQ(s.lost(), 0);
+  EXPECT_EQ(s.analysis.lost, 0);
+  EXPECT_EQ(s.analysis.duplicate, 0u);
+  EXPECT_EQ(s.analysis.reordered, 0u);
+  EXPECT_EQ(s.analysis.late, 0u);
+  EXPECT_EQ(s.analysis.flows_seen, 10000u);
+  EXPECT_EQ(s.analysis.latency.count(), 100'000'000u);
+  EXPECT_EQ(r->ports[0].rx_unknown_packets, 0u);
+  EXPECT_EQ(r->ports[0].hw.rx_packets, 100'000'000u);  // the PMD agrees
+}
+
+TEST(Engine, OneMillionFlowsEachTrackedOnItsOwn) {
+  Bench b = Make(R"(
+duration: 120 s
+streams:
+  - {name: wide, rate: max, flows: 1000000, count: 10000000, frame: {roce: {op: SEND, message: 16, dest_qp: 1}}}
+)");
+  auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(200'000'000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const StreamResult& s = r->streams[0];
+  EXPECT_EQ(s.rx.packets, 10'000'000u);
+  EXPECT_EQ(s.analysis.flows_seen, 1'000'000u);
+  EXPECT_EQ(s.lost(), 0);
+  EXPECT_EQ(s.analysis.reordered, 0u);
+  EXPECT_EQ(s.analysis.duplicate, 0u);
+}
+
 TEST(Engine, InterruptEndsTheRunEarlyAndSaysSo) {
   Bench b = Make("streams: [{name: a, rate: 10 kpps, duration: 60 s}]\n");
   std::atomic<bool> stop{true};

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "config/plan.h"
 #include "proto/headers.h"
 #include "proto/roce.h"
@@ -152,6 +154,35 @@ TEST(Program, ComputedUdpChecksumStaysValid) {
     seg[6] = seg[7] = 0;
     EXPECT_EQ(proto::UdpChecksumIpv6(ip->src, ip->dst, seg), stored);
   }
+}
+
+TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {
+  auto p = Program::Compile(Frame("{roce: {op: SEND, message: 64, dest_qp: 0x100}}"), 10);
+  ASSERT_TRUE(p.ok());
+  std::vector<uint8_t> f(p->max_frame_len());
+  for (uint32_t flow : {0u, 5u, 16383u, 16384u}) {
+    const FlowVars v = p->Flow(10, flow);
+    Cursor c = p->Start();
+    p->Emit(f.data(), c, 0, v);
+    const PacketKind& k = p->kinds()[0];
+    EXPECT_EQ(proto::Load24(&f[k.t.transport_offset + 5]), 0x100 + flow);            // QP
+    EXPECT_EQ(proto::Load16(&f[k.t.l4_offset]), 49152 + flow % 16384);               // fixed entropy wraps
+    EXPECT_EQ(proto::ReadSignature(&f[k.t.signature_offset]).flow_id, 10 + flow);  // flow id
+    EXPECT_EQ(proto::LoadIcrc(&f[k.t.icrc_offset]), FullIcrc(f, k));
+  }
+  auto r = Program::Compile(Frame("{entropy: {mode: random, values: 8}, roce: {op: SEND, message: 64}}"), 0);
+  ASSERT_TRUE(r.ok());
+  Cursor c = r->Start();
+  std::set<uint16_t> seen;
+  for (int i = 0; i < 200; ++i) {
+    r->Emit(f.data(), c, 0);
+    const uint16_t sport = proto::Load16(&f[r->kinds()[0].t.l4_offset]);
+    EXPECT_GE(sport, 49152);
+    EXPECT_LT(sport, 49152 + 8);
+    seen.insert(sport);
+    EXPECT_EQ(proto::LoadIcrc(&f[r->kinds()[0].t.icrc_offset]), FullIcrc(f, r->kinds()[0]));
+  }
+  EXPECT_EQ(seen.size(), 8u);
 }
 
 TEST(Program, PfcAndLbnFramesAreFixed) {

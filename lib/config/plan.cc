@@ -41,7 +41,7 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(Opt(n, "device", p.device, [](const Node& d) { return d.String(); }));
   if (p.device.empty())
     return n.At("device").Error("device must not be empty; use 'loopback' for the built-in loopback");
-  FG_RETURN_IF_ERROR(Opt(n, "rx_queues", p.rx_queues, IntIn(1, 64)));
+  FG_RETURN_IF_ERROR(Opt(n, "rx_queues", p.rx_queues, IntIn(0, 64)));  // 0: a TX-only port
   FG_RETURN_IF_ERROR(Opt(n, "tx_queues", p.tx_queues, IntIn(1, 64)));
   FG_RETURN_IF_ERROR(Opt(n, "rx_desc", p.rx_desc, IntIn(64, 32768)));
   FG_RETURN_IF_ERROR(Opt(n, "tx_desc", p.tx_desc, IntIn(64, 32768)));

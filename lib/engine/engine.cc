@@ -140,12 +140,32 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     return n;
   };
 
+  auto sample = [&](uint64_t now) {
+    Sample smp;
+    smp.t_ns = now > start ? static_cast<int64_t>(clock.ToNs(now - start)) : 0;
+    smp.tx_packets.assign(streams.size(), 0);
+    smp.rx_packets.assign(streams.size(), 0);
+    for (auto& t : txs) {
+      for (size_t i = 0; i < t->num_streams(); ++i) smp.tx_packets[t->stream(i).index] += t->counters(i).packets;
+    }
+    for (auto& ref : rxs) {
+      for (uint32_t i = 0; i < streams.size(); ++i) smp.rx_packets[i] += ref.task->counters(i).packets;
+    }
+    result.samples.push_back(std::move(smp));
+  };
+  const uint64_t sample_every = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(0, options.sample_interval_ns)));
+  uint64_t next_sample = start;
+
   // Control loop: watch for the end of TX, report progress.
   uint64_t last_report = start, last_tx = 0, last_rx = 0;
   const uint64_t interval = clock.FromNs(static_cast<uint64_t>(options.progress_interval_ns));
   for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const uint64_t now = ReadTsc();
+    if (sample_every != 0 && now >= next_sample) {
+      sample(now);
+      next_sample += sample_every;
+    }
     bool all_done = true;
     for (auto& t : txs) all_done = all_done && t->Done();
     if (all_done) break;
@@ -173,6 +193,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     }
   }
   const uint64_t tx_end = ReadTsc();
+  if (sample_every != 0) sample(tx_end);
   for (auto& w : work) w.phase.store(kDrain, std::memory_order_release);
   std::this_thread::sleep_for(std::chrono::nanoseconds(options.drain_ns));
   for (auto& w : work) w.phase.store(kStop, std::memory_order_release);
@@ -189,6 +210,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     r.frame_size = streams[i].frame_size;
     r.signed_frames = streams[i].program.signed_frames();
     r.flows = streams[i].flows;
+    r.received = ports[streams[i].rx_port]->options().rx_queues > 0;
     r.set_pps = streams[i].pps;
   }
   for (auto& t : txs) {

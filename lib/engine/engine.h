@@ -37,6 +37,12 @@ struct Progress {
   double tx_pps = 0, rx_pps = 0;  // over the last interval
 };
 
+// Counters of every stream at one instant of the run (TSC-timed).
+struct Sample {
+  int64_t t_ns = 0;                              // since the synchronized start
+  std::vector<uint64_t> tx_packets, rx_packets;  // per stream
+};
+
 struct TrialOptions {
   int64_t drain_ns = 100'000'000;
   // Hard bound on the TX phase; 0: the longest stream duration + 1 s.
@@ -46,6 +52,10 @@ struct TrialOptions {
   std::function<void(const std::vector<std::string>&)> on_placement;
   int64_t progress_interval_ns = 1'000'000'000;
   size_t loss_log_capacity = 4096;  // loss events kept per RX task
+  // Per-stream counters are sampled this often (0: never) into
+  // TrialResult::samples; rates over a window are exact to a burst, as each
+  // sample is timed by the TSC.
+  int64_t sample_interval_ns = 1'000'000'000;
   // Polled by the control thread; set it (e.g. from SIGINT) to end TX early.
   const std::atomic<bool>* interrupt = nullptr;
 };
@@ -55,6 +65,7 @@ struct StreamResult {
   size_t tx_port = 0, rx_port = 0;
   double frame_size = 0;      // mean bytes per frame, FCS included
   bool signed_frames = true;  // false: no signature (CNP, ACK, PFC, LBN...): RX counts them per port only
+  bool received = true;       // false: the RX port has no RX queues (a TX-only port): no RX figures
   double set_pps = 0;
   uint32_t flows = 1;
   tx::TxCounters tx;
@@ -84,6 +95,7 @@ struct TrialResult {
   std::vector<StreamResult> streams;
   std::vector<PortResult> ports;
   std::vector<std::string> placement;         // "lcore 1: tx loop0/q0, rx loop0/q0"
+  std::vector<Sample> samples;                // every sample_interval_ns, and one at the end of TX
   std::vector<stats::LossEvent> loss_events;  // the first ones, in receive-time order per RX task
   uint64_t loss_events_not_logged = 0;
   std::string timestamp_source = "tsc: software, TX before rte_eth_tx_burst, RX after rte_eth_rx_burst";

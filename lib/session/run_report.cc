@@ -115,7 +115,8 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("tx_bytes", s.tx.bytes);
     w.Field("flows", s.flows);
     w.Field("signed_frames", s.signed_frames);
-    if (s.signed_frames) {
+    w.Field("received", s.received);
+    if (s.signed_frames && s.received) {
       const stats::GroupStats& a = s.analysis;
       w.Field("rx_packets", s.rx.packets);
       w.Field("rx_bytes", s.rx.bytes);
@@ -146,8 +147,8 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
       w.Field("jitter_max_ns", a.jitter_ns_max);
       w.EndObject();
     } else {
-      // Frames without a signature cannot be told apart on receipt: the
-      // ports' rx_unknown_packets count them.
+      // Frames without a signature cannot be told apart on receipt (the
+      // ports' rx_unknown_packets count them); a TX-only port receives nothing.
       w.Key("rx_packets"), w.Null();
       w.Key("rx_bytes"), w.Null();
       w.Key("tx_minus_rx_packets"), w.Null();
@@ -163,6 +164,28 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.EndObject();
   }
   w.EndArray();
+
+  // Per-stream packet counters over time (TSC-timed samples).
+  w.Key("timeseries");
+  w.BeginObject();
+  w.Field("interval_note", "one sample per second from the synchronized start, and one when TX ended");
+  w.Key("samples");
+  w.BeginArray();
+  for (const engine::Sample& smp : r.samples) {
+    w.BeginObject();
+    w.Field("t_ns", smp.t_ns);
+    w.Key("tx_packets");
+    w.BeginArray();
+    for (uint64_t v : smp.tx_packets) w.Uint(v);
+    w.EndArray();
+    w.Key("rx_packets");
+    w.BeginArray();
+    for (uint64_t v : smp.rx_packets) w.Uint(v);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
 
   w.Key("loss_events");
   w.BeginObject();
@@ -201,9 +224,14 @@ std::string RunSummary(const engine::TrialResult& r) {
   for (const engine::StreamResult& s : r.streams) {
     const double rx_bps =
         s.tx_duration_ns > 0 ? static_cast<double>(s.rx.bytes) * 8e9 / static_cast<double>(s.tx_duration_ns) : 0;
-    if (!s.signed_frames) {
+    if (!s.signed_frames || !s.received) {
       out += absl::StrFormat("%-14s %7.1f B %12s %12s %15s %8s %6s %7s %10s %10s %10s %10s\n", s.name, s.frame_size,
-                             FormatCount(s.tx.packets), "(unsigned)", "-", "-", "-", "-", "-", "-", "-", "-");
+                             FormatCount(s.tx.packets), s.received ? "(unsigned)" : "(TX only)",
+                             FormatBitRate(s.tx_duration_ns > 0 ? static_cast<double>(s.tx.bytes) * 8e9 /
+                                                                      static_cast<double>(s.tx_duration_ns)
+                                                                : 0) +
+                                 " tx",
+                             "-", "-", "-", "-", "-", "-", "-");
       continue;
     }
     const stats::GroupStats& a = s.analysis;

@@ -33,9 +33,9 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
                          : s.frame.kind == config::FrameKind::kUet ? "SPDCID"
                                                                    : "UDP destination port";
       if (limit == 0) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s:%d: streams[%d].flows: %s frames have no flow key; use flows: 1", plan.file, s.line, i,
-            config::FrameKindName(s.frame.kind)));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s:%d: streams[%d].flows: %s frames have no flow key; use flows: 1", plan.file, s.line, i,
+                            config::FrameKindName(s.frame.kind)));
       }
       if (last > limit) {
         return absl::InvalidArgumentError(absl::StrFormat(

@@ -24,7 +24,8 @@ struct alignas(64) TxTask::State {
   uint64_t interval_fp = 0;  // TSC ticks per packet << kFpShift
   uint64_t start_tsc = 0;
   uint64_t end_tsc = 0;
-  uint64_t limit = 0;  // packets, 0 = none
+  uint64_t limit = 0;        // packets, 0 = none
+  uint64_t max_backlog = 0;  // due packets beyond which missed slots are skipped (1 ms worth)
 
   alignas(64) uint64_t next_fp = 0;  // when the next packet is due, since start_tsc, << kFpShift
   uint64_t generated = 0;            // stamped (sent + pending)
@@ -47,11 +48,14 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
     auto st = std::make_unique<State>();
     st->s = s;
     // Unpaced ("max"): an interval of 0 makes every poll due a full burst.
-    st->interval_fp = std::isfinite(s->pps)
-                          ? std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(clock.hz()) *
-                                                                            (1 << kFpShift) / s->pps + 0.5))
-                          : 0;
+    st->interval_fp =
+        std::isfinite(s->pps)
+            ? std::max<uint64_t>(
+                  1, static_cast<uint64_t>(static_cast<double>(clock.hz()) * (1 << kFpShift) / s->pps + 0.5))
+            : 0;
     st->limit = s->count;
+    st->max_backlog =
+        std::max<uint64_t>(4 * kTxBurst, std::isfinite(s->pps) ? static_cast<uint64_t>(s->pps / 1000) : 0);
     st->cursors.assign(s->flows, s->program.Start());
     st->vars.resize(s->flows);
     for (uint32_t f = 0; f < s->flows; ++f) st->vars[f] = s->program.Flow(s->flow_id, f);
@@ -99,9 +103,10 @@ unsigned TxTask::Poll() {
       } else if (now >= st.start_tsc && ((now - st.start_tsc) << kFpShift) >= st.next_fp) {
         const uint64_t now_fp = (now - st.start_tsc) << kFpShift;
         uint64_t due = st.interval_fp == 0 ? kTxBurst : (now_fp - st.next_fp) / st.interval_fp + 1;  // per burst
-        if (due > 4 * kTxBurst) {
-          // Far behind (the lcore was busy): give up the missed slots rather
-          // than send them back to back, and say so.
+        if (due > st.max_backlog) {
+          // Far behind (the lcore was held up for more than 1 ms): give up the
+          // missed slots rather than send them back to back, and say so.
+          // Shorter stalls are caught up, so every 1 s window keeps its rate.
           st.credit_dropped.Add(due - kTxBurst);
           st.next_fp += (due - kTxBurst) * st.interval_fp;
           due = kTxBurst;

@@ -165,8 +165,8 @@ TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {
     Cursor c = p->Start();
     p->Emit(f.data(), c, 0, v);
     const PacketKind& k = p->kinds()[0];
-    EXPECT_EQ(proto::Load24(&f[k.t.transport_offset + 5]), 0x100 + flow);            // QP
-    EXPECT_EQ(proto::Load16(&f[k.t.l4_offset]), 49152 + flow % 16384);               // fixed entropy wraps
+    EXPECT_EQ(proto::Load24(&f[k.t.transport_offset + 5]), 0x100 + flow);          // QP
+    EXPECT_EQ(proto::Load16(&f[k.t.l4_offset]), 49152 + flow % 16384);             // fixed entropy wraps
     EXPECT_EQ(proto::ReadSignature(&f[k.t.signature_offset]).flow_id, 10 + flow);  // flow id
     EXPECT_EQ(proto::LoadIcrc(&f[k.t.icrc_offset]), FullIcrc(f, k));
   }

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Side-by-side speed against dpdk-testpmd on the same virtual devices, one
+# forwarding core each, in one run (numbers for docs/benchmarks.md):
+#  1. TX: testpmd --forward-mode=txonly on net_null vs fabricgen sending
+#     RoCEv2 SEND_ONLY frames with per-packet sequence, timestamp and a valid
+#     (incrementally updated) ICRC on a TX-only net_null port; 78 B and 1022 B.
+#  2. RX: testpmd --forward-mode=io on a net_ring loopback (--tx-first keeps
+#     frames circulating) vs fabricgen generating and analysing on a net_ring
+#     loopback (one lcore does TX and RX), 1 flow and 1,000,000 flows.
+#
+#   tools/bench_vs_testpmd.sh [BUILD_DIR] [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+secs="${2:-10}"
+fg="$build/app/fabricgen"
+tmp=$(mktemp -d /tmp/fabricgen-bench-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+eal=(--no-huge --no-shconf -m 1024 --no-pci --log-level=warning -l 0-1)
+
+testpmd_pps() {  # mode vdev txpkts -> mean of the last 3 periodic Tx-pps (txonly) or Rx-pps (io)
+  local mode="$1" vdev="$2" txpkts="$3" key="Tx-pps"
+  [ "$mode" = io ] && key="Rx-pps"
+  timeout -s INT "$((secs + 2))" dpdk-testpmd "${eal[@]}" --vdev="$vdev" --file-prefix "tp$$" -- \
+    --forward-mode="$mode" --txpkts="$txpkts" --stats-period=1 --auto-start --nb-cores=1 --burst=32 \
+    --total-num-mbufs=16384 $([ "$mode" = io ] && echo --tx-first) > "$tmp/tp.txt" 2>&1 || true
+  grep -E "^ +$key:" "$tmp/tp.txt" | awk '{print $2}' | tail -4 | head -3 | awk '{s+=$1} END {if (NR) printf "%.0f", s/NR; else print 0}'
+}
+
+fabricgen_pps() {  # plan-yaml -> received (or sent) packets per second of stream 0
+  printf '%s' "$1" > "$tmp/plan.yaml"
+  "$fg" run "$tmp/plan.yaml" --out "$tmp/out" --quiet -- "${eal[@]}" > /dev/null
+  /usr/bin/python3 - "$tmp/out/report.json" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); s = r["streams"][0]
+n = s["tx_packets"] if sys.argv[2] == "tx" else s["rx_packets"]
+print("%.0f" % (n / (r["duration_ns"] / 1e9)))
+PY
+}
+
+roce_tx_plan() {  # payload bytes
+  cat <<EOF2
+duration: $secs s
+ports: [{name: p0, device: "net_null_fg0", rx_queues: 0, mtu: 9000}]
+streams: [{name: s, rate: max, frame: {roce: {op: SEND, message: $1, pmtu: 4096}}}]
+EOF2
+}
+
+loop_plan() {  # flows
+  cat <<EOF2
+duration: $secs s
+drain: 200 ms
+streams: [{name: s, rate: max, flows: $1, frame: {roce: {op: SEND, message: 16, dest_qp: 1}}}]
+EOF2
+}
+
+printf '| measurement | dpdk-testpmd | fabricgen | ratio |\n|---|---|---|---|\n'
+for payload in 16 960; do
+  size=$((62 + payload))  # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
+  t=$(testpmd_pps txonly net_null0 $((size - 4)))
+  f=$(fabricgen_pps "$(roce_tx_plan $payload)" tx)
+  printf '| TX %d B frames, net_null, 1 core (Mpps) | %.2f | %.2f | %.2fx |\n' "$size" "$(echo "$t/1000000" | bc -l)" \
+    "$(echo "$f/1000000" | bc -l)" "$(echo "$f/$t" | bc -l)"
+done
+t=$(testpmd_pps io net_ring0 74)
+f1=$(fabricgen_pps "$(loop_plan 1)" rx)
+fm=$(fabricgen_pps "$(loop_plan 1000000)" rx)
+printf '| RX analysis, 78 B, ring loopback, 1 flow (Mpps) | %.2f (io) | %.2f | %.2fx |\n' "$(echo "$t/1000000" | bc -l)" \
+  "$(echo "$f1/1000000" | bc -l)" "$(echo "$f1/$t" | bc -l)"
+printf '| RX analysis, 78 B, ring loopback, 1,000,000 flows (Mpps) | %.2f (io) | %.2f | %.2fx; %.1f %% below 1 flow |\n' \
+  "$(echo "$t/1000000" | bc -l)" "$(echo "$fm/1000000" | bc -l)" "$(echo "$fm/$t" | bc -l)" \
+  "$(echo "(1 - $fm/$f1) * 100" | bc -l)"

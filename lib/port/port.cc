@@ -66,8 +66,9 @@ absl::StatusOr<uint16_t> FindPort(const std::string& dpdk_name) {
 }  // namespace
 
 uint32_t MbufDataRoom(uint32_t mtu) {
-  // Ethernet header 14 + two VLAN tags 8 + FCS 4 on top of the L3 MTU.
-  const uint32_t frame = mtu + 14 + 8 + 4;
+  // Ethernet header 14 + two VLAN tags 8 + FCS 4 on top of the L3 MTU, and 32
+  // bytes of slack: the TX path copies templates in 32-byte blocks.
+  const uint32_t frame = mtu + 14 + 8 + 4 + 32;
   return RTE_PKTMBUF_HEADROOM + std::max<uint32_t>(frame, 2048);
 }
 

@@ -20,7 +20,7 @@ absl::StatusOr<CraftSummary> CraftPcap(const std::vector<CompiledStream>& stream
     if (s.count != 0) n = std::min(n, s.count);
     want[i] = n;
     cursors.push_back(s.program.Start());
-    max_len = std::max(max_len, s.program.max_frame_len());
+    max_len = std::max(max_len, s.program.buffer_len());
   }
   FG_ASSIGN_OR_RETURN(proto::PcapWriter w, proto::PcapWriter::Open(path));
   std::vector<uint8_t> buf(max_len);

@@ -21,7 +21,7 @@ namespace uet = proto::uet;
 
 // Registers every stamped byte (inside the ICRC coverage) with the
 // incremental ICRC and turns it on.
-void ArmIcrc(PacketKind& k) {
+void ArmIcrc(PacketKind& k, bool sprayed) {
   if (k.t.icrc_offset < 0) return;
   std::vector<uint32_t> pos;
   auto add = [&](int32_t off, int n) {
@@ -29,13 +29,18 @@ void ArmIcrc(PacketKind& k) {
       for (int i = 0; i < n; ++i) pos.push_back(static_cast<uint32_t>(off + i));
     }
   };
-  if (k.t.signature_offset >= 0) add(k.t.signature_offset + 3, 13);  // flow id, sequence, timestamp
+  if (k.t.signature_offset >= 0) add(k.t.signature_offset + 6, 10);  // sequence, timestamp
   add(k.psn_off, k.psn_len);
   add(k.msn_off, 3);
-  add(k.key_off, k.key_len);
-  add(k.entropy_off, 2);
+  if (sprayed) add(k.entropy_off, 2);
   const proto::IcrcLayout layout{k.t.l3_offset, k.t.ipv6, static_cast<uint32_t>(k.t.icrc_offset)};
   k.icrc = proto::IcrcDelta(k.t.bytes.data(), layout, pos);
+  // Per-flow constants, in the order FoldFlowIcrc supplies their values.
+  pos.clear();
+  if (k.t.signature_offset >= 0) add(k.t.signature_offset + 3, 3);  // flow id
+  add(k.key_off, k.key_len);
+  if (!sprayed) add(k.entropy_off, 2);
+  k.flow_icrc = proto::IcrcDelta(k.t.bytes.data(), layout, pos);
   k.icrc_on = true;
 }
 
@@ -261,6 +266,33 @@ absl::StatusOr<std::vector<PacketKind>> UetKinds(const FrameSpec& f, uint32_t& p
 
 }  // namespace
 
+void Program::FoldFlowIcrc(FlowVars& v) const {
+  for (size_t i = 0; i < kinds_.size() && i < 3; ++i) {
+    const PacketKind& k = kinds_[i];
+    v.icrc[i] = 0;
+    if (!k.icrc_on) continue;
+    uint8_t b[8];
+    size_t n = 0;
+    if (k.t.signature_offset >= 0) {
+      proto::Store24(b, v.flow_id);
+      n = 3;
+    }
+    if (k.key_off >= 0) {
+      if (k.key_len == 3) {
+        proto::Store24(b + n, v.key & 0xFFFFFF);
+      } else {
+        proto::Store16(b + n, static_cast<uint16_t>(v.key));
+      }
+      n += k.key_len;
+    }
+    if (entropy_count_ <= 1 && k.entropy_off >= 0) {
+      proto::Store16(b + n, v.entropy_base);
+      n += 2;
+    }
+    v.icrc[i] = k.flow_icrc.Delta(std::span<const uint8_t>(b, n));
+  }
+}
+
 absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
   Program p;
   p.entropy_base_ = f.encap.udp_src;
@@ -329,8 +361,11 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
         proto::StoreIcrc(k.t.bytes.data() + k.t.icrc_offset, proto::IcrcFull(k.t.bytes.data(), layout) ^ k.icrc_xor);
       }
     }
-    ArmIcrc(k);
+    ArmIcrc(k, p.entropy_count_ > 1);
     p.max_frame_len_ = std::max<uint32_t>(p.max_frame_len_, static_cast<uint32_t>(k.t.bytes.size()));
+    // CopyTemplate reads in 32-byte blocks: a copy of the bytes with that much padding.
+    k.copy_src = k.t.bytes;
+    k.copy_src.resize(k.t.bytes.size() + kCopySlack, 0);
   }
   // Mean size over one message: ONLY, or FIRST + (n-2) MIDDLE + LAST.
   if (p.ppm_ == 1) {

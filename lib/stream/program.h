@@ -28,9 +28,25 @@
 
 namespace fg::stream {
 
+// Copies a template in 32-byte blocks, inline: may write up to 31 bytes past
+// `len` into `dst` (mbufs and craft buffers have that room: kCopySlack) and
+// reads past the template's bytes (templates are padded by as much).
+inline constexpr uint32_t kCopySlack = 32;
+// Large frames go through the C library's memcpy (wider vectors than the
+// SSE4.2 baseline DPDK's pkg-config flags allow here).
+inline void CopyTemplate(uint8_t* dst, const uint8_t* src, uint32_t len) {
+  if (len > 256) {
+    std::memcpy(dst, src, len);
+    return;
+  }
+  for (uint32_t i = 0; i < len; i += 32) __builtin_memcpy(dst + i, src + i, 32);
+}
+
 struct PacketKind {
   proto::FrameTemplate t;
-  proto::IcrcDelta icrc;
+  proto::IcrcDelta icrc;          // per-packet fields (sequence, timestamp, PSN, MSN, sprayed entropy)
+  proto::IcrcDelta flow_icrc;     // per-flow constants (flow id, key, fixed entropy), folded into FlowVars
+  std::vector<uint8_t> copy_src;  // t.bytes + kCopySlack zero bytes, for CopyTemplate
   bool icrc_on = false;
   uint32_t icrc_xor = 0;  // 0xFFFFFFFF: deliberately wrong ICRC
   int32_t psn_off = -1;
@@ -50,6 +66,7 @@ struct FlowVars {
   uint32_t flow_id = 0;       // in the signature
   uint32_t key = 0;           // QP, PDC id or UDP port
   uint16_t entropy_base = 0;  // the flow's UDP source port (first of its spray set)
+  uint32_t icrc[3] = {};      // per packet kind: the ICRC change the flow's constants make
 };
 
 // Where a flow stands; the TX lcore keeps one per flow.
@@ -77,8 +94,12 @@ class Program {
     // [udp_src, 65535] (49152.. by default: the range RoCE NICs use).
     const uint32_t span = 65536 - entropy_base_;
     v.entropy_base = static_cast<uint16_t>(entropy_base_ + (per_flow_entropy_ ? index % span : 0));
+    FoldFlowIcrc(v);
     return v;
   }
+
+  // Fills v.icrc from the flow's constant bytes (flow id, key, fixed entropy).
+  void FoldFlowIcrc(FlowVars& v) const;
 
   Cursor Start() const {
     Cursor c;
@@ -104,6 +125,8 @@ class Program {
   uint32_t packets_per_message() const { return ppm_; }
   double mean_frame_size() const { return mean_frame_size_; }  // FCS included, over one message
   uint32_t max_frame_len() const { return max_frame_len_; }    // without FCS
+  // Room a buffer passed to Emit needs: Emit copies in 32-byte blocks.
+  uint32_t buffer_len() const { return max_frame_len_ + kCopySlack; }
   const std::vector<PacketKind>& kinds() const { return kinds_; }
   bool signed_frames() const { return kinds_[0].t.signature_offset >= 0; }
   const std::string& description() const { return description_; }
@@ -133,7 +156,7 @@ class Program {
 inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const FlowVars& v) const {
   const PacketKind& k = KindAt(c);
   const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
-  std::memcpy(dst, k.t.bytes.data(), len);
+  CopyTemplate(dst, k.copy_src.data(), len);
   Stamp(dst, k, c, tx_ns, v);
   return len;
 }
@@ -173,7 +196,7 @@ inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_
     }
     proto::Store16(dst + k.entropy_off, static_cast<uint16_t>(v.entropy_base + e));
   }
-  if (k.icrc_on) proto::StoreIcrc(dst + k.t.icrc_offset, k.icrc.Compute(dst) ^ k.icrc_xor);
+  if (k.icrc_on) proto::StoreIcrc(dst + k.t.icrc_offset, k.icrc.Compute(dst) ^ v.icrc[&k - kinds_.data()] ^ k.icrc_xor);
   if (udp_checksum_) proto::UpdateUdpChecksum(dst, k.t);
   // Advance: no division, no modulo.
   ++c.seq;

@@ -83,7 +83,7 @@ BENCHMARK(BM_StampFields)->Arg(64)->Arg(4096);
 void BM_Emit(benchmark::State& state) {
   const fg::stream::Program p = MakeProgram(static_cast<uint32_t>(state.range(0)));
   fg::stream::Cursor c = p.Start();
-  std::vector<uint8_t> f(p.max_frame_len());
+  std::vector<uint8_t> f(p.buffer_len());
   uint64_t ts = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(p.Emit(f.data(), c, ++ts));

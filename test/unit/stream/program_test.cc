@@ -32,7 +32,7 @@ TEST(Program, RoceWriteOfOneMegabyteCyclesFirstMiddleLastWithValidIcrc) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->packets_per_message(), 256u);
   Cursor c = p->Start();
-  std::vector<uint8_t> f(p->max_frame_len());
+  std::vector<uint8_t> f(p->buffer_len());
   for (uint32_t i = 0; i < 258; ++i) {
     const uint32_t len = p->Emit(f.data(), c, /*tx_ns=*/1000 + i);
     const PacketKind& k = p->kinds()[i % 256 == 0 ? 0 : (i % 256 == 255 ? 2 : 1)];
@@ -61,7 +61,7 @@ TEST(Program, BadIcrcStaysBadOnEveryPacket) {
   auto p = Program::Compile(Frame("{roce: {op: SEND, message: 3000, pmtu: 1024, icrc: bad}}"), 0);
   ASSERT_TRUE(p.ok()) << p.status();
   Cursor c = p->Start();
-  std::vector<uint8_t> f(p->max_frame_len());
+  std::vector<uint8_t> f(p->buffer_len());
   for (int i = 0; i < 6; ++i) {
     p->Emit(f.data(), c, i);
     const PacketKind& k = p->kinds()[i % 3];
@@ -78,7 +78,7 @@ TEST(Program, CnpAckNakAndReadRequest) {
 
   auto nak = Program::Compile(Frame("{roce: {op: NAK, nak_code: REMOTE_ACCESS_ERROR}}"), 0);
   ASSERT_TRUE(nak.ok());
-  std::vector<uint8_t> f(nak->max_frame_len());
+  std::vector<uint8_t> f(nak->buffer_len());
   Cursor c = nak->Start();
   nak->Emit(f.data(), c, 0);
   nak->Emit(f.data(), c, 0);
@@ -91,7 +91,7 @@ TEST(Program, CnpAckNakAndReadRequest) {
   auto rr = Program::Compile(Frame("{roce: {op: READ_REQUEST, message: 10000, pmtu: 1024}}"), 0);
   ASSERT_TRUE(rr.ok());
   c = rr->Start();
-  f.resize(rr->max_frame_len());
+  f.resize(rr->buffer_len());
   rr->Emit(f.data(), c, 0);
   EXPECT_EQ(c.psn, 10u);  // the response will use 10 PSNs
 }
@@ -104,7 +104,7 @@ TEST(Program, UetRodSprayStampsPsnOffsetsAndMessageIds) {
   EXPECT_EQ(p->packets_per_message(), 3u);
   const proto::uet::UetProfile prof;
   Cursor c = p->Start();
-  std::vector<uint8_t> f(p->max_frame_len());
+  std::vector<uint8_t> f(p->buffer_len());
   for (uint32_t i = 0; i < 6; ++i) {
     const uint32_t len = p->Emit(f.data(), c, 0);
     const PacketKind& k = p->kinds()[i % 3];
@@ -131,7 +131,7 @@ TEST(Program, UetSynWithoutPdcCountsPsnOffset) {
   auto p = Program::Compile(Frame("{uet: {service: RUD, message: 4096, max_payload: 4096, psn: 100}}"), 0);
   ASSERT_TRUE(p.ok());
   Cursor c = p->Start();
-  std::vector<uint8_t> f(p->max_frame_len());
+  std::vector<uint8_t> f(p->buffer_len());
   for (uint32_t i = 0; i < 3; ++i) {
     p->Emit(f.data(), c, 0);
     auto pds = proto::uet::ParsePds(std::span(f).subspan(p->kinds()[0].t.transport_offset), proto::uet::UetProfile{});
@@ -144,7 +144,7 @@ TEST(Program, ComputedUdpChecksumStaysValid) {
   auto p = Program::Compile(Frame("{l3: ipv6, size: 200, udp_checksum: computed}"), 0);
   ASSERT_TRUE(p.ok());
   Cursor c = p->Start();
-  std::vector<uint8_t> f(p->max_frame_len());
+  std::vector<uint8_t> f(p->buffer_len());
   for (int i = 0; i < 3; ++i) {
     const uint32_t len = p->Emit(f.data(), c, 12345 + i);
     const PacketKind& k = p->kinds()[0];
@@ -159,7 +159,7 @@ TEST(Program, ComputedUdpChecksumStaysValid) {
 TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {
   auto p = Program::Compile(Frame("{roce: {op: SEND, message: 64, dest_qp: 0x100}}"), 10);
   ASSERT_TRUE(p.ok());
-  std::vector<uint8_t> f(p->max_frame_len());
+  std::vector<uint8_t> f(p->buffer_len());
   for (uint32_t flow : {0u, 5u, 16383u, 16384u}) {
     const FlowVars v = p->Flow(10, flow);
     Cursor c = p->Start();

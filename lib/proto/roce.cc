@@ -2,12 +2,16 @@
 
 #include <infiniband/opcode.h>
 
+#include <array>
+
 #include "absl/strings/str_format.h"
 #include "proto/bytes.h"
 
 namespace fg::proto::roce {
 
-OpcodeInfo Describe(uint8_t opcode) {
+namespace {
+
+constexpr OpcodeInfo Build(uint8_t opcode) {
   OpcodeInfo i;
   if (opcode == kOpcodeCnp) {
     i.valid = true;
@@ -34,7 +38,7 @@ OpcodeInfo Describe(uint8_t opcode) {
     const char* uc;
     bool reth, aeth, imm, payload, atomic, atomic_ack, uc_ok;
   };
-  static constexpr Row kRows[] = {
+  constexpr Row kRows[] = {
       {IBV_OPCODE_SEND_FIRST, "RC SEND_FIRST", "UC SEND_FIRST", false, false, false, true, false, false, true},
       {IBV_OPCODE_SEND_MIDDLE, "RC SEND_MIDDLE", "UC SEND_MIDDLE", false, false, false, true, false, false, true},
       {IBV_OPCODE_SEND_LAST, "RC SEND_LAST", "UC SEND_LAST", false, false, false, true, false, false, true},
@@ -74,6 +78,31 @@ OpcodeInfo Describe(uint8_t opcode) {
     i.atomic_ack_eth = r.atomic_ack;
   }
   return i;
+}
+
+constexpr std::array<OpcodeInfo, 256> BuildTable() {
+  std::array<OpcodeInfo, 256> t{};
+  for (int op = 0; op < 256; ++op) t[op] = Build(static_cast<uint8_t>(op));
+  return t;
+}
+
+// Built at compile time: the RX path looks an opcode up with one load.
+constexpr std::array<OpcodeInfo, 256> kOpcodeTable = BuildTable();
+
+}  // namespace
+
+OpcodeInfo Describe(uint8_t opcode) { return kOpcodeTable[opcode]; }
+
+int PayloadOffset(uint8_t opcode) {
+  static constexpr auto kOffsets = [] {
+    std::array<int16_t, 256> o{};
+    for (int op = 0; op < 256; ++op) {
+      o[op] = kOpcodeTable[op].valid && kOpcodeTable[op].payload ? static_cast<int16_t>(kBthLen + kOpcodeTable[op].ext_len())
+                                                                  : int16_t{-1};
+    }
+    return o;
+  }();
+  return kOffsets[opcode];
 }
 
 size_t WriteBth(uint8_t* p, const Bth& h) {

@@ -36,14 +36,17 @@ struct OpcodeInfo {
   const char* name = "?";
   bool reth = false, aeth = false, immdt = false, deth = false, atomic_eth = false, atomic_ack_eth = false;
   bool payload = false;  // carries data
-  size_t ext_len() const {
+  constexpr size_t ext_len() const {
     return (reth ? kRethLen : 0) + (aeth ? kAethLen : 0) + (immdt ? kImmDtLen : 0) + (deth ? kDethLen : 0) +
            (atomic_eth ? kAtomicEthLen : 0) + (atomic_ack_eth ? kAtomicAckEthLen : 0);
   }
 };
 
-// Every RC, UC and UD opcode of roce.md, and CNP; RD is described but not built.
+// Every RC, UC and UD opcode of roce.md, and CNP; RD is not described.
 OpcodeInfo Describe(uint8_t opcode);
+// Offset of the payload from the start of the BTH (BTH + extension headers),
+// or -1 when the opcode carries no payload (or is unknown): one table load.
+int PayloadOffset(uint8_t opcode);
 
 struct Bth {
   uint8_t opcode = 0;

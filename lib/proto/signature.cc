@@ -80,9 +80,9 @@ int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& 
     off += kUdpHeaderLen;
     if (dport == opt.roce_port) {
       if (l4_end < off + roce::kBthLen) return -1;
-      const roce::OpcodeInfo info = roce::Describe(frame[off]);
-      if (!info.valid || !info.payload) return -1;
-      payload = off + roce::kBthLen + info.ext_len();
+      const int at = roce::PayloadOffset(frame[off]);
+      if (at < 0) return -1;
+      payload = off + static_cast<size_t>(at);
       trailer = roce::kIcrcLen + ((frame[off + 1] >> 4) & 3);  // ICRC + pad
     } else if (dport == opt.uet_port) {
       const size_t h = UetHeadersLen(frame + off, l4_end - off, opt);

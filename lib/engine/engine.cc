@@ -76,7 +76,16 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   for (size_t pi = 0; pi < ports.size(); ++pi) {
     std::vector<rx::GroupRange> groups;
     for (uint32_t i = 0; i < streams.size(); ++i) {
-      if (streams[i].rx_port == pi) groups.push_back({i, streams[i].flow_id, streams[i].flows});
+      // Data arrives on rx_port; feedback (CNP, NAK, NACK) returns to tx_port.
+      if (streams[i].rx_port != pi && streams[i].tx_port != pi) continue;
+      rx::GroupRange g{.group = i, .first_flow = streams[i].flow_id, .flows = streams[i].flows};
+      switch (streams[i].program.key_kind()) {
+        case stream::KeyKind::kRoceQp: g.key_kind = rx::GroupRange::KeyKind::kRoceQp; break;
+        case stream::KeyKind::kUetPdc: g.key_kind = rx::GroupRange::KeyKind::kUetPdc; break;
+        default: break;
+      }
+      g.key_base = streams[i].program.key_base();
+      groups.push_back(g);
     }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
       rxs.push_back(
@@ -240,6 +249,11 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     const stats::LossLog& log = ref.task->loss_log();
     result.loss_events.insert(result.loss_events.end(), log.events().begin(), log.events().end());
     result.loss_events_not_logged += log.dropped();
+    const rx::FeedbackCounters fb = ref.task->feedback();
+    pr.rx_cnp += fb.cnp;
+    pr.rx_roce_nak += fb.roce_nak;
+    pr.rx_uet_nack += fb.uet_nack;
+    pr.rx_feedback_unmatched += fb.unmatched;
     const rx::RxCounters u = ref.task->unknown();
     pr.rx_unknown_packets += u.packets;
     pr.rx_unknown_bytes += u.bytes;

@@ -84,6 +84,9 @@ struct PortResult {
   uint64_t tx_packets = 0, tx_bytes = 0;  // our TX counters, all streams of the port
   uint64_t rx_packets = 0, rx_bytes = 0;  // our RX counters, signature or not
   uint64_t rx_unknown_packets = 0, rx_unknown_bytes = 0;
+  // Feedback among the unknown frames (CNP, RoCE NAK, UET NACK); unmatched:
+  // addressed to no flow of this run.
+  uint64_t rx_cnp = 0, rx_roce_nak = 0, rx_uet_nack = 0, rx_feedback_unmatched = 0;
   port::Stats hw;  // the PMD's counters over the trial
   std::vector<port::Xstat> xstats;
 };

@@ -105,4 +105,52 @@ int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& 
   return static_cast<int>(payload);
 }
 
+Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse& opt) {
+  Feedback fb;
+  size_t off = 12;
+  if (len < off + 2) return fb;
+  uint16_t type = Load16(frame + off);
+  if (type == kEtherTypeVlan) {
+    off += 4;
+    if (len < off + 2) return fb;
+    type = Load16(frame + off);
+  }
+  off += 2;
+  if (type == kEtherTypeIpv4) {
+    if (len < off + kIpv4HeaderLen || frame[off + 9] != kIpProtoUdp) return fb;
+    off += (frame[off] & 0x0F) * 4u;
+  } else if (type == kEtherTypeIpv6) {
+    if (len < off + kIpv6HeaderLen || frame[off + 6] != kIpProtoUdp) return fb;
+    off += kIpv6HeaderLen;
+  } else {
+    return fb;
+  }
+  if (len < off + kUdpHeaderLen) return fb;
+  const uint16_t dport = Load16(frame + off + 2);
+  off += kUdpHeaderLen;
+  if (dport == opt.roce_port && len >= off + roce::kBthLen) {
+    const uint8_t op = frame[off];
+    if (op == roce::kOpcodeCnp) {
+      fb.kind = Feedback::Kind::kRoceCnp;
+      fb.key = Load24(frame + off + 5);
+    } else if (op == 0x11 && len >= off + roce::kBthLen + roce::kAethLen) {
+      const uint8_t syndrome = frame[off + roce::kBthLen];
+      if ((syndrome & 0x60) == 0x60) {
+        fb.kind = Feedback::Kind::kRoceNak;
+        fb.key = Load24(frame + off + 5);
+        fb.code = syndrome & 0x1F;
+      }
+    }
+  } else if (dport == opt.uet_port && len >= off + 16) {
+    const uint8_t pds_type = frame[off] >> 3;
+    if (pds_type == static_cast<uint8_t>(uet::PdsType::kNack) ||
+        pds_type == static_cast<uint8_t>(uet::PdsType::kNackCcx)) {
+      fb.kind = Feedback::Kind::kUetNack;
+      fb.code = frame[off + 2];
+      fb.key = Load16(frame + off + 10);  // DPDCID: the initiator's PDC
+    }
+  }
+  return fb;
+}
+
 }  // namespace fg::proto

@@ -75,6 +75,16 @@ struct SignatureParse {
 // headers, to the start of the payload, and returns the offset of a signature
 // there, or -1 when the frame is not a test frame (other protocol, truncated,
 // payload too short, no magic).
+// What a frame without a signature may still be: congestion and loss
+// feedback addressed to one of our flows.
+struct Feedback {
+  enum class Kind : uint8_t { kNone, kRoceCnp, kRoceNak, kUetNack };
+  Kind kind = Kind::kNone;
+  uint32_t key = 0;  // RoCEv2: destination QP; UET: DPDCID (the initiator's PDC)
+  uint8_t code = 0;  // NAK syndrome code or UET NACK code
+};
+Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse& opt = {});
+
 // With `ecn`, also returns the IP header's ECN bits (IPv4 or IPv6).
 int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {}, uint8_t* ecn = nullptr);
 

@@ -28,7 +28,34 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
     for (uint32_t i = 0; i < g.flows; ++i, ++slot) {
       flow_to_slot_[g.first_flow + i] = slot;
       slot_group_[slot] = g.group;
+      if (g.key_kind != GroupRange::KeyKind::kNone) {
+        key_to_slot_.emplace(uint64_t{static_cast<uint8_t>(g.key_kind)} << 32 | (g.key_base + i), slot);
+      }
     }
+  }
+}
+
+// A frame without a signature: feedback addressed to one of our flows, or
+// nothing we know. Off the fast path: control frames are few.
+void RxTask::CountFeedback(const uint8_t* frame, uint32_t len) {
+  const proto::Feedback fb = proto::ClassifyFeedback(frame, len);
+  if (fb.kind == proto::Feedback::Kind::kNone) return;
+  const GroupRange::KeyKind kind =
+      fb.kind == proto::Feedback::Kind::kUetNack ? GroupRange::KeyKind::kUetPdc : GroupRange::KeyKind::kRoceQp;
+  (fb.kind == proto::Feedback::Kind::kRoceCnp   ? fb_cnp_
+   : fb.kind == proto::Feedback::Kind::kRoceNak ? fb_nak_
+                                                : fb_nack_)
+      .Add(1);
+  auto it = key_to_slot_.find(uint64_t{static_cast<uint8_t>(kind)} << 32 | fb.key);
+  if (it == key_to_slot_.end()) {
+    fb_unmatched_.Add(1);
+    return;
+  }
+  stats::FlowState& f = flows_[it->second];
+  if (fb.kind == proto::Feedback::Kind::kRoceCnp) {
+    ++f.cnp;
+  } else {
+    ++f.nack;
   }
 }
 
@@ -57,6 +84,7 @@ unsigned RxTask::Poll() {
     if (slot == kNoSlot) {
       live_[num_groups_].packets.Add(1);
       live_[num_groups_].bytes.Add(bytes);
+      if (off < 0) CountFeedback(d, m->data_len);
       continue;
     }
     const uint32_t group = slot_group_[slot];

@@ -23,6 +23,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "base/counter.h"
 #include "base/poll_task.h"
 #include "base/tsc.h"
@@ -43,6 +44,15 @@ struct GroupRange {
   uint32_t group = 0;
   uint32_t first_flow = 0;
   uint32_t flows = 0;
+  // Flow keys, to attribute feedback (CNP, NAK, NACK) that carries no
+  // signature: flow i has key key_base + i.
+  enum class KeyKind : uint8_t { kNone, kRoceQp, kUetPdc } key_kind = KeyKind::kNone;
+  uint32_t key_base = 0;
+};
+
+// Feedback frames seen by a task, matched to a flow or not.
+struct FeedbackCounters {
+  uint64_t cnp = 0, roce_nak = 0, uet_nack = 0, unmatched = 0;
 };
 
 class RxTask : public PollTask {
@@ -62,6 +72,9 @@ class RxTask : public PollTask {
   // sums over its flows.
   std::vector<stats::GroupStats> Summaries() const;
   const stats::LossLog& loss_log() const { return log_; }
+  FeedbackCounters feedback() const {
+    return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read()};
+  }
 
  private:
   struct alignas(64) Live {
@@ -76,6 +89,10 @@ class RxTask : public PollTask {
   std::unique_ptr<Live[]> live_;  // num_groups + 1 (the last: unknown)
   uint32_t num_groups_;
   stats::LossLog log_;
+  absl::flat_hash_map<uint64_t, uint32_t> key_to_slot_;  // (KeyKind << 32 | key) -> slot
+  Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_;
+
+  void CountFeedback(const uint8_t* frame, uint32_t len);
 };
 
 }  // namespace fg::rx

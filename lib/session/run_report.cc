@@ -82,6 +82,10 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("rx_bytes", p.rx_bytes);
     w.Field("rx_unknown_packets", p.rx_unknown_packets);
     w.Field("rx_unknown_bytes", p.rx_unknown_bytes);
+    w.Field("rx_cnp_packets", p.rx_cnp);
+    w.Field("rx_roce_nak_packets", p.rx_roce_nak);
+    w.Field("rx_uet_nack_packets", p.rx_uet_nack);
+    w.Field("rx_feedback_unmatched_packets", p.rx_feedback_unmatched);
     w.Field("duration_ns", r.duration_ns);
     w.Key("pmd_stats");  // the driver's counters (bytes as the PMD counts them, usually without FCS)
     w.BeginObject();
@@ -129,6 +133,8 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
       w.Field("late_packets", a.late);
       w.Field("sequence_gap_packets", a.lost);
       w.Field("ecn_ce_packets", a.ce);
+      w.Field("cnp_received", a.cnp);
+      w.Field("nack_received", a.nack);
       w.Field("loss_events", a.loss_events);
       w.Field("loss_duration_total_ns", a.loss_ns_total);
       w.Field("loss_duration_max_ns", a.loss_ns_max);

@@ -5,6 +5,8 @@
 namespace fg::stats {
 
 void GroupStats::AddFlow(const FlowState& f) {
+  cnp += f.cnp;
+  nack += f.nack;
   if (!f.started) return;
   ++flows_seen;
   received += f.received;
@@ -42,6 +44,8 @@ void GroupStats::Merge(const GroupStats& o) {
   reordered += o.reordered;
   late += o.late;
   ce += o.ce;
+  cnp += o.cnp;
+  nack += o.nack;
   loss_events += o.loss_events;
   loss_ns_total += o.loss_ns_total;
   loss_ns_max = std::max(loss_ns_max, o.loss_ns_max);

@@ -61,6 +61,8 @@ struct PacketKind {
   uint8_t key_len = 0;          // UET SPDCID (16), UDP destination port (16)
 };
 
+enum class KeyKind { kNone, kRoceQp, kUetPdc, kUdpPort };
+
 // What differs between the flows of one stream (fixed per flow).
 struct FlowVars {
   uint32_t flow_id = 0;       // in the signature
@@ -133,6 +135,7 @@ class Program {
   // The flow key (QP, PDC id or UDP port) of flow 0, and how wide it is.
   uint32_t key_base() const { return key_base_; }
   uint32_t key_bits() const { return kinds_[0].key_len * 8; }
+  KeyKind key_kind() const { return key_kind_; }
 
  private:
   std::vector<PacketKind> kinds_;  // [only] when one packet per message, else [first, middle, last]
@@ -145,6 +148,7 @@ class Program {
   bool entropy_random_ = false;
   bool per_flow_entropy_ = false;  // fixed mode: each flow its own source port
   uint32_t key_base_ = 0;
+  KeyKind key_kind_ = KeyKind::kNone;
   FlowVars flow0_;
   uint32_t msg_offset_unit_ = 0;
   bool udp_checksum_ = false;

@@ -188,6 +188,34 @@ streams:
   EXPECT_EQ(s.analysis.duplicate, 0u);
 }
 
+// CNPs, RoCE NAKs and UET NACKs carry no signature: they are attributed to
+// the flow whose QP / PDC they address, and counted per port when they match
+// none.
+TEST(Engine, FeedbackFramesAreCountedForTheFlowTheyAddress) {
+  Bench b = Make(R"(
+duration: 10 s
+ports: [{name: p, mtu: 9000}]
+streams:
+  - {name: data, rate: 100 kpps, count: 1000, flows: 4, frame: {roce: {op: WRITE, message: 1024, dest_qp: 0x100}}}
+  - {name: cnp, rate: 10 kpps, count: 10, frame: {roce: {op: CNP, dest_qp: 0x102}}}
+  - {name: nak, rate: 10 kpps, count: 5, frame: {roce: {op: NAK, dest_qp: 0x101}}}
+  - {name: uet, rate: 10 kpps, count: 100, flows: 2, frame: {uet: {service: RUD, spdcid: 10, dpdcid: 1, message: 1024, max_payload: 1024}}}
+  - {name: nack, rate: 10 kpps, count: 7, frame: {uet: {packet: nack, spdcid: 99, dpdcid: 11}}}
+  - {name: stray-cnp, rate: 10 kpps, count: 3, frame: {roce: {op: CNP, dest_qp: 0x999}}}
+)");
+  auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(50'000'000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->streams[0].rx.packets, 1000u);
+  EXPECT_EQ(r->streams[0].analysis.cnp, 10u);
+  EXPECT_EQ(r->streams[0].analysis.nack, 5u);
+  EXPECT_EQ(r->streams[3].analysis.nack, 7u);
+  EXPECT_EQ(r->ports[0].rx_cnp, 13u);
+  EXPECT_EQ(r->ports[0].rx_roce_nak, 5u);
+  EXPECT_EQ(r->ports[0].rx_uet_nack, 7u);
+  EXPECT_EQ(r->ports[0].rx_feedback_unmatched, 3u);
+  EXPECT_EQ(r->ports[0].rx_unknown_packets, 10u + 5 + 7 + 3);
+}
+
 TEST(Engine, InterruptEndsTheRunEarlyAndSaysSo) {
   Bench b = Make("streams: [{name: a, rate: 10 kpps, duration: 60 s}]\n");
   std::atomic<bool> stop{true};

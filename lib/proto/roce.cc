@@ -97,8 +97,9 @@ int PayloadOffset(uint8_t opcode) {
   static constexpr auto kOffsets = [] {
     std::array<int16_t, 256> o{};
     for (int op = 0; op < 256; ++op) {
-      o[op] = kOpcodeTable[op].valid && kOpcodeTable[op].payload ? static_cast<int16_t>(kBthLen + kOpcodeTable[op].ext_len())
-                                                                  : int16_t{-1};
+      o[op] = kOpcodeTable[op].valid && kOpcodeTable[op].payload
+                  ? static_cast<int16_t>(kBthLen + kOpcodeTable[op].ext_len())
+                  : int16_t{-1};
     }
     return o;
   }();

@@ -72,9 +72,7 @@ class RxTask : public PollTask {
   // sums over its flows.
   std::vector<stats::GroupStats> Summaries() const;
   const stats::LossLog& loss_log() const { return log_; }
-  FeedbackCounters feedback() const {
-    return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read()};
-  }
+  FeedbackCounters feedback() const { return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read()}; }
 
  private:
   struct alignas(64) Live {

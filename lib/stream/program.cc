@@ -304,9 +304,9 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
   // CNPs, ACKs or NACKs addresses someone else's QP or PDC.
   const bool roce_data = f.roce.op != config::RoceSpec::Op::kCnp && f.roce.op != config::RoceSpec::Op::kAck &&
                          f.roce.op != config::RoceSpec::Op::kNak;
-  p.key_kind_ = f.kind == FrameKind::kRoce  ? (roce_data ? KeyKind::kRoceQp : KeyKind::kNone)
-                : f.kind == FrameKind::kUet ? (f.uet.packet == UetSpec::Packet::kRequest ? KeyKind::kUetPdc
-                                                                                         : KeyKind::kNone)
+  p.key_kind_ = f.kind == FrameKind::kRoce ? (roce_data ? KeyKind::kRoceQp : KeyKind::kNone)
+                : f.kind == FrameKind::kUet
+                    ? (f.uet.packet == UetSpec::Packet::kRequest ? KeyKind::kUetPdc : KeyKind::kNone)
                 : f.kind == FrameKind::kUdp ? KeyKind::kUdpPort
                                             : KeyKind::kNone;
   p.key_base_ = f.kind == FrameKind::kRoce  ? f.roce.dest_qp

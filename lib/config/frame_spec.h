@@ -81,9 +81,12 @@ struct LbnSpec {
 
 struct EntropySpec {
   // fixed: one value per flow (udp_src + flow index), like a NIC hashing a QP;
-  // round_robin / random: every packet takes the next / a random one of K.
-  enum class Mode { kFixed, kRoundRobin, kRandom } mode = Mode::kFixed;
+  // round_robin / random: every packet takes the next / a random one of K;
+  // flowlet: a flow keeps its value until it pauses longer than `gap`, then
+  // takes the next one (dynamic load balancing in the sender).
+  enum class Mode { kFixed, kRoundRobin, kRandom, kFlowlet } mode = Mode::kFixed;
   uint32_t values = 1;  // K: the UDP source port (or UET entropy) spans base .. base + K - 1
+  int64_t gap_ns = 0;   // flowlet gap
 };
 
 struct FrameSpec {

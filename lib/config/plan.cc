@@ -67,7 +67,7 @@ absl::StatusOr<size_t> PortIndex(const Plan& plan, const Node& n) {
 }
 
 absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "port", "rx_port", "frame", "rate", "flows", "count", "duration"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "port", "rx_port", "frame", "rate", "burst", "flows", "count", "duration"}));
   StreamSpec s;
   s.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
@@ -84,8 +84,19 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
     const PortSpec& tx = plan.ports[s.port];
     FG_ASSIGN_OR_RETURN(s.frame, internal::ParseFrame(*f, tx.mtu, tx.name));
   }
-  FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));
-  FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());
+  if (auto b = n.Optional("burst")) {
+    if (n.Optional("rate")) return b->Error("a stream has either a rate or a burst schedule, not both");
+    FG_RETURN_IF_ERROR(b->CheckKeys({"frames", "gap"}));
+    FG_ASSIGN_OR_RETURN(Node frames, b->Required("frames"));
+    FG_ASSIGN_OR_RETURN(int64_t f, frames.Int(1, 1 << 30));
+    s.burst.frames = static_cast<uint32_t>(f);
+    FG_ASSIGN_OR_RETURN(Node gap, b->Required("gap"));
+    FG_ASSIGN_OR_RETURN(s.burst.gap_ns, gap.Duration());
+    s.rate = Rate{Rate::Kind::kPercentLine, 100};  // inside a burst: line rate
+  } else {
+    FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));
+    FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());
+  }
   FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
   FG_RETURN_IF_ERROR(Opt(n, "count", s.count, IntIn(1, INT64_MAX)));
   FG_RETURN_IF_ERROR(Opt(n, "duration", s.duration_ns, DurationV()));

@@ -48,6 +48,12 @@ struct StreamSpec {
   size_t rx_port = 0;  // index into Plan::ports (where it is expected back)
   FrameSpec frame;
   Rate rate;
+  // Instead of a rate: `frames` frames back to back at line rate, then `gap`
+  // idle, again and again (burst absorption, incast).
+  struct Burst {
+    uint32_t frames = 0;  // 0: no burst schedule, `rate` paces the stream
+    int64_t gap_ns = 0;
+  } burst;
   uint32_t flows = 1;       // QPs / PDCs / UDP ports: consecutive keys from the frame's
   uint64_t count = 0;       // 0 = unbounded (the stream's or plan's duration ends it)
   int64_t duration_ns = 0;  // 0 = the plan's duration

@@ -25,7 +25,13 @@ absl::StatusOr<CraftSummary> CraftPcap(const std::vector<CompiledStream>& stream
   FG_ASSIGN_OR_RETURN(proto::PcapWriter w, proto::PcapWriter::Open(path));
   std::vector<uint8_t> buf(max_len);
   auto when = [&](size_t i) {
-    return static_cast<uint64_t>(std::llround(static_cast<double>(summary.packets[i]) * 1e9 / streams[i].pps));
+    const CompiledStream& s = streams[i];
+    const uint64_t k = summary.packets[i];
+    if (s.burst_frames != 0) {  // bursts of back-to-back frames, one per period
+      return static_cast<uint64_t>(k / s.burst_frames) * static_cast<uint64_t>(s.burst_period_ns) +
+             static_cast<uint64_t>(std::llround(static_cast<double>(k % s.burst_frames) * s.burst_frame_ns));
+    }
+    return static_cast<uint64_t>(std::llround(static_cast<double>(k) * 1e9 / s.pps));
   };
   for (;;) {
     // The stream whose next packet is due first.

@@ -298,6 +298,8 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
   p.entropy_base_ = f.encap.udp_src;
   p.entropy_count_ = f.entropy.values;
   p.entropy_random_ = f.entropy.mode == config::EntropySpec::Mode::kRandom;
+  p.flowlet_gap_ns_ =
+      f.entropy.mode == config::EntropySpec::Mode::kFlowlet ? static_cast<uint64_t>(f.entropy.gap_ns) : 0;
   p.per_flow_entropy_ = f.entropy.mode == config::EntropySpec::Mode::kFixed;
   p.udp_checksum_ = f.encap.udp && f.encap.udp_checksum;
   // Only data flows own their key for feedback attribution: a stream of

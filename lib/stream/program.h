@@ -79,6 +79,8 @@ struct Cursor {
   uint32_t entropy = 0;       // index of the entropy value
   uint64_t message = 0;       // messages completed
   uint32_t rng = 0x9E3779B9;  // xorshift32 state for random entropy
+  uint32_t flowlet = 0;       // flowlet entropy: the current value's index
+  uint64_t last_ns = 0;       // flowlet entropy: when the flow last sent
 };
 
 class Program {
@@ -146,6 +148,7 @@ class Program {
   uint32_t entropy_base_ = 0;
   uint32_t entropy_count_ = 1;
   bool entropy_random_ = false;
+  uint64_t flowlet_gap_ns_ = 0;
   bool per_flow_entropy_ = false;  // fixed mode: each flow its own source port
   uint32_t key_base_ = 0;
   KeyKind key_kind_ = KeyKind::kNone;
@@ -197,6 +200,10 @@ inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_
       c.rng ^= c.rng >> 17;
       c.rng ^= c.rng << 5;
       e = static_cast<uint32_t>((uint64_t{c.rng} * entropy_count_) >> 32);
+    } else if (flowlet_gap_ns_ != 0) {  // a new value after a pause longer than the gap
+      if (c.last_ns != 0 && tx_ns - c.last_ns > flowlet_gap_ns_ && ++c.flowlet == entropy_count_) c.flowlet = 0;
+      c.last_ns = tx_ns;
+      e = c.flowlet;
     }
     proto::Store16(dst + k.entropy_off, static_cast<uint16_t>(v.entropy_base + e));
   }

@@ -63,6 +63,18 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
           plan.file, s.line, i, FormatRate(s.rate), plan.ports[s.port].name));
     }
     c.pps = s.rate.ToPps(c.frame_size, line);
+    if (s.burst.frames > 0) {
+      if (line <= 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s:%d: streams[%d].burst: a burst is sent at line rate, and port '%s' reports no link speed", plan.file,
+            s.line, i, plan.ports[s.port].name));
+      }
+      const double burst_ns = s.burst.frames * 8.0 * (c.frame_size + kEthL1Overhead) / line * 1e9;
+      c.burst_frames = s.burst.frames;
+      c.burst_frame_ns = burst_ns / s.burst.frames;
+      c.burst_period_ns = static_cast<int64_t>(std::llround(burst_ns)) + s.burst.gap_ns;
+      c.pps = s.burst.frames * 1e9 / static_cast<double>(c.burst_period_ns);
+    }
     const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
     if (line > 0 && std::isfinite(l1) && l1 > line * 1.000001) {
       return absl::InvalidArgumentError(absl::StrFormat(

@@ -27,10 +27,13 @@ struct CompiledStream {
   uint32_t flow_id = 0;  // first flow id (the signature carries flow_id .. flow_id + flows - 1)
   uint32_t flows = 1;
   Program program;
-  double frame_size = 0;    // mean bytes per frame on the wire, FCS included
-  double pps = 0;           // resolved rate
-  uint64_t count = 0;       // 0: bounded by duration only
-  int64_t duration_ns = 0;  // > 0 always (plan duration when the stream has none)
+  double frame_size = 0;        // mean bytes per frame on the wire, FCS included
+  double pps = 0;               // resolved rate (with a burst schedule: the average)
+  uint32_t burst_frames = 0;    // > 0: bursts of this many frames at line rate...
+  int64_t burst_period_ns = 0;  // ...starting every period (burst time + gap)
+  double burst_frame_ns = 0;    // one frame's time on the wire at line rate
+  uint64_t count = 0;           // 0: bounded by duration only
+  int64_t duration_ns = 0;      // > 0 always (plan duration when the stream has none)
   size_t tx_port = 0, rx_port = 0;
   uint16_t tx_queue = 0;
 };

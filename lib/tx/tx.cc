@@ -24,8 +24,12 @@ struct alignas(64) TxTask::State {
   uint64_t interval_fp = 0;  // TSC ticks per packet << kFpShift
   uint64_t start_tsc = 0;
   uint64_t end_tsc = 0;
-  uint64_t limit = 0;        // packets, 0 = none
-  uint64_t max_backlog = 0;  // due packets beyond which missed slots are skipped (1 ms worth)
+  uint64_t limit = 0;         // packets, 0 = none
+  uint64_t max_backlog = 0;   // due packets beyond which missed slots are skipped (1 ms worth)
+  uint32_t burst_frames = 0;  // burst schedule: frames per burst (0: paced by interval_fp)
+  uint64_t burst_period = 0;  // TSC ticks from one burst's start to the next
+  uint64_t next_burst = 0;    // TSC of the next burst's start
+  uint64_t burst_left = 0;    // frames of released bursts not yet generated
 
   alignas(64) uint64_t next_fp = 0;  // when the next packet is due, since start_tsc, << kFpShift
   uint64_t generated = 0;            // stamped (sent + pending)
@@ -54,6 +58,8 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
                   1, static_cast<uint64_t>(static_cast<double>(clock.hz()) * (1 << kFpShift) / s->pps + 0.5))
             : 0;
     st->limit = s->count;
+    st->burst_frames = s->burst_frames;
+    st->burst_period = clock.FromNs(static_cast<uint64_t>(s->burst_period_ns));
     st->max_backlog =
         std::max<uint64_t>(4 * kTxBurst, std::isfinite(s->pps) ? static_cast<uint64_t>(s->pps / 1000) : 0);
     st->cursors.assign(s->flows, s->program.Start());
@@ -69,6 +75,8 @@ void TxTask::Arm(uint64_t start_tsc) {
   for (auto& st : streams_) {
     st->start_tsc = start_tsc;
     st->next_fp = 0;
+    st->next_burst = start_tsc;
+    st->burst_left = 0;
     st->end_tsc = start_tsc + clock_.FromNs(static_cast<uint64_t>(st->s->duration_ns));
   }
 }
@@ -89,6 +97,32 @@ bool TxTask::Done() const {
   return true;
 }
 
+bool TxTask::Generate(State& st, unsigned n, uint64_t now) {
+  if (rte_pktmbuf_alloc_bulk(pool_, st.pending, n) != 0) {
+    st.alloc_failures.Add(1);
+    return false;
+  }
+  const stream::Program& prog = st.s->program;
+  const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
+  const uint64_t ts = clock_.ToNs(now);
+  for (unsigned i = 0; i < n; ++i) {
+    rte_mbuf* m = st.pending[i];
+    const uint32_t f = st.next_flow;
+    // The flows take turns: fetch the state of the one 8 ahead now.
+    const uint32_t ahead = f + 8 < nflows ? f + 8 : f + 8 - nflows;
+    __builtin_prefetch(&st.cursors[ahead], 1);
+    __builtin_prefetch(&st.vars[ahead], 0);
+    const uint32_t len = prog.Emit(rte_pktmbuf_mtod(m, uint8_t*), st.cursors[f], ts, st.vars[f]);
+    if (++st.next_flow == nflows) st.next_flow = 0;
+    m->data_len = static_cast<uint16_t>(len);
+    m->pkt_len = len;
+    st.pending_len[i] = len + kEthFcsLen;
+  }
+  st.npending = static_cast<uint16_t>(n);
+  st.generated += n;
+  return true;
+}
+
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();
@@ -100,6 +134,16 @@ unsigned TxTask::Poll() {
     if (!st.exhausted && st.npending == 0) {
       if (now >= st.end_tsc || (st.limit != 0 && st.generated >= st.limit)) {
         st.exhausted = true;
+      } else if (st.burst_frames != 0) {
+        // Burst schedule: each period releases a whole burst, sent as fast
+        // as the port takes it (back to back at line rate on a NIC).
+        while (now >= st.next_burst) {
+          st.burst_left += st.burst_frames;
+          st.next_burst += st.burst_period;
+        }
+        unsigned n = static_cast<unsigned>(std::min<uint64_t>(st.burst_left, kTxBurst));
+        if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - st.generated));
+        if (n != 0 && Generate(st, n, now)) st.burst_left -= n;
       } else if (now >= st.start_tsc && ((now - st.start_tsc) << kFpShift) >= st.next_fp) {
         const uint64_t now_fp = (now - st.start_tsc) << kFpShift;
         uint64_t due = st.interval_fp == 0 ? kTxBurst : (now_fp - st.next_fp) / st.interval_fp + 1;  // per burst
@@ -113,29 +157,7 @@ unsigned TxTask::Poll() {
         }
         unsigned n = static_cast<unsigned>(std::min<uint64_t>(due, kTxBurst));
         if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - st.generated));
-        if (rte_pktmbuf_alloc_bulk(pool_, st.pending, n) != 0) {
-          st.alloc_failures.Add(1);
-        } else {
-          const stream::Program& prog = st.s->program;
-          const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
-          const uint64_t ts = clock_.ToNs(now);
-          for (unsigned i = 0; i < n; ++i) {
-            rte_mbuf* m = st.pending[i];
-            const uint32_t f = st.next_flow;
-            // The flows take turns: fetch the state of the one 8 ahead now.
-            const uint32_t ahead = f + 8 < nflows ? f + 8 : f + 8 - nflows;
-            __builtin_prefetch(&st.cursors[ahead], 1);
-            __builtin_prefetch(&st.vars[ahead], 0);
-            const uint32_t len = prog.Emit(rte_pktmbuf_mtod(m, uint8_t*), st.cursors[f], ts, st.vars[f]);
-            if (++st.next_flow == nflows) st.next_flow = 0;
-            m->data_len = static_cast<uint16_t>(len);
-            m->pkt_len = len;
-            st.pending_len[i] = len + kEthFcsLen;
-          }
-          st.npending = static_cast<uint16_t>(n);
-          st.generated += n;
-          st.next_fp += n * st.interval_fp;
-        }
+        if (Generate(st, n, now)) st.next_fp += n * st.interval_fp;
       }
     }
 

@@ -59,6 +59,9 @@ class TxTask : public PollTask {
 
  private:
   struct State;
+  // Allocates `n` mbufs and writes the stream's next `n` packets into them
+  // (pending); false when the pool is empty (counted, retried next poll).
+  bool Generate(State& st, unsigned n, uint64_t now);
   uint16_t port_id_, queue_;
   rte_mempool* pool_;
   TscClock clock_;

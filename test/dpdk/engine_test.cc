@@ -216,6 +216,22 @@ streams:
   EXPECT_EQ(r->ports[0].rx_unknown_packets, 10u + 5 + 7 + 3);
 }
 
+TEST(Engine, BurstScheduleSendsWholeBurstsEveryPeriod) {
+  // 64 frames back to back, then 2 ms idle: 10 bursts for a count of 640.
+  Bench b = Make("streams: [{name: b, burst: {frames: 64, gap: 2 ms}, count: 640, frame: {size: 512}}]\n");
+  ASSERT_EQ(b.streams[0].burst_frames, 64u);
+  // 64 x (512 + 20) B at 10 Gbit/s = 27.2 us of burst, + 2 ms of gap.
+  EXPECT_EQ(b.streams[0].burst_period_ns, 27238 + 2'000'000);
+  auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(20'000'000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const StreamResult& s = r->streams[0];
+  EXPECT_EQ(s.tx.packets, 640u);
+  EXPECT_EQ(s.rx.packets, 640u);
+  EXPECT_EQ(s.lost(), 0);
+  // First to last burst: 9 periods (+ the last burst's own sending time).
+  EXPECT_NEAR(static_cast<double>(s.tx_duration_ns), 9 * 2'027'238.0, 1'000'000.0);
+}
+
 TEST(Engine, InterruptEndsTheRunEarlyAndSaysSo) {
   Bench b = Make("streams: [{name: a, rate: 10 kpps, duration: 60 s}]\n");
   std::atomic<bool> stop{true};

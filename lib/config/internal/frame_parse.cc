@@ -331,13 +331,21 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
     }
   }
   if (auto en = n.Optional("entropy")) {
-    FG_RETURN_IF_ERROR(en->CheckKeys({"mode", "values"}));
+    FG_RETURN_IF_ERROR(en->CheckKeys({"mode", "values", "gap"}));
     static constexpr std::pair<const char*, EntropySpec::Mode> kModes[] = {
         {"fixed", EntropySpec::Mode::kFixed},
         {"round_robin", EntropySpec::Mode::kRoundRobin},
-        {"random", EntropySpec::Mode::kRandom}};
+        {"random", EntropySpec::Mode::kRandom},
+        {"flowlet", EntropySpec::Mode::kFlowlet}};
     FG_RETURN_IF_ERROR(Opt(*en, "mode", f.entropy.mode, [](const Node& x) { return Named(x, kModes); }));
     FG_RETURN_IF_ERROR(Opt(*en, "values", f.entropy.values, IntIn(1, 65536)));
+    FG_RETURN_IF_ERROR(Opt(*en, "gap", f.entropy.gap_ns, [](const Node& x) { return x.Duration(); }));
+    if (f.entropy.mode == EntropySpec::Mode::kFlowlet && f.entropy.gap_ns == 0) {
+      return en->Error("flowlet entropy needs a gap, e.g. {mode: flowlet, values: 8, gap: 50 us}");
+    }
+    if (f.entropy.mode != EntropySpec::Mode::kFlowlet && en->Optional("gap")) {
+      return en->At("gap").Error("gap applies to mode: flowlet only");
+    }
     if (f.entropy.mode == EntropySpec::Mode::kFixed) f.entropy.values = 1;
     if (uint32_t{e.udp_src} + f.entropy.values > 65536) {
       return en->Error(absl::StrFormat("udp_src %d + %d values passes 65535", e.udp_src, f.entropy.values));

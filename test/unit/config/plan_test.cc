@@ -135,6 +135,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"default_size_too_small", "streams:\n  - {name: s, rate: 1 kpps, frame: {l3: ipv6, vlan: {id: 1}}}\n",
                 "bad.yaml:2:36: streams[0].frame: 64 B is too small: headers and the 16 B test signature need at "
                 "least 86 B"},
+        BadCase{"burst_and_rate", "streams:\n  - {name: s, rate: 1 kpps, burst: {frames: 10, gap: 1 ms}}\n",
+                "streams[0].burst: a stream has either a rate or a burst schedule, not both"},
+        BadCase{"burst_without_gap", "streams:\n  - {name: s, burst: {frames: 10}}\n",
+                "streams[0].burst: missing required field 'streams[0].burst.gap'"},
         BadCase{"wrong_version", "version: 2\nstreams: [{name: s, rate: 1 kpps}]\n",
                 "bad.yaml:1:10: version: 2 is out of range"}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -185,6 +185,26 @@ TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {
   EXPECT_EQ(seen.size(), 8u);
 }
 
+TEST(Program, FlowletEntropyChangesOnlyAfterAGap) {
+  auto p =
+      Program::Compile(Frame("{entropy: {mode: flowlet, values: 4, gap: 10 us}, roce: {op: SEND, message: 64}}"), 0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  Cursor c = p->Start();
+  std::vector<uint8_t> f(p->buffer_len());
+  auto sport_at = [&](uint64_t t) {
+    p->Emit(f.data(), c, t);
+    EXPECT_EQ(proto::LoadIcrc(&f[p->kinds()[0].t.icrc_offset]), FullIcrc(f, p->kinds()[0]));
+    return proto::Load16(&f[p->kinds()[0].t.l4_offset]);
+  };
+  EXPECT_EQ(sport_at(1'000'000), 49152);
+  EXPECT_EQ(sport_at(1'005'000), 49152);  // 5 us later: same flowlet
+  EXPECT_EQ(sport_at(1'014'000), 49152);  // 9 us later: same flowlet
+  EXPECT_EQ(sport_at(1'030'000), 49153);  // 16 us pause: next value
+  EXPECT_EQ(sport_at(1'031'000), 49153);
+  for (uint64_t t = 1'100'000; t < 1'400'000; t += 100'000) sport_at(t);  // three more flowlets: wraps
+  EXPECT_EQ(sport_at(1'500'000), 49153);                                  // 49154, 49155, 49152, then 49153
+}
+
 TEST(Program, PfcAndLbnFramesAreFixed) {
   auto pfc = Program::Compile(Frame("{pfc: {priorities: [3]}}"), 0);
   ASSERT_TRUE(pfc.ok());

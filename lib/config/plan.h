@@ -54,9 +54,10 @@ struct StreamSpec {
     uint32_t frames = 0;  // 0: no burst schedule, `rate` paces the stream
     int64_t gap_ns = 0;
   } burst;
-  uint32_t flows = 1;       // QPs / PDCs / UDP ports: consecutive keys from the frame's
-  uint64_t count = 0;       // 0 = unbounded (the stream's or plan's duration ends it)
-  int64_t duration_ns = 0;  // 0 = the plan's duration
+  bool verify_payload = false;  // RX checks every payload byte (costs a pass over each frame)
+  uint32_t flows = 1;           // QPs / PDCs / UDP ports: consecutive keys from the frame's
+  uint64_t count = 0;           // 0 = unbounded (the stream's or plan's duration ends it)
+  int64_t duration_ns = 0;      // 0 = the plan's duration
   int line = 0;
 };
 

@@ -85,6 +85,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
         default: break;
       }
       g.key_base = streams[i].program.key_base();
+      g.verify_payload = streams[i].verify_payload;
       groups.push_back(g);
     }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
@@ -219,6 +220,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     r.frame_size = streams[i].frame_size;
     r.signed_frames = streams[i].program.signed_frames();
     r.flows = streams[i].flows;
+    r.verify_payload = streams[i].verify_payload;
     r.received = ports[streams[i].rx_port]->options().rx_queues > 0;
     r.set_pps = streams[i].pps;
   }

@@ -68,6 +68,7 @@ struct StreamResult {
   bool received = true;       // false: the RX port has no RX queues (a TX-only port): no RX figures
   double set_pps = 0;
   uint32_t flows = 1;
+  bool verify_payload = false;
   tx::TxCounters tx;
   rx::RxCounters rx;
   stats::GroupStats analysis;  // sequence, latency and jitter over the stream's flows

@@ -38,7 +38,8 @@ size_t UetHeadersLen(const uint8_t* p, size_t avail, const SignatureParse& opt) 
 
 }  // namespace
 
-int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt, uint8_t* ecn) {
+int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt, uint8_t* ecn,
+                        uint32_t* payload_end) {
   size_t off = 12;
   if (len < off + 2) return -1;
   uint16_t type = Load16(frame + off);
@@ -102,7 +103,14 @@ int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& 
   }
   if (l4_end < payload + kSignatureLen + trailer) return -1;
   if (Load16(frame + payload) != kSignatureMagic) return -1;
+  if (payload_end != nullptr) *payload_end = static_cast<uint32_t>(l4_end - trailer);
   return static_cast<int>(payload);
+}
+
+uint32_t CountPayloadErrors(const uint8_t* frame, uint32_t sig, uint32_t end) {
+  uint32_t errors = 0;
+  for (uint32_t i = sig + kSignatureLen; i < end; ++i) errors += frame[i] != static_cast<uint8_t>(i - sig) ? 1 : 0;
+  return errors;
 }
 
 Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse& opt) {

@@ -85,7 +85,14 @@ struct Feedback {
 };
 Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse& opt = {});
 
-// With `ecn`, also returns the IP header's ECN bits (IPv4 or IPv6).
-int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {}, uint8_t* ecn = nullptr);
+// With `ecn`, also returns the IP header's ECN bits (IPv4 or IPv6); with
+// `payload_end`, where the payload ends (before pad and ICRC).
+int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {}, uint8_t* ecn = nullptr,
+                        uint32_t* payload_end = nullptr);
+
+// Test payloads after the signature hold a counting pattern: byte i of the
+// payload is (i & 0xFF). Returns the number of bytes in [sig + 16, end) that
+// differ from it.
+uint32_t CountPayloadErrors(const uint8_t* frame, uint32_t sig, uint32_t end);
 
 }  // namespace fg::proto

@@ -15,6 +15,7 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       queue_(queue),
       clock_(clock),
       flow_to_slot_(total_flows, kNoSlot),
+      group_verify_(num_groups, 0),
       groups_(num_groups),
       live_(new Live[num_groups + 1]),
       num_groups_(num_groups),
@@ -25,6 +26,7 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
   slot_group_.resize(slots);
   uint32_t slot = 0;
   for (const GroupRange& g : groups) {
+    if (g.verify_payload) group_verify_[g.group] = 1;
     for (uint32_t i = 0; i < g.flows; ++i, ++slot) {
       flow_to_slot_[g.first_flow + i] = slot;
       slot_group_[slot] = g.group;
@@ -72,6 +74,7 @@ unsigned RxTask::Poll() {
   const uint64_t rx_ns = clock_.ToNs(ReadTsc());
   const uint32_t nflows = static_cast<uint32_t>(flow_to_slot_.size());
   int32_t sig[kRxBurst];
+  uint32_t end[kRxBurst];
   uint32_t slots[kRxBurst];
   uint8_t ecn[kRxBurst];
   rte_prefetch0(rte_pktmbuf_mtod(pkts[0], void*));
@@ -80,7 +83,7 @@ unsigned RxTask::Poll() {
     const rte_mbuf* m = pkts[i];
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
     ecn[i] = 0;
-    sig[i] = proto::FindSignatureOffset(d, m->data_len, proto::SignatureParse{}, &ecn[i]);
+    sig[i] = proto::FindSignatureOffset(d, m->data_len, proto::SignatureParse{}, &ecn[i], &end[i]);
     slots[i] = kNoSlot;
     if (sig[i] >= 0) {
       const uint32_t flow = proto::Load24(d + sig[i] + 3);
@@ -101,6 +104,9 @@ unsigned RxTask::Poll() {
     }
     const uint8_t* s = d + sig[i];
     const uint32_t group = slot_group_[slot];
+    if (group_verify_[group] && proto::CountPayloadErrors(d, static_cast<uint32_t>(sig[i]), end[i]) != 0) {
+      ++flows_[slot].payload_errors;
+    }
     stats::Observe(flows_[slot], groups_[group], log_, proto::Load24(s + 3), proto::Load32(s + 6),
                    proto::Load48(s + 10), rx_ns, ecn[i] == 3);
     live_[group].packets.Add(1);

@@ -48,6 +48,7 @@ struct GroupRange {
   // signature: flow i has key key_base + i.
   enum class KeyKind : uint8_t { kNone, kRoceQp, kUetPdc } key_kind = KeyKind::kNone;
   uint32_t key_base = 0;
+  bool verify_payload = false;  // check every payload byte against the pattern
 };
 
 // Feedback frames seen by a task, matched to a flow or not.
@@ -82,6 +83,7 @@ class RxTask : public PollTask {
   TscClock clock_;
   std::vector<uint32_t> flow_to_slot_;   // global flow id -> slot
   std::vector<uint32_t> slot_group_;     // slot -> group
+  std::vector<uint8_t> group_verify_;    // group -> verify its payloads
   std::vector<stats::FlowState> flows_;  // per slot
   std::vector<stats::GroupStats> groups_;
   std::unique_ptr<Live[]> live_;  // num_groups + 1 (the last: unknown)

@@ -133,6 +133,12 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
       w.Field("late_packets", a.late);
       w.Field("sequence_gap_packets", a.lost);
       w.Field("ecn_ce_packets", a.ce);
+      w.Key("payload_error_packets");
+      if (s.verify_payload) {
+        w.Uint(a.payload_errors);
+      } else {
+        w.Null();  // not checked
+      }
       w.Field("cnp_received", a.cnp);
       w.Field("nack_received", a.nack);
       w.Field("loss_events", a.loss_events);

@@ -7,6 +7,7 @@ namespace fg::stats {
 void GroupStats::AddFlow(const FlowState& f) {
   cnp += f.cnp;
   nack += f.nack;
+  payload_errors += f.payload_errors;
   if (!f.started) return;
   ++flows_seen;
   received += f.received;
@@ -46,6 +47,7 @@ void GroupStats::Merge(const GroupStats& o) {
   ce += o.ce;
   cnp += o.cnp;
   nack += o.nack;
+  payload_errors += o.payload_errors;
   loss_events += o.loss_events;
   loss_ns_total += o.loss_ns_total;
   loss_ns_max = std::max(loss_ns_max, o.loss_ns_max);

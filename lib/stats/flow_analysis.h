@@ -53,8 +53,9 @@ struct alignas(64) FlowState {
   uint64_t loss_events = 0;
   uint64_t loss_ns_total = 0;
   uint64_t loss_ns_max = 0;
-  uint32_t cnp = 0;   // RoCEv2 CNPs addressed to this flow's QP
-  uint32_t nack = 0;  // RoCEv2 NAKs / UET NACKs addressed to this flow
+  uint32_t payload_errors = 0;  // frames whose payload differs from the pattern (when checked)
+  uint32_t cnp = 0;             // RoCEv2 CNPs addressed to this flow's QP
+  uint32_t nack = 0;            // RoCEv2 NAKs / UET NACKs addressed to this flow
   bool started = false;
 };
 
@@ -62,7 +63,7 @@ struct alignas(64) FlowState {
 // the latency histogram the RX lcore fills directly.
 struct GroupStats {
   LatencyHistogram latency;
-  uint64_t received = 0, duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0;
+  uint64_t received = 0, duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0, payload_errors = 0;
   int64_t lost = 0;
   uint64_t loss_events = 0, loss_ns_total = 0, loss_ns_max = 0;
   uint32_t max_extent = 0;

@@ -17,6 +17,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.name = s.name;
     c.flow_id = next_flow;
     c.flows = s.flows;
+    c.verify_payload = s.verify_payload;
     next_flow += s.flows;
     auto program = Program::Compile(s.frame, c.flow_id);
     if (!program.ok()) {

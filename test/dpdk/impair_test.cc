@@ -27,6 +27,7 @@ struct Impairments {
   std::set<uint32_t> drop;
   std::set<uint32_t> dup;
   std::map<uint32_t, uint32_t> hold_until;  // seq -> release right after this seq passes
+  std::set<uint32_t> corrupt;               // flip the last payload byte
 };
 
 // Moves frames from `in` to `out`, impairing them; counts what it did.
@@ -60,6 +61,7 @@ class Mover {
           rte_pktmbuf_free(m);
           continue;
         }
+        if (imp_.corrupt.count(seq)) rte_pktmbuf_mtod(m, uint8_t*)[m->data_len - 1] ^= 0x5A;
         if (imp_.hold_until.count(seq)) {
           held[seq] = m;
           continue;
@@ -102,7 +104,7 @@ TEST(Impairment, AnalyzerReportsExactlyWhatThePathDid) {
   auto plan = config::ParsePlan("imp.yaml", R"(
 duration: 10 s
 ports: [{name: a}, {name: b}]
-streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, frame: {size: 128}}]
+streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_payload: true, frame: {size: 128}}]
 )");
   ASSERT_TRUE(plan.ok()) << plan.status();
   std::vector<std::unique_ptr<port::Port>> ports;
@@ -120,6 +122,7 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, frame: {s
   imp.drop.insert({500, 501, 7000});
   imp.dup = {300, 301, 302};
   imp.hold_until = {{800, 805}, {900, 901}};  // 800 after 805 (extent 5), 900 after 901 (extent 1)
+  imp.corrupt = {42, 4242, 9999};
   TrialResult r;
   {
     Mover mover(in, out, ports[0]->pool(), imp);
@@ -138,6 +141,7 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, frame: {s
   EXPECT_EQ(s.analysis.reordered, 2u);
   EXPECT_EQ(s.analysis.max_extent, 5u);
   EXPECT_EQ(s.analysis.late, 0u);
+  EXPECT_EQ(s.analysis.payload_errors, 3u);
   // Gap events as seen on arrival: the three losses and the two holes the
   // reordered packets filled later.
   EXPECT_EQ(s.analysis.loss_events, 5u);

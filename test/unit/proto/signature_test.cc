@@ -57,6 +57,25 @@ TEST(Signature, FoundAtThePayloadOfEveryFrameKind) {
   }
 }
 
+TEST(Signature, PayloadCheckCoversThePayloadOnly) {
+  Encap e;
+  e.udp_dst = roce::kUdpPort;
+  uint8_t hdr[roce::kBthLen];
+  roce::WriteBth(hdr, roce::Bth{.opcode = 0x04, .pad_count = 2});  // SEND_ONLY, 18 B payload + 2 B pad
+  FrameTemplate t = BuildFrame(e, hdr, 18, 2, Trailer::kIcrc);
+  uint32_t end = 0;
+  const int off = FindSignatureOffset(t.bytes.data(), t.bytes.size(), {}, nullptr, &end);
+  ASSERT_EQ(off, t.signature_offset);
+  EXPECT_EQ(end, t.payload_offset + 18);  // before the pad and the ICRC
+  EXPECT_EQ(CountPayloadErrors(t.bytes.data(), off, end), 0u);
+  t.bytes[t.icrc_offset] ^= 1;  // not payload
+  t.bytes[end] ^= 1;            // the pad: not payload
+  EXPECT_EQ(CountPayloadErrors(t.bytes.data(), off, end), 0u);
+  t.bytes[end - 1] ^= 0x10;
+  t.bytes[off + 16] ^= 0x01;
+  EXPECT_EQ(CountPayloadErrors(t.bytes.data(), off, end), 2u);
+}
+
 TEST(Signature, UetNativeIpMode) {
   Encap e;
   e.udp = false;

@@ -161,6 +161,17 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     for (auto& ref : rxs) {
       for (uint32_t i = 0; i < streams.size(); ++i) smp.rx_packets[i] += ref.task->counters(i).packets;
     }
+    // The ports' extended counters too (read by the control thread, as
+    // testpmd does; the lcores are not disturbed).
+    const bool first = result.xstat_names.empty();
+    if (first) result.xstat_names.resize(ports.size());
+    smp.xstats.resize(ports.size());
+    for (size_t pi = 0; pi < ports.size(); ++pi) {
+      for (const port::Xstat& x : ports[pi]->xstats()) {
+        if (first) result.xstat_names[pi].push_back(x.name);
+        smp.xstats[pi].push_back(x.value);
+      }
+    }
     result.samples.push_back(std::move(smp));
   };
   const uint64_t sample_every = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(0, options.sample_interval_ns)));

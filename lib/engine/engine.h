@@ -41,6 +41,7 @@ struct Progress {
 struct Sample {
   int64_t t_ns = 0;                              // since the synchronized start
   std::vector<uint64_t> tx_packets, rx_packets;  // per stream
+  std::vector<std::vector<uint64_t>> xstats;     // per port, in TrialResult::xstat_names order
 };
 
 struct TrialOptions {
@@ -98,9 +99,10 @@ struct TrialResult {
   bool timed_out = false;  // the TX phase hit max_duration_ns
   std::vector<StreamResult> streams;
   std::vector<PortResult> ports;
-  std::vector<std::string> placement;         // "lcore 1: tx loop0/q0, rx loop0/q0"
-  std::vector<Sample> samples;                // every sample_interval_ns, and one at the end of TX
-  std::vector<stats::LossEvent> loss_events;  // the first ones, in receive-time order per RX task
+  std::vector<std::string> placement;                 // "lcore 1: tx loop0/q0, rx loop0/q0"
+  std::vector<Sample> samples;                        // every sample_interval_ns, and one at the end of TX
+  std::vector<std::vector<std::string>> xstat_names;  // per port (pause/PFC counters where the PMD has them)
+  std::vector<stats::LossEvent> loss_events;          // the first ones, in receive-time order per RX task
   uint64_t loss_events_not_logged = 0;
   std::string timestamp_source = "tsc: software, TX before rte_eth_tx_burst, RX after rte_eth_rx_burst";
 };

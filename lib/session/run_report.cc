@@ -181,6 +181,14 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   w.Key("timeseries");
   w.BeginObject();
   w.Field("interval_note", "one sample per second from the synchronized start, and one when TX ended");
+  w.Key("xstat_names");
+  w.BeginArray();
+  for (const auto& names : r.xstat_names) {
+    w.BeginArray();
+    for (const std::string& n : names) w.String(n);
+    w.EndArray();
+  }
+  w.EndArray();
   w.Key("samples");
   w.BeginArray();
   for (const engine::Sample& smp : r.samples) {
@@ -193,6 +201,14 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Key("rx_packets");
     w.BeginArray();
     for (uint64_t v : smp.rx_packets) w.Uint(v);
+    w.EndArray();
+    w.Key("xstats");  // per port, values in xstat_names order
+    w.BeginArray();
+    for (const auto& values : smp.xstats) {
+      w.BeginArray();
+      for (uint64_t v : values) w.Uint(v);
+      w.EndArray();
+    }
     w.EndArray();
     w.EndObject();
   }

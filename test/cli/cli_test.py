@@ -71,6 +71,16 @@ class RunTest(Workdir):
         self.assertEqual(port["driver"], "net_ring")
         self.assertEqual(port["tx_packets"], 500_000 + big["tx_packets"])
         self.assertEqual(rep["loss_events"]["logged"], 0)
+        # Per-second samples: t = 0, 1 s, then the end of TX; the PMD's xstats ride along.
+        samples = rep["timeseries"]["samples"]
+        self.assertGreaterEqual(len(samples), 3)
+        self.assertEqual(samples[0]["t_ns"] // 1_000_000_000, 0)
+        self.assertEqual(samples[-1]["tx_packets"][1], 500_000)
+        names = rep["timeseries"]["xstat_names"][0]
+        self.assertIn("rx_good_packets", names)
+        last = dict(zip(names, samples[-1]["xstats"][0]))
+        self.assertLessEqual(last["rx_good_packets"], port["rx_packets"])
+        self.assertGreater(last["rx_good_packets"], 0)
         self.assertEqual(port["rx_packets"], port["tx_packets"])
         self.assertEqual(port["rx_unknown_packets"], 0)
         self.assertEqual(port["pmd_stats"]["rx_packets"], port["rx_packets"])

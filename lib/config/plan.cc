@@ -11,25 +11,10 @@
 namespace fg::config {
 namespace {
 
+using internal::DurationIn;
+using internal::IntIn;
 using internal::Node;
-
-// Reads map[key] with `read` when the key is present.
-template <typename T, typename Read>
-absl::Status Opt(const Node& map, std::string_view key, T& out, Read read) {
-  if (auto n = map.Optional(key)) {
-    auto v = read(*n);
-    if (!v.ok()) return v.status();
-    out = static_cast<T>(*v);
-  }
-  return absl::OkStatus();
-}
-
-auto IntIn(int64_t lo, int64_t hi) {
-  return [lo, hi](const Node& n) { return n.Int(lo, hi); };
-}
-auto DurationV() {
-  return [](const Node& n) { return n.Duration(); };
-}
+using internal::Opt;
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs"}));
@@ -101,7 +86,7 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
   FG_RETURN_IF_ERROR(Opt(n, "verify_payload", s.verify_payload, [](const Node& x) { return x.Bool(); }));
   FG_RETURN_IF_ERROR(Opt(n, "count", s.count, IntIn(1, INT64_MAX)));
-  FG_RETURN_IF_ERROR(Opt(n, "duration", s.duration_ns, DurationV()));
+  FG_RETURN_IF_ERROR(Opt(n, "duration", s.duration_ns, DurationIn()));
   return s;
 }
 
@@ -121,8 +106,8 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
       plan.eal.push_back(arg);
     }
   }
-  FG_RETURN_IF_ERROR(Opt(root, "duration", plan.duration_ns, DurationV()));
-  FG_RETURN_IF_ERROR(Opt(root, "drain", plan.drain_ns, DurationV()));
+  FG_RETURN_IF_ERROR(Opt(root, "duration", plan.duration_ns, DurationIn()));
+  FG_RETURN_IF_ERROR(Opt(root, "drain", plan.drain_ns, DurationIn()));
 
   if (auto p = root.Optional("ports")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> items, p->Items());

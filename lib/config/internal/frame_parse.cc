@@ -9,21 +9,6 @@ namespace {
 using proto::roce::Transport;
 using proto::uet::NextHdr;
 
-template <typename T, typename Read>
-absl::Status Opt(const Node& map, std::string_view key, T& out, Read read) {
-  if (auto n = map.Optional(key)) {
-    auto v = read(*n);
-    if (!v.ok()) return v.status();
-    out = static_cast<T>(*v);
-  }
-  return absl::OkStatus();
-}
-auto IntIn(int64_t lo, int64_t hi) {
-  return [lo, hi](const Node& n) { return n.Int(lo, hi); };
-}
-auto BytesIn(uint64_t lo, uint64_t hi) {
-  return [lo, hi](const Node& n) { return n.Bytes(lo, hi); };
-}
 template <typename Parse>
 auto Addr(Parse parse) {
   return [parse](const Node& n) -> absl::StatusOr<std::decay_t<decltype(*parse(""))>> {
@@ -339,7 +324,7 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
         {"flowlet", EntropySpec::Mode::kFlowlet}};
     FG_RETURN_IF_ERROR(Opt(*en, "mode", f.entropy.mode, [](const Node& x) { return Named(x, kModes); }));
     FG_RETURN_IF_ERROR(Opt(*en, "values", f.entropy.values, IntIn(1, 65536)));
-    FG_RETURN_IF_ERROR(Opt(*en, "gap", f.entropy.gap_ns, [](const Node& x) { return x.Duration(); }));
+    FG_RETURN_IF_ERROR(Opt(*en, "gap", f.entropy.gap_ns, DurationIn()));
     if (f.entropy.mode == EntropySpec::Mode::kFlowlet && f.entropy.gap_ns == 0) {
       return en->Error("flowlet entropy needs a gap, e.g. {mode: flowlet, values: 8, gap: 50 us}");
     }

@@ -60,6 +60,29 @@ class Node {
   std::string path_;
 };
 
+// Reads map[key] into `out` with `read` (a Node -> StatusOr<V> callable) when
+// the key is present; leaves `out` (its default) otherwise.
+template <typename T, typename Read>
+absl::Status Opt(const Node& map, std::string_view key, T& out, Read read) {
+  if (auto n = map.Optional(key)) {
+    auto v = read(*n);
+    if (!v.ok()) return v.status();
+    out = static_cast<T>(*v);
+  }
+  return absl::OkStatus();
+}
+
+// Readers for Opt.
+inline auto IntIn(int64_t lo, int64_t hi) {
+  return [lo, hi](const Node& n) { return n.Int(lo, hi); };
+}
+inline auto BytesIn(uint64_t lo, uint64_t hi) {
+  return [lo, hi](const Node& n) { return n.Bytes(lo, hi); };
+}
+inline auto DurationIn() {
+  return [](const Node& n) { return n.Duration(); };
+}
+
 // Loads `file` and returns its root node; errors name the file (and the line
 // for YAML syntax errors). `*storage` keeps the file name the nodes refer to.
 absl::StatusOr<Node> LoadYamlFile(const std::string* file);

@@ -91,7 +91,8 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
       rxs.push_back(
           {pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, total_flows, groups,
-                                            static_cast<uint32_t>(streams.size()), clock, options.loss_log_capacity)});
+                                            static_cast<uint32_t>(streams.size()), clock, options.loss_log_capacity,
+                                            ports[pi]->rx_timestamp().offset, ports[pi]->rx_timestamp().flag)});
       rx_names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
     }
   }
@@ -219,6 +220,14 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   std::this_thread::sleep_for(std::chrono::nanoseconds(options.drain_ns));
   for (auto& w : work) w.phase.store(kStop, std::memory_order_release);
   rte_eal_mp_wait_lcore();
+
+  // Which clock the latency figures come from (the RX side decides).
+  for (port::Port* p : ports) {
+    if (p->rx_timestamp().unit != port::RxTimestamp::Unit::kNone) {
+      result.timestamp_source = absl::StrFormat("RX: %s on port %s; TX: the signature's stamp",
+                                                p->rx_timestamp().observation_point(), p->name());
+    }
+  }
 
   // Sum per-lcore counters into per-stream and per-port results.
   result.duration_ns = tx_end > start ? static_cast<int64_t>(clock.ToNs(tx_end - start)) : 0;

@@ -70,6 +70,19 @@ struct Capabilities {
   double line_bps() const { return link_speed_mbps * 1e6; }
 };
 
+// Where a port's received mbufs carry a per-packet RX timestamp (the
+// standard rte_mbuf timestamp dynfield), and in which unit. Only drivers
+// whose unit fabricgen knows are used; others keep software timestamps.
+struct RxTimestamp {
+  enum class Unit { kNone, kMicroseconds /* net_pcap: the pcap record time */ };
+  Unit unit = Unit::kNone;
+  int offset = -1;    // dynfield offset in the mbuf
+  uint64_t flag = 0;  // ol_flags bit set on mbufs that carry one
+  const char* observation_point() const {
+    return unit == Unit::kMicroseconds ? "pcap record time (us), per packet" : "tsc: software";
+  }
+};
+
 struct Stats {
   uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
   uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
@@ -95,6 +108,7 @@ class Port {
   const std::string& name() const { return options_.name; }
   rte_mempool* pool() const { return pool_; }
   const Capabilities& capabilities() const { return caps_; }
+  const RxTimestamp& rx_timestamp() const { return rx_ts_; }
   // Notes about choices made for this port (e.g. MTU fixed by the PMD).
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -115,6 +129,7 @@ class Port {
   uint16_t id_ = 0;
   rte_mempool* pool_ = nullptr;
   Capabilities caps_;
+  RxTimestamp rx_ts_;
   std::vector<std::string> notes_;
   bool started_ = false;
 };

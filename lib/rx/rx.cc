@@ -2,6 +2,7 @@
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_prefetch.h>
 
 #include "base/units.h"
@@ -10,7 +11,7 @@
 namespace fg::rx {
 
 RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
-               uint32_t num_groups, TscClock clock, size_t loss_log_capacity)
+               uint32_t num_groups, TscClock clock, size_t loss_log_capacity, int ts_offset, uint64_t ts_flag)
     : port_id_(port_id),
       queue_(queue),
       clock_(clock),
@@ -19,7 +20,9 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       groups_(num_groups),
       live_(new Live[num_groups + 1]),
       num_groups_(num_groups),
-      log_(loss_log_capacity) {
+      log_(loss_log_capacity),
+      ts_offset_(ts_offset),
+      ts_flag_(ts_flag) {
   uint32_t slots = 0;
   for (const GroupRange& g : groups) slots += g.flows;
   flows_.resize(slots);
@@ -67,7 +70,10 @@ RxTask::~RxTask() = default;
 // signature and flow slot and prefetches that flow's state, the second
 // updates it, so the cache misses of a million-flow table overlap instead of
 // stalling one after another.
-unsigned RxTask::Poll() {
+unsigned RxTask::Poll() { return ts_offset_ >= 0 ? PollImpl<true>() : PollImpl<false>(); }
+
+template <bool kPerPacketTs>
+unsigned RxTask::PollImpl() {
   rte_mbuf* pkts[kRxBurst];
   const uint16_t n = rte_eth_rx_burst(port_id_, queue_, pkts, kRxBurst);
   if (n == 0) return 0;
@@ -104,11 +110,15 @@ unsigned RxTask::Poll() {
     }
     const uint8_t* s = d + sig[i];
     const uint32_t group = slot_group_[slot];
+    uint64_t t = rx_ns;
+    if constexpr (kPerPacketTs) {
+      if (m->ol_flags & ts_flag_) t = *RTE_MBUF_DYNFIELD(m, ts_offset_, const uint64_t*) * 1000;
+    }
     if (group_verify_[group] && proto::CountPayloadErrors(d, static_cast<uint32_t>(sig[i]), end[i]) != 0) {
       ++flows_[slot].payload_errors;
     }
     stats::Observe(flows_[slot], groups_[group], log_, proto::Load24(s + 3), proto::Load32(s + 6),
-                   proto::Load48(s + 10), rx_ns, ecn[i] == 3);
+                   proto::Load48(s + 10), t, ecn[i] == 3);
     live_[group].packets.Add(1);
     live_[group].bytes.Add(bytes);
   }

@@ -58,8 +58,12 @@ struct FeedbackCounters {
 
 class RxTask : public PollTask {
  public:
+  // With `ts_offset` >= 0, a received mbuf whose ol_flags has `ts_flag`
+  // carries its RX time at that dynfield offset, in microseconds (net_pcap);
+  // otherwise the TSC read after rte_eth_rx_burst is used.
   RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
-         uint32_t num_groups, TscClock clock, size_t loss_log_capacity = 4096);
+         uint32_t num_groups, TscClock clock, size_t loss_log_capacity = 4096, int ts_offset = -1,
+         uint64_t ts_flag = 0);
   ~RxTask() override;
 
   unsigned Poll() override;
@@ -93,6 +97,11 @@ class RxTask : public PollTask {
   Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_;
 
   void CountFeedback(const uint8_t* frame, uint32_t len);
+  // The loop, compiled once with and once without per-packet timestamps.
+  template <bool kPerPacketTs>
+  unsigned PollImpl();
+  int ts_offset_;
+  uint64_t ts_flag_;
 };
 
 }  // namespace fg::rx

@@ -6,6 +6,7 @@ usage: cli_test.py FABRICGEN SOURCE_ROOT
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -211,6 +212,57 @@ streams:
         ports = {p["name"]: p for p in rep["ports"]}
         self.assertEqual(ports["a"]["driver"], "net_af_packet")
         self.assertEqual(ports["b"]["rx_packets"] - ports["b"]["rx_unknown_packets"], 10000)
+
+
+class PcapReplayTest(Workdir):
+    """RX times injected through net_pcap's per-packet timestamps (microseconds).
+
+    craft writes each frame with its scheduled time both in the signature and
+    as the pcap record time; the test drops frames 100..149 and delays frame
+    500 by 25 us, replays the capture, and expects exact figures.
+    """
+
+    def edit(self, src, dst):
+        with open(src, "rb") as f:
+            data = f.read()
+        out, at, i = [data[:24]], 24, 0
+        while at + 16 <= len(data):
+            sec, frac, caplen, orig = struct.unpack("<IIII", data[at:at + 16])
+            rec = data[at + 16:at + 16 + caplen]
+            at += 16 + caplen
+            if not (100 <= i < 150):
+                ns = sec * 1_000_000_000 + frac + (25_000 if i == 500 else 0)
+                out.append(struct.pack("<IIII", ns // 1_000_000_000, ns % 1_000_000_000, caplen, orig) + rec)
+            i += 1
+        with open(dst, "wb") as f:
+            f.write(b"".join(out))
+
+    def test_exact_loss_duration_and_latency_from_injected_times(self):
+        plan = "streams: [{name: s, rate: 100 kpps, count: 1000, frame: {size: 128}}]\n"
+        crafted = os.path.join(self.dir, "crafted.pcap")
+        r = run("craft", self.write("craft.yaml", plan), "--pcap", crafted, "--count", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        edited = os.path.join(self.dir, "edited.pcap")
+        self.edit(crafted, edited)
+        replay = self.write("replay.yaml", "duration: 2 s\ndrain: 200 ms\n"
+                            "ports: [{name: p, device: 'net_pcap_r0,rx_pcap=%s,tx_pcap=/dev/null'}]\n" % edited + plan)
+        out = os.path.join(self.dir, "out")
+        r = run("run", replay, "--out", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        st = rep["streams"][0]
+        self.assertEqual(st["tx_packets"], 1000)
+        self.assertEqual(st["rx_packets"], 950)
+        self.assertEqual(st["lost_packets"], 50)
+        self.assertEqual(st["loss_events"], 1)
+        # Frames 99 and 150 arrived 51 x 10 us apart.
+        self.assertEqual(st["loss_duration_max_ns"], 510_000)
+        self.assertEqual(st["latency"]["min_ns"], 0)
+        self.assertEqual(st["latency"]["max_ns"], 25_000)
+        self.assertIn("pcap record time", st["latency"]["observation_point"])
+        ev = rep["loss_events"]["events"][0]
+        self.assertEqual((ev["first_seq"], ev["packets"], ev["duration_ns"]), (100, 50, 510_000))
 
 
 class InputErrorTest(Workdir):

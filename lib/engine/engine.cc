@@ -89,10 +89,10 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
       groups.push_back(g);
     }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
-      rxs.push_back(
-          {pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, total_flows, groups,
-                                            static_cast<uint32_t>(streams.size()), clock, options.loss_log_capacity,
-                                            ports[pi]->rx_timestamp().offset, ports[pi]->rx_timestamp().flag)});
+      rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, total_flows, groups,
+                                                      static_cast<uint32_t>(streams.size()), clock,
+                                                      options.loss_log_capacity, ports[pi]->rx_timestamp().offset,
+                                                      ports[pi]->rx_timestamp().flag, ports[pi]->rx_timestamp().line)});
       rx_names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
     }
   }

@@ -214,7 +214,9 @@ absl::Status Port::Start() {
     const int off = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, nullptr);
     const int bit = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, nullptr);
     if (off >= 0 && bit >= 0) {
-      rx_ts_ = RxTimestamp{RxTimestamp::Unit::kMicroseconds, off, uint64_t{1} << bit};
+      rx_ts_ = RxTimestamp{RxTimestamp::Unit::kMicroseconds, off, uint64_t{1} << bit, {}};
+      rx_ts_.line.slope = 1e-3;  // microseconds per ns
+      rx_ts_.line.nominal = 1e-3;
     }
   }
   if (options_.promiscuous) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "clock/clock_fit.h"
 
 struct rte_mempool;
 
@@ -78,6 +79,9 @@ struct RxTimestamp {
   Unit unit = Unit::kNone;
   int offset = -1;    // dynfield offset in the mbuf
   uint64_t flag = 0;  // ol_flags bit set on mbufs that carry one
+  // From the stamp's unit to the nanoseconds the TX signature uses. A pcap
+  // record time is already in that timebase for captures `craft` wrote.
+  clock::ClockLine line;
   const char* observation_point() const {
     return unit == Unit::kMicroseconds ? "pcap record time (us), per packet" : "tsc: software";
   }

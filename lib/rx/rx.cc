@@ -11,7 +11,8 @@
 namespace fg::rx {
 
 RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
-               uint32_t num_groups, TscClock clock, size_t loss_log_capacity, int ts_offset, uint64_t ts_flag)
+               uint32_t num_groups, TscClock clock, size_t loss_log_capacity, int ts_offset, uint64_t ts_flag,
+               clock::ClockLine ts_line)
     : port_id_(port_id),
       queue_(queue),
       clock_(clock),
@@ -22,7 +23,10 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       num_groups_(num_groups),
       log_(loss_log_capacity),
       ts_offset_(ts_offset),
-      ts_flag_(ts_flag) {
+      ts_flag_(ts_flag),
+      ts_ns0_(ts_line.tsc0),
+      ts_unit0_(ts_line.nic0),
+      ts_ns_per_unit_(1.0 / ts_line.slope) {
   uint32_t slots = 0;
   for (const GroupRange& g : groups) slots += g.flows;
   flows_.resize(slots);
@@ -112,7 +116,10 @@ unsigned RxTask::PollImpl() {
     const uint32_t group = slot_group_[slot];
     uint64_t t = rx_ns;
     if constexpr (kPerPacketTs) {
-      if (m->ol_flags & ts_flag_) t = *RTE_MBUF_DYNFIELD(m, ts_offset_, const uint64_t*) * 1000;
+      if (m->ol_flags & ts_flag_) {
+        const double v = static_cast<double>(*RTE_MBUF_DYNFIELD(m, ts_offset_, const uint64_t*));
+        t = static_cast<uint64_t>(ts_ns0_ + (v - ts_unit0_) * ts_ns_per_unit_);
+      }
     }
     if (group_verify_[group] && proto::CountPayloadErrors(d, static_cast<uint32_t>(sig[i]), end[i]) != 0) {
       ++flows_[slot].payload_errors;

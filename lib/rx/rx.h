@@ -27,6 +27,7 @@
 #include "base/counter.h"
 #include "base/poll_task.h"
 #include "base/tsc.h"
+#include "clock/clock_fit.h"
 #include "stats/flow_analysis.h"
 
 namespace fg::rx {
@@ -59,11 +60,11 @@ struct FeedbackCounters {
 class RxTask : public PollTask {
  public:
   // With `ts_offset` >= 0, a received mbuf whose ol_flags has `ts_flag`
-  // carries its RX time at that dynfield offset, in microseconds (net_pcap);
+  // carries its RX time at that dynfield offset, mapped to ns by `ts_line`;
   // otherwise the TSC read after rte_eth_rx_burst is used.
   RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
-         uint32_t num_groups, TscClock clock, size_t loss_log_capacity = 4096, int ts_offset = -1,
-         uint64_t ts_flag = 0);
+         uint32_t num_groups, TscClock clock, size_t loss_log_capacity = 4096, int ts_offset = -1, uint64_t ts_flag = 0,
+         clock::ClockLine ts_line = {});
   ~RxTask() override;
 
   unsigned Poll() override;
@@ -102,6 +103,7 @@ class RxTask : public PollTask {
   unsigned PollImpl();
   int ts_offset_;
   uint64_t ts_flag_;
+  double ts_ns0_, ts_unit0_, ts_ns_per_unit_;  // the line, with its division done once
 };
 
 }  // namespace fg::rx

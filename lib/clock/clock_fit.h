@@ -1,0 +1,60 @@
+// clock/clock_fit.h: map a NIC's clock onto the host's TSC nanoseconds.
+//
+// TX stamps come from the TSC (ns); a NIC that timestamps received frames
+// does so on its own clock: free-running device ticks (mlx5 by default) or a
+// PHC in ns (ice, mlx5 with REAL_TIME_CLOCK_ENABLE). To subtract one from the
+// other, fabricgen samples both clocks together (TSC, NIC, TSC: the NIC
+// reading is taken as the midpoint) and fits nic = a + b * tsc_ns by least
+// squares; the inverse gives TSC ns for any NIC value. The control thread
+// re-fits periodically; the RX lcore only applies the line.
+//
+//   fg::clock::ClockFit fit;
+//   for (...) fit.Add(tsc_before_ns, nic_value, tsc_after_ns);
+//   auto line = fit.Solve();               // nullopt until two distinct samples
+//   uint64_t tsc_ns = line->ToTscNs(nic_value);
+//   double ppm = line->drift_ppm();        // NIC rate vs TSC, minus one, in ppm
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace fg::clock {
+
+// tsc_ns = (nic - nic0) / slope + tsc0: the NIC value nic0 was read at tsc0.
+struct ClockLine {
+  double slope = 1;  // NIC units per TSC ns (1e-3 for a microsecond clock, ~1 for a PHC)
+  double nic0 = 0;
+  double tsc0 = 0;
+  double residual_ns = 0;  // RMS distance of the samples from the line, in TSC ns
+  double max_residual_ns = 0;
+
+  uint64_t ToTscNs(uint64_t nic) const {
+    return static_cast<uint64_t>(tsc0 + (static_cast<double>(nic) - nic0) / slope);
+  }
+  double drift_ppm() const { return (slope - nominal) / nominal * 1e6; }
+  double nominal = 1;  // the slope the NIC claims (e.g. its tick rate in ticks/ns)
+};
+
+class ClockFit {
+ public:
+  // `nominal`: NIC units per ns the driver claims (1 for ns clocks,
+  // hz / 1e9 for tick clocks); used only to report drift.
+  explicit ClockFit(double nominal = 1, size_t capacity = 64) : nominal_(nominal), capacity_(capacity) {}
+  // One bracketed reading: TSC ns before, the NIC value, TSC ns after. Keeps
+  // the newest `capacity` samples.
+  void Add(uint64_t tsc_before_ns, uint64_t nic, uint64_t tsc_after_ns);
+  std::optional<ClockLine> Solve() const;
+  size_t size() const { return samples_.size(); }
+
+ private:
+  struct Sample {
+    double tsc_ns;
+    double nic;
+  };
+  double nominal_;
+  size_t capacity_;
+  std::vector<Sample> samples_;
+};
+
+}  // namespace fg::clock

@@ -150,11 +150,12 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_pa
   EXPECT_EQ(outage.first_seq, 100u);
   EXPECT_EQ(outage.packets, 50u);
   // 51 packet intervals of 5 us pass between seq 99 and seq 150 on the wire.
-  // Measured with software RX timestamps on a shared machine, so the bound is
-  // the one issue 6 sets for measured loss durations: one inter-packet gap
-  // + 1 ms. (Exact durations from injected times: test/cli PcapReplayTest.)
+  // Measured with one software RX timestamp per burst, behind a mover thread
+  // that forwards in batches on a shared machine: it can come out longer or
+  // shorter, so the bound is the one issue 6 sets for measured loss
+  // durations, one inter-packet gap + 1 ms. (Exact durations from injected
+  // times: test/cli PcapReplayTest.)
   EXPECT_NEAR(static_cast<double>(outage.end_ns - outage.start_ns), 51 * 5000.0, 5000.0 + 1'000'000.0);
-  EXPECT_GE(outage.end_ns - outage.start_ns, 50u * 5000);  // never shorter than the missing frames' own time
   EXPECT_EQ(r.ports[1].rx_unknown_packets, 0u);
   for (auto& p : ports) p.reset();
   rte_ring_free(in);

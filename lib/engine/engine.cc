@@ -52,6 +52,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   }
   const TscClock clock(eal.tsc_hz());
 
+  const int tag_off = port::TxTemplateTagOffset();
   // TX: one task per (port, queue) that carries streams.
   std::map<std::pair<size_t, uint16_t>, std::vector<const stream::CompiledStream*>> by_queue;
   for (const auto& s : streams) by_queue[{s.tx_port, s.tx_queue}].push_back(&s);
@@ -59,7 +60,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   std::vector<std::string> tx_names;
   for (auto& [key, list] : by_queue) {
     port::Port* p = ports[key.first];
-    txs.push_back(std::make_unique<tx::TxTask>(p->id(), key.second, p->pool(), list, clock));
+    txs.push_back(std::make_unique<tx::TxTask>(p->id(), key.second, p->pool(), list, clock, tag_off));
     tx_names.push_back(absl::StrFormat("tx %s/q%d", p->name(), key.second));
   }
 
@@ -89,10 +90,10 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
       groups.push_back(g);
     }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
-      rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, total_flows, groups,
-                                                      static_cast<uint32_t>(streams.size()), clock,
-                                                      options.loss_log_capacity, ports[pi]->rx_timestamp().offset,
-                                                      ports[pi]->rx_timestamp().flag, ports[pi]->rx_timestamp().line)});
+      rxs.push_back({pi, std::make_unique<rx::RxTask>(
+                             ports[pi]->id(), q, total_flows, groups, static_cast<uint32_t>(streams.size()), clock,
+                             options.loss_log_capacity, ports[pi]->rx_timestamp().offset,
+                             ports[pi]->rx_timestamp().flag, ports[pi]->rx_timestamp().line, tag_off)});
       rx_names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
     }
   }

@@ -66,6 +66,11 @@ absl::StatusOr<uint16_t> FindPort(const std::string& dpdk_name) {
 
 }  // namespace
 
+int TxTemplateTagOffset() {
+  static const rte_mbuf_dynfield kDesc = {"fabricgen_tx_template", sizeof(uint64_t), alignof(uint64_t), 0};
+  return rte_mbuf_dynfield_register(&kDesc);  // idempotent: the same name gives the same offset
+}
+
 uint32_t MbufDataRoom(uint32_t mtu) {
   // Ethernet header 14 + two VLAN tags 8 + FCS 4 on top of the L3 MTU, and 32
   // bytes of slack: the TX path copies templates in 32-byte blocks.

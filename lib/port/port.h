@@ -138,6 +138,11 @@ class Port {
   bool started_ = false;
 };
 
+// The mbuf dynfield where TX records which template an mbuf's data holds, so
+// a recycled mbuf only needs its header prefix rewritten (registered once per
+// process; -1 if registration failed: TX then copies whole templates).
+int TxTemplateTagOffset();
+
 // Reads capabilities of a port that need not be configured (for `fabricgen ports`).
 absl::StatusOr<Capabilities> ProbeCapabilities(uint16_t port_id);
 // Every ethdev EAL probed: (id, name).

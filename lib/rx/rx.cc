@@ -12,7 +12,7 @@ namespace fg::rx {
 
 RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
                uint32_t num_groups, TscClock clock, size_t loss_log_capacity, int ts_offset, uint64_t ts_flag,
-               clock::ClockLine ts_line)
+               clock::ClockLine ts_line, int template_tag_offset)
     : port_id_(port_id),
       queue_(queue),
       clock_(clock),
@@ -24,6 +24,7 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       log_(loss_log_capacity),
       ts_offset_(ts_offset),
       ts_flag_(ts_flag),
+      tag_off_(template_tag_offset),
       ts_ns0_(ts_line.tsc0),
       ts_unit0_(ts_line.nic0),
       ts_ns_per_unit_(1.0 / ts_line.slope) {
@@ -128,6 +129,11 @@ unsigned RxTask::PollImpl() {
                    proto::Load48(s + 10), t, ecn[i] == 3);
     live_[group].packets.Add(1);
     live_[group].bytes.Add(bytes);
+  }
+  // Whatever wrote these frames (a NIC, a test's mover), TX must not take
+  // them for intact templates when they come back from the pool.
+  if (tag_off_ >= 0) {
+    for (uint16_t i = 0; i < n; ++i) *RTE_MBUF_DYNFIELD(pkts[i], tag_off_, uint64_t*) = 0;
   }
   rte_pktmbuf_free_bulk(pkts, n);
   return n;

@@ -64,7 +64,7 @@ class RxTask : public PollTask {
   // otherwise the TSC read after rte_eth_rx_burst is used.
   RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
          uint32_t num_groups, TscClock clock, size_t loss_log_capacity = 4096, int ts_offset = -1, uint64_t ts_flag = 0,
-         clock::ClockLine ts_line = {});
+         clock::ClockLine ts_line = {}, int template_tag_offset = -1);
   ~RxTask() override;
 
   unsigned Poll() override;
@@ -103,6 +103,7 @@ class RxTask : public PollTask {
   unsigned PollImpl();
   int ts_offset_;
   uint64_t ts_flag_;
+  int tag_off_;  // TX template tag: cleared on every received mbuf (its data may be a NIC's)
   double ts_ns0_, ts_unit0_, ts_ns_per_unit_;  // the line, with its division done once
 };
 

@@ -374,6 +374,23 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
     }
     ArmIcrc(k, p.entropy_count_ > 1);
     p.max_frame_len_ = std::max<uint32_t>(p.max_frame_len_, static_cast<uint32_t>(k.t.bytes.size()));
+    // The stamped fields all sit in the first prefix_len bytes (the ICRC at
+    // the end is written by Stamp): a buffer that already holds this
+    // template only needs that much copied again.
+    int64_t end = 0;
+    auto upto = [&](int32_t off, int len) {
+      if (off >= 0) end = std::max<int64_t>(end, off + len);
+    };
+    upto(k.t.signature_offset, 16);
+    upto(k.psn_off, k.psn_len);
+    upto(k.msn_off, 3);
+    upto(k.msg_id_off, 2);
+    upto(k.msg_offset_off, 4);
+    upto(k.syn_off, 2);
+    upto(k.entropy_off, 2);
+    upto(k.key_off, k.key_len);
+    if (p.udp_checksum_) upto(static_cast<int32_t>(k.t.l4_offset), 8);
+    k.prefix_len = static_cast<uint32_t>(std::min<int64_t>(end, static_cast<int64_t>(k.t.bytes.size())));
     // CopyTemplate reads in 32-byte blocks: a copy of the bytes with that much padding.
     k.copy_src = k.t.bytes;
     k.copy_src.resize(k.t.bytes.size() + kCopySlack, 0);

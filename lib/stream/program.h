@@ -47,6 +47,7 @@ struct PacketKind {
   proto::IcrcDelta icrc;          // per-packet fields (sequence, timestamp, PSN, MSN, sprayed entropy)
   proto::IcrcDelta flow_icrc;     // per-flow constants (flow id, key, fixed entropy), folded into FlowVars
   std::vector<uint8_t> copy_src;  // t.bytes + kCopySlack zero bytes, for CopyTemplate
+  uint32_t prefix_len = 0;        // bytes that hold every stamped field but the ICRC (which Stamp writes)
   bool icrc_on = false;
   uint32_t icrc_xor = 0;  // 0xFFFFFFFF: deliberately wrong ICRC
   int32_t psn_off = -1;

@@ -46,8 +46,13 @@ struct alignas(64) TxTask::State {
 };
 
 TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
-               const std::vector<const stream::CompiledStream*>& streams, TscClock clock)
-    : port_id_(port_id), queue_(queue), pool_(pool), clock_(clock) {
+               const std::vector<const stream::CompiledStream*>& streams, TscClock clock, int template_tag_offset)
+    : port_id_(port_id),
+      queue_(queue),
+      pool_(pool),
+      clock_(clock),
+      tag_off_(template_tag_offset),
+      tag_salt_((ReadTsc() << 1) | 1) {
   for (const stream::CompiledStream* s : streams) {
     auto st = std::make_unique<State>();
     st->s = s;
@@ -112,7 +117,19 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now) {
     const uint32_t ahead = f + 8 < nflows ? f + 8 : f + 8 - nflows;
     __builtin_prefetch(&st.cursors[ahead], 1);
     __builtin_prefetch(&st.vars[ahead], 0);
-    const uint32_t len = prog.Emit(rte_pktmbuf_mtod(m, uint8_t*), st.cursors[f], ts, st.vars[f]);
+    uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+    const stream::PacketKind& k = prog.KindAt(st.cursors[f]);
+    const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
+    if (tag_off_ >= 0) {
+      // Still holding this template (same task, same kind)? Rewrite the prefix only.
+      uint64_t* tag = RTE_MBUF_DYNFIELD(m, tag_off_, uint64_t*);
+      const uint64_t key = tag_salt_ ^ reinterpret_cast<uintptr_t>(&k);
+      stream::CopyTemplate(d, k.copy_src.data(), *tag == key ? k.prefix_len : len);
+      *tag = key;
+    } else {
+      stream::CopyTemplate(d, k.copy_src.data(), len);
+    }
+    prog.Stamp(d, k, st.cursors[f], ts, st.vars[f]);
     if (++st.next_flow == nflows) st.next_flow = 0;
     m->data_len = static_cast<uint16_t>(len);
     m->pkt_len = len;

@@ -42,8 +42,11 @@ struct TxCounters {
 
 class TxTask : public PollTask {
  public:
+  // With `template_tag_offset` >= 0 (port::TxTemplateTagOffset()), an mbuf
+  // that still holds the template it carried last time is only rewritten up
+  // to the template's prefix_len; RX tasks clear the tag of what they receive.
   TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::vector<const stream::CompiledStream*>& streams,
-         TscClock clock);
+         TscClock clock, int template_tag_offset = -1);
   ~TxTask() override;
 
   // Sets the start time; streams begin sending from `start_tsc`.
@@ -65,6 +68,8 @@ class TxTask : public PollTask {
   uint16_t port_id_, queue_;
   rte_mempool* pool_;
   TscClock clock_;
+  int tag_off_;
+  uint64_t tag_salt_;  // differs per task, so a tag from an earlier run never matches
   std::vector<std::unique_ptr<State>> streams_;
 };
 

@@ -99,9 +99,13 @@ IcrcDelta::IcrcDelta(const uint8_t* tmpl, const IcrcLayout& layout, std::span<co
     : base_(IcrcFull(tmpl, layout)) {
   const uint32_t n = Coverage{tmpl, layout}.size();
   for (uint32_t p : positions) {
-    const uint32_t i = 8 + p - layout.l3_offset;     // coverage index
-    if (p < layout.l3_offset || i >= n) continue;    // outside the coverage: no effect
-    if (Coverage{tmpl, layout}.Masked(i)) continue;  // masked: never changes the ICRC
+    const size_t at = tables_.size();
+    tables_.resize(at + 256, 0);
+    pos_.push_back(p);
+    // Outside the coverage or masked: the byte never changes the ICRC (its
+    // table stays all zero, so Field() indices stay in registration order).
+    const uint32_t i = 8 + p - layout.l3_offset;  // coverage index
+    if (p < layout.l3_offset || i >= n || Coverage{tmpl, layout}.Masked(i)) continue;
     // Contribution of byte value (1 << bit) at i followed by n-1-i zeros,
     // in the raw CRC (no init, no final xor); linear in the byte value.
     uint32_t basis[8];
@@ -110,17 +114,14 @@ IcrcDelta::IcrcDelta(const uint8_t* tmpl, const IcrcLayout& layout, std::span<co
       for (uint32_t k = i + 1; k < n; ++k) s = (s >> 8) ^ kTable[s & 0xFF];
       basis[bit] = s;
     }
-    const size_t at = tables_.size();
-    tables_.resize(at + 256);
     for (uint32_t v = 0; v < 256; ++v) {
+      const uint32_t diff = v ^ tmpl[p];  // the change is linear in the XOR of old and new byte
       uint32_t t = 0;
       for (int bit = 0; bit < 8; ++bit) {
-        if (v & (1u << bit)) t ^= basis[bit];
+        if (diff & (1u << bit)) t ^= basis[bit];
       }
       tables_[at + v] = t;
     }
-    pos_.push_back(p);
-    tmpl_byte_.push_back(tmpl[p]);
   }
 }
 

@@ -12,6 +12,8 @@
 //    at a few known byte positions, ICRC(frame) = ICRC(template) xor the
 //    contribution of each changed byte, read from a 256-entry table per
 //    position: a handful of loads per packet instead of a pass over it.
+//    Field<N>() takes the new value itself, so a writer that knows what it
+//    stores never reads the frame back.
 //
 //   fg::proto::IcrcLayout l{.l3_offset = 14, .ipv6 = false, .icrc_offset = len - 4};
 //   uint32_t crc = fg::proto::IcrcFull(frame, l);
@@ -64,19 +66,29 @@ class IcrcDelta {
     const size_t n = pos_.size();
     size_t i = 0;
     for (; i + 4 <= n; i += 4, t += 1024) {
-      a ^= t[frame[pos_[i]] ^ tmpl_byte_[i]];
-      b ^= t[256 + (frame[pos_[i + 1]] ^ tmpl_byte_[i + 1])];
-      c ^= t[512 + (frame[pos_[i + 2]] ^ tmpl_byte_[i + 2])];
-      d ^= t[768 + (frame[pos_[i + 3]] ^ tmpl_byte_[i + 3])];
+      a ^= t[frame[pos_[i]]];
+      b ^= t[256 + frame[pos_[i + 1]]];
+      c ^= t[512 + frame[pos_[i + 2]]];
+      d ^= t[768 + frame[pos_[i + 3]]];
     }
-    for (; i < n; ++i, t += 256) a ^= t[frame[pos_[i]] ^ tmpl_byte_[i]];
+    for (; i < n; ++i, t += 256) a ^= t[frame[pos_[i]]];
     return a ^ b ^ c ^ d;
   }
   // The raw contribution of new values at the registered positions, given in
   // registration order (no frame needed): the ICRC change those bytes make.
   uint32_t Delta(std::span<const uint8_t> values) const {
     uint32_t x = 0;
-    for (size_t i = 0; i < pos_.size() && i < values.size(); ++i) x ^= tables_[i * 256 + (values[i] ^ tmpl_byte_[i])];
+    for (size_t i = 0; i < pos_.size() && i < values.size(); ++i) x ^= tables_[i * 256 + values[i]];
+    return x;
+  }
+  // The change an N-byte big-endian field makes when it holds `value` at the
+  // registered positions first .. first+N-1: N table loads, no frame read
+  // (the TX path knows the values it writes).
+  template <int N>
+  uint32_t Field(size_t first, uint64_t value) const {
+    const uint32_t* t = tables_.data() + first * 256;
+    uint32_t x = 0;
+    for (int j = 0; j < N; ++j) x ^= t[j * 256 + ((value >> (8 * (N - 1 - j))) & 0xFF)];
     return x;
   }
   uint32_t base() const { return base_; }
@@ -85,8 +97,10 @@ class IcrcDelta {
  private:
   uint32_t base_ = 0;
   std::vector<uint32_t> pos_;
-  std::vector<uint8_t> tmpl_byte_;
-  std::vector<uint32_t> tables_;  // 256 per position
+  // 256 per position: the change byte value v makes there in place of the
+  // template's byte (0 for the template's own value; all 0 where the byte is
+  // masked or outside the coverage).
+  std::vector<uint32_t> tables_;
 };
 
 }  // namespace fg::proto

@@ -25,14 +25,19 @@ void ArmIcrc(PacketKind& k, bool sprayed) {
   if (k.t.icrc_offset < 0) return;
   std::vector<uint32_t> pos;
   auto add = [&](int32_t off, int n) {
-    if (off >= 0) {
-      for (int i = 0; i < n; ++i) pos.push_back(static_cast<uint32_t>(off + i));
-    }
+    if (off < 0) return -1;
+    const int32_t first = static_cast<int32_t>(pos.size());
+    for (int i = 0; i < n; ++i) pos.push_back(static_cast<uint32_t>(off + i));
+    return first;
   };
-  if (k.t.signature_offset >= 0) add(k.t.signature_offset + 6, 10);  // sequence, timestamp
-  add(k.psn_off, k.psn_len);
-  add(k.msn_off, 3);
-  if (sprayed) add(k.entropy_off, 2);
+  if (k.t.signature_offset >= 0) {
+    k.icrc_seq = add(k.t.signature_offset + 6, 4);
+    k.icrc_ts = add(k.t.signature_offset + 10, 6);
+  }
+  // The ICRC is RoCE's: its PSN is the BTH's 24 bits (Stamp's Field<3>).
+  if (k.psn_len == 3) k.icrc_psn = add(k.psn_off, 3);
+  k.icrc_msn = add(k.msn_off, 3);
+  if (sprayed) k.icrc_entropy = add(k.entropy_off, 2);
   const proto::IcrcLayout layout{k.t.l3_offset, k.t.ipv6, static_cast<uint32_t>(k.t.icrc_offset)};
   k.icrc = proto::IcrcDelta(k.t.bytes.data(), layout, pos);
   // Per-flow constants, in the order FoldFlowIcrc supplies their values.
@@ -364,6 +369,7 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
   // The flow id is constant: write it into every template before the ICRC
   // tables are built from them.
   for (PacketKind& k : p.kinds_) {
+    k.index = static_cast<uint8_t>(&k - p.kinds_.data());
     if (k.t.signature_offset >= 0) {
       proto::WriteSignature(k.t.bytes.data() + k.t.signature_offset,
                             proto::Signature{.flags = proto::kSigFlagTimestamp, .flow_id = flow_id});
@@ -374,23 +380,6 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
     }
     ArmIcrc(k, p.entropy_count_ > 1);
     p.max_frame_len_ = std::max<uint32_t>(p.max_frame_len_, static_cast<uint32_t>(k.t.bytes.size()));
-    // The stamped fields all sit in the first prefix_len bytes (the ICRC at
-    // the end is written by Stamp): a buffer that already holds this
-    // template only needs that much copied again.
-    int64_t end = 0;
-    auto upto = [&](int32_t off, int len) {
-      if (off >= 0) end = std::max<int64_t>(end, off + len);
-    };
-    upto(k.t.signature_offset, 16);
-    upto(k.psn_off, k.psn_len);
-    upto(k.msn_off, 3);
-    upto(k.msg_id_off, 2);
-    upto(k.msg_offset_off, 4);
-    upto(k.syn_off, 2);
-    upto(k.entropy_off, 2);
-    upto(k.key_off, k.key_len);
-    if (p.udp_checksum_) upto(static_cast<int32_t>(k.t.l4_offset), 8);
-    k.prefix_len = static_cast<uint32_t>(std::min<int64_t>(end, static_cast<int64_t>(k.t.bytes.size())));
     // CopyTemplate reads in 32-byte blocks: a copy of the bytes with that much padding.
     k.copy_src = k.t.bytes;
     k.copy_src.resize(k.t.bytes.size() + kCopySlack, 0);

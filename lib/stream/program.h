@@ -47,7 +47,6 @@ struct PacketKind {
   proto::IcrcDelta icrc;          // per-packet fields (sequence, timestamp, PSN, MSN, sprayed entropy)
   proto::IcrcDelta flow_icrc;     // per-flow constants (flow id, key, fixed entropy), folded into FlowVars
   std::vector<uint8_t> copy_src;  // t.bytes + kCopySlack zero bytes, for CopyTemplate
-  uint32_t prefix_len = 0;        // bytes that hold every stamped field but the ICRC (which Stamp writes)
   bool icrc_on = false;
   uint32_t icrc_xor = 0;  // 0xFFFFFFFF: deliberately wrong ICRC
   int32_t psn_off = -1;
@@ -60,6 +59,16 @@ struct PacketKind {
   uint16_t syn_high = 0;        // pdc_info << 12
   int32_t key_off = -1;         // the field that tells flows apart: RoCE dest QP (24 bits),
   uint8_t key_len = 0;          // UET SPDCID (16), UDP destination port (16)
+  // Where each per-packet field's bytes sit among `icrc`'s positions (-1: not stamped).
+  int32_t icrc_seq = -1, icrc_ts = -1, icrc_psn = -1, icrc_msn = -1, icrc_entropy = -1;
+  uint8_t index = 0;  // in Program::kinds()
+};
+
+// The part of a stamp shared by a burst: the TX time and, per packet kind,
+// the ICRC change it makes (6 table loads per burst, not per packet).
+struct StampTime {
+  uint64_t ns = 0;
+  uint32_t icrc[3] = {};
 };
 
 enum class KeyKind { kNone, kRoceQp, kUetPdc, kUdpPort };
@@ -120,11 +129,21 @@ class Program {
   const PacketKind& KindAt(const Cursor& c) const {
     return kinds_[ppm_ == 1 ? 0 : (c.pos == 0 ? 0 : (c.pos + 1 == ppm_ ? 2 : 1))];
   }
+  // The TX time every packet of a burst carries.
+  StampTime Time(uint64_t tx_ns) const {
+    StampTime t;
+    t.ns = tx_ns;
+    for (size_t i = 0; i < kinds_.size() && i < 3; ++i) {
+      const PacketKind& k = kinds_[i];
+      if (k.icrc_ts >= 0) t.icrc[i] = k.icrc.Field<6>(k.icrc_ts, tx_ns & proto::kTimestampMask);
+    }
+    return t;
+  }
   // Emit() without the template copy: rewrites the per-packet fields and the
   // ICRC of `dst`, which must already hold KindAt(c)'s template bytes.
-  inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns, const FlowVars& v) const;
+  inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, const StampTime& t, const FlowVars& v) const;
   inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns) const {
-    Stamp(dst, k, c, tx_ns, flow0_);
+    Stamp(dst, k, c, Time(tx_ns), flow0_);
   }
 
   uint32_t packets_per_message() const { return ppm_; }
@@ -165,11 +184,13 @@ inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const Flo
   const PacketKind& k = KindAt(c);
   const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
   CopyTemplate(dst, k.copy_src.data(), len);
-  Stamp(dst, k, c, tx_ns, v);
+  Stamp(dst, k, c, Time(tx_ns), v);
   return len;
 }
 
-inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns, const FlowVars& v) const {
+[[gnu::always_inline]] inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, const StampTime& t,
+                                                  const FlowVars& v) const {
+  const uint64_t tx_ns = t.ns;
   if (k.t.signature_offset >= 0) {
     proto::Store24(dst + k.t.signature_offset + 3, v.flow_id);
     proto::StampSignature(dst + k.t.signature_offset, c.seq, tx_ns);
@@ -194,6 +215,7 @@ inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_
   if (k.syn_off >= 0) {
     proto::Store16(dst + k.syn_off, static_cast<uint16_t>(k.syn_high | ((c.psn - psn_start_) & 0x0FFF)));
   }
+  uint16_t entropy = 0;
   if (k.entropy_off >= 0) {
     uint32_t e = c.entropy;
     if (entropy_random_) {  // xorshift32, scaled to K by a multiply: no division
@@ -206,9 +228,18 @@ inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_
       c.last_ns = tx_ns;
       e = c.flowlet;
     }
-    proto::Store16(dst + k.entropy_off, static_cast<uint16_t>(v.entropy_base + e));
+    entropy = static_cast<uint16_t>(v.entropy_base + e);
+    proto::Store16(dst + k.entropy_off, entropy);
   }
-  if (k.icrc_on) proto::StoreIcrc(dst + k.t.icrc_offset, k.icrc.Compute(dst) ^ v.icrc[&k - kinds_.data()] ^ k.icrc_xor);
+  if (k.icrc_on) {
+    // The ICRC from the values just written (no read-back of the frame).
+    uint32_t x = k.icrc.base() ^ v.icrc[k.index] ^ t.icrc[k.index] ^ k.icrc_xor;
+    if (k.icrc_seq >= 0) x ^= k.icrc.Field<4>(k.icrc_seq, c.seq);
+    if (k.icrc_psn >= 0) x ^= k.icrc.Field<3>(k.icrc_psn, c.psn);
+    if (k.icrc_msn >= 0) x ^= k.icrc.Field<3>(k.icrc_msn, c.message & 0xFFFFFF);
+    if (k.icrc_entropy >= 0) x ^= k.icrc.Field<2>(k.icrc_entropy, entropy);
+    proto::StoreIcrc(dst + k.t.icrc_offset, x);
+  }
   if (udp_checksum_) proto::UpdateUdpChecksum(dst, k.t);
   // Advance: no division, no modulo.
   ++c.seq;

@@ -103,13 +103,16 @@ bool TxTask::Done() const {
 }
 
 bool TxTask::Generate(State& st, unsigned n, uint64_t now) {
-  if (rte_pktmbuf_alloc_bulk(pool_, st.pending, n) != 0) {
+  // Raw mbufs: the ones that still hold this task's template for the kind
+  // are in the state TX left them in (a PMD frees an mbuf without touching
+  // its fields or data); only the others are reset and filled.
+  if (rte_mempool_get_bulk(pool_, reinterpret_cast<void**>(st.pending), n) != 0) {
     st.alloc_failures.Add(1);
     return false;
   }
   const stream::Program& prog = st.s->program;
   const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
-  const uint64_t ts = clock_.ToNs(now);
+  const stream::StampTime ts = prog.Time(clock_.ToNs(now));
   for (unsigned i = 0; i < n; ++i) {
     rte_mbuf* m = st.pending[i];
     const uint32_t f = st.next_flow;
@@ -117,22 +120,23 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now) {
     const uint32_t ahead = f + 8 < nflows ? f + 8 : f + 8 - nflows;
     __builtin_prefetch(&st.cursors[ahead], 1);
     __builtin_prefetch(&st.vars[ahead], 0);
-    uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+    uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
     const stream::PacketKind& k = prog.KindAt(st.cursors[f]);
     const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
-    if (tag_off_ >= 0) {
-      // Still holding this template (same task, same kind)? Rewrite the prefix only.
-      uint64_t* tag = RTE_MBUF_DYNFIELD(m, tag_off_, uint64_t*);
-      const uint64_t key = tag_salt_ ^ reinterpret_cast<uintptr_t>(&k);
-      stream::CopyTemplate(d, k.copy_src.data(), *tag == key ? k.prefix_len : len);
-      *tag = key;
-    } else {
+    // Still holding this template (same task, same kind)? Stamp rewrites
+    // every field that differs between packets: no reset, no copy.
+    uint64_t* tag = tag_off_ >= 0 ? RTE_MBUF_DYNFIELD(m, tag_off_, uint64_t*) : nullptr;
+    const uint64_t key = tag_salt_ ^ reinterpret_cast<uintptr_t>(&k);
+    if (tag == nullptr || *tag != key) {
+      rte_pktmbuf_reset(m);
+      d = rte_pktmbuf_mtod(m, uint8_t*);
       stream::CopyTemplate(d, k.copy_src.data(), len);
+      m->data_len = static_cast<uint16_t>(len);
+      m->pkt_len = len;
+      if (tag != nullptr) *tag = key;
     }
     prog.Stamp(d, k, st.cursors[f], ts, st.vars[f]);
     if (++st.next_flow == nflows) st.next_flow = 0;
-    m->data_len = static_cast<uint16_t>(len);
-    m->pkt_len = len;
     st.pending_len[i] = len + kEthFcsLen;
   }
   st.npending = static_cast<uint16_t>(n);

@@ -43,8 +43,8 @@ struct TxCounters {
 class TxTask : public PollTask {
  public:
   // With `template_tag_offset` >= 0 (port::TxTemplateTagOffset()), an mbuf
-  // that still holds the template it carried last time is only rewritten up
-  // to the template's prefix_len; RX tasks clear the tag of what they receive.
+  // that still holds the template it carried last time gets its per-packet
+  // fields stamped without a copy; RX tasks clear the tag of what they receive.
   TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::vector<const stream::CompiledStream*>& streams,
          TscClock clock, int template_tag_offset = -1);
   ~TxTask() override;

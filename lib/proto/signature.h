@@ -22,10 +22,12 @@
 //   fg::proto::Signature r = fg::proto::ReadSignature(frame + off);
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 #include "proto/bytes.h"
+#include "proto/headers.h"
 
 namespace fg::proto {
 
@@ -87,12 +89,93 @@ Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse
 
 // With `ecn`, also returns the IP header's ECN bits (IPv4 or IPv6); with
 // `payload_end`, where the payload ends (before pad and ICRC).
-int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {}, uint8_t* ecn = nullptr,
-                        uint32_t* payload_end = nullptr);
+// Inline: the RX lcore calls it for every frame.
+inline int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {}, uint8_t* ecn = nullptr,
+                               uint32_t* payload_end = nullptr);
 
 // Test payloads after the signature hold a counting pattern: byte i of the
 // payload is (i & 0xFF). Returns the number of bytes in [sig + 16, end) that
 // differ from it.
 uint32_t CountPayloadErrors(const uint8_t* frame, uint32_t sig, uint32_t end);
+
+inline constexpr size_t kRoceBthLen = 12;  // roce::kBthLen, roce::kIcrcLen (roce.h is not needed here)
+inline constexpr size_t kRoceIcrcLen = 4;
+inline constexpr size_t kUetEntropyHeaderLen = 4;  // uet::kEntropyHeaderLen
+
+namespace internal {
+// Offset of the payload from the BTH per RoCEv2 opcode, -1 for none (roce::PayloadOffset).
+extern const std::array<int16_t, 256> kRocePayloadOffset;
+// Length of the UET PDS + SES headers of a data packet at `p`, 0 if not one.
+size_t UetHeadersLen(const uint8_t* p, size_t avail, const SignatureParse& opt);
+}  // namespace internal
+
+inline int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt, uint8_t* ecn,
+                               uint32_t* payload_end) {
+  size_t off = 12;
+  if (len < off + 2) return -1;
+  uint16_t type = Load16(frame + off);
+  for (int tags = 0; tags < 2 && (type == kEtherTypeVlan || type == kEtherTypeQinQ); ++tags) {
+    off += 4;
+    if (len < off + 2) return -1;
+    type = Load16(frame + off);
+  }
+  off += 2;
+  uint8_t proto;
+  size_t l4_end;  // end of the IP packet (frames may carry Ethernet padding)
+  if (type == kEtherTypeIpv4) {
+    if (len < off + kIpv4HeaderLen) return -1;
+    const uint8_t* ip = frame + off;
+    const size_t ihl = (ip[0] & 0x0F) * 4u;
+    if ((ip[0] >> 4) != 4 || ihl < kIpv4HeaderLen) return -1;
+    if ((Load16(ip + 6) & 0x3FFF) != 0) return -1;  // a fragment (MF set or offset != 0)
+    proto = ip[9];
+    l4_end = off + Load16(ip + 2);
+    if (ecn != nullptr) *ecn = ip[1] & 3;
+    off += ihl;
+  } else if (type == kEtherTypeIpv6) {
+    if (len < off + kIpv6HeaderLen) return -1;
+    const uint8_t* ip = frame + off;
+    if ((ip[0] >> 4) != 6) return -1;
+    proto = ip[6];
+    if (ecn != nullptr) *ecn = (ip[1] >> 4) & 3;
+    off += kIpv6HeaderLen;
+    l4_end = off + Load16(ip + 4);
+  } else {
+    return -1;
+  }
+  if (l4_end > len) l4_end = len;  // truncated capture: bound by what we have
+  size_t payload;
+  size_t trailer = 0;
+  if (proto == kIpProtoUdp) {
+    if (l4_end < off + kUdpHeaderLen) return -1;
+    const uint16_t dport = Load16(frame + off + 2);
+    off += kUdpHeaderLen;
+    if (dport == opt.roce_port) {
+      if (l4_end < off + kRoceBthLen) return -1;
+      const int at = internal::kRocePayloadOffset[frame[off]];
+      if (at < 0) return -1;
+      payload = off + static_cast<size_t>(at);
+      trailer = kRoceIcrcLen + ((frame[off + 1] >> 4) & 3);  // ICRC + pad
+    } else if (dport == opt.uet_port) {
+      const size_t h = internal::UetHeadersLen(frame + off, l4_end - off, opt);
+      if (h == 0) return -1;
+      payload = off + h;
+    } else {
+      payload = off;
+    }
+  } else if (proto == opt.uet_ip_protocol) {
+    off += kUetEntropyHeaderLen;
+    if (l4_end < off) return -1;
+    const size_t h = internal::UetHeadersLen(frame + off, l4_end - off, opt);
+    if (h == 0) return -1;
+    payload = off + h;
+  } else {
+    return -1;
+  }
+  if (l4_end < payload + kSignatureLen + trailer) return -1;
+  if (Load16(frame + payload) != kSignatureMagic) return -1;
+  if (payload_end != nullptr) *payload_end = static_cast<uint32_t>(l4_end - trailer);
+  return static_cast<int>(payload);
+}
 
 }  // namespace fg::proto

@@ -102,6 +102,10 @@ unsigned RxTask::PollImpl() {
       if (slots[i] != kNoSlot) rte_prefetch0(&flows_[slots[i]]);
     }
   }
+  // Runs of equal latency in one group (a TX burst shares its TX time, a
+  // software RX time its burst) go into the histogram as one update.
+  uint32_t run_group = 0;
+  uint64_t run_latency = 0, run_n = 0;
   for (uint16_t i = 0; i < n; ++i) {
     const rte_mbuf* m = pkts[i];
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
@@ -125,17 +129,37 @@ unsigned RxTask::PollImpl() {
     if (group_verify_[group] && proto::CountPayloadErrors(d, static_cast<uint32_t>(sig[i]), end[i]) != 0) {
       ++flows_[slot].payload_errors;
     }
-    stats::Observe(flows_[slot], groups_[group], log_, proto::Load24(s + 3), proto::Load32(s + 6),
-                   proto::Load48(s + 10), t, ecn[i] == 3);
+    const uint64_t latency = stats::ObserveFlow(flows_[slot], log_, proto::Load24(s + 3), proto::Load32(s + 6),
+                                                proto::Load48(s + 10), t, ecn[i] == 3);
+    if (latency != run_latency || group != run_group) {
+      if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
+      run_group = group;
+      run_latency = latency;
+      run_n = 0;
+    }
+    ++run_n;
     live_[group].packets.Add(1);
     live_[group].bytes.Add(bytes);
   }
+  if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
   // Whatever wrote these frames (a NIC, a test's mover), TX must not take
   // them for intact templates when they come back from the pool.
-  if (tag_off_ >= 0) {
-    for (uint16_t i = 0; i < n; ++i) *RTE_MBUF_DYNFIELD(pkts[i], tag_off_, uint64_t*) = 0;
+  // Back to the pool in one put when every mbuf is direct, unshared, one
+  // segment and from one pool (what the PMD's fast-free offload assumes);
+  // otherwise the general free.
+  rte_mempool* pool = pkts[0]->pool;
+  bool simple = true;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    if (tag_off_ >= 0) *RTE_MBUF_DYNFIELD(m, tag_off_, uint64_t*) = 0;
+    simple &=
+        m->pool == pool && rte_mbuf_refcnt_read(m) == 1 && m->next == nullptr && m->nb_segs == 1 && RTE_MBUF_DIRECT(m);
   }
-  rte_pktmbuf_free_bulk(pkts, n);
+  if (simple) {
+    rte_mempool_put_bulk(pool, reinterpret_cast<void**>(pkts), n);
+  } else {
+    rte_pktmbuf_free_bulk(pkts, n);
+  }
   return n;
 }
 

@@ -103,12 +103,14 @@ class LossLog {
   uint64_t dropped_ = 0;
 };
 
-inline void Observe(FlowState& f, GroupStats& g, LossLog& log, uint32_t flow, uint32_t seq, uint64_t tx_ns,
-                    uint64_t rx_ns, bool ce) {
+// Updates the flow with one arrival and returns its latency (ns), which the
+// caller records: an RX burst batches equal latencies (frames of one TX burst
+// carry one TX time) into one histogram update.
+[[gnu::always_inline]] inline uint64_t ObserveFlow(FlowState& f, LossLog& log, uint32_t flow, uint32_t seq,
+                                                   uint64_t tx_ns, uint64_t rx_ns, bool ce) {
   ++f.received;
   f.ce += ce ? 1 : 0;
   const uint64_t latency = (rx_ns - tx_ns) & kTs48Mask;
-  g.latency.Record(latency);
   // RFC 3550 jitter on the transit time of consecutive arrivals.
   const int64_t transit = static_cast<int64_t>(latency);
   if (f.started) {
@@ -128,7 +130,7 @@ inline void Observe(FlowState& f, GroupStats& g, LossLog& log, uint32_t flow, ui
     f.next_seq = seq + 1;
     f.window = 1;
     f.last_rx_ns = rx_ns;
-    return;
+    return latency;
   }
   const int32_t d = static_cast<int32_t>(seq - f.next_seq);
   if (d == 0) {
@@ -162,6 +164,13 @@ inline void Observe(FlowState& f, GroupStats& g, LossLog& log, uint32_t flow, ui
       ++f.late;
     }
   }
+  return latency;
+}
+
+// ObserveFlow() and the latency recorded into the group at once.
+inline void Observe(FlowState& f, GroupStats& g, LossLog& log, uint32_t flow, uint32_t seq, uint64_t tx_ns,
+                    uint64_t rx_ns, bool ce) {
+  g.latency.Record(ObserveFlow(f, log, flow, seq, tx_ns, rx_ns, ce));
 }
 
 }  // namespace fg::stats

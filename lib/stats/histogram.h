@@ -44,13 +44,15 @@ class LatencyHistogram {
 
   LatencyHistogram() : counts_(kBuckets, 0) {}
 
-  void Record(uint64_t ns) {
-    ++counts_[Index(ns)];
-    ++count_;
-    sum_ += ns;
+  void Record(uint64_t ns) { Record(ns, 1); }
+  // `n` samples of the same value.
+  void Record(uint64_t ns, uint64_t n) {
+    counts_[Index(ns)] += n;
+    count_ += n;
+    sum_ += ns * n;
     if (ns < min_) min_ = ns;
     if (ns > max_) max_ = ns;
-    if (ns >= (uint64_t{1} << kMaxExp)) ++overflow_;
+    if (ns >= (uint64_t{1} << kMaxExp)) overflow_ += n;
   }
   void Merge(const LatencyHistogram& o);
   void Clear();

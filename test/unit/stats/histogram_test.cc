@@ -62,5 +62,22 @@ TEST(LatencyHistogram, ExactBelow128AndMerge) {
   EXPECT_EQ(a.Percentile(50), 0.0);
 }
 
+TEST(LatencyHistogram, RecordingNEqualSamplesAtOnceEqualsNRecords) {
+  LatencyHistogram one, batch;
+  const uint64_t values[] = {5, 127, 128, 1000, 123456789, uint64_t{1} << 41};
+  const uint64_t counts[] = {1, 3, 32, 7, 2, 4};
+  for (int i = 0; i < 6; ++i) {
+    for (uint64_t k = 0; k < counts[i]; ++k) one.Record(values[i]);
+    batch.Record(values[i], counts[i]);
+  }
+  EXPECT_EQ(batch.counts(), one.counts());
+  EXPECT_EQ(batch.count(), 49u);
+  EXPECT_EQ(batch.min(), one.min());
+  EXPECT_EQ(batch.max(), one.max());
+  EXPECT_EQ(batch.mean(), one.mean());
+  EXPECT_EQ(batch.overflow(), 4u);
+  EXPECT_EQ(batch.Percentile(50), one.Percentile(50));
+}
+
 }  // namespace
 }  // namespace fg::stats

@@ -5,15 +5,21 @@
 namespace fg::clock {
 
 void ClockFit::Add(uint64_t tsc_before_ns, uint64_t nic, uint64_t tsc_after_ns) {
-  const double mid = (static_cast<double>(tsc_before_ns) + static_cast<double>(tsc_after_ns)) / 2;
+  if (tsc_ref_ == 0 && nic_ref_ == 0) {
+    tsc_ref_ = tsc_before_ns;
+    nic_ref_ = nic;
+  }
+  // Differences from the references are exact in a double up to 2^53 (104 days of ns).
+  const double mid = static_cast<double>(static_cast<int64_t>(tsc_before_ns - tsc_ref_)) +
+                     static_cast<double>(tsc_after_ns - tsc_before_ns) / 2;
   if (samples_.size() == capacity_) samples_.erase(samples_.begin());
-  samples_.push_back({mid, static_cast<double>(nic)});
+  samples_.push_back({mid, static_cast<double>(static_cast<int64_t>(nic - nic_ref_))});
 }
 
 std::optional<ClockLine> ClockFit::Solve() const {
   const size_t n = samples_.size();
   if (n < 2) return std::nullopt;
-  // Centre on the first sample so doubles keep their precision at 10^18 ns.
+  // Centre on the first sample kept (samples are already relative to the references).
   const double t0 = samples_.front().tsc_ns, v0 = samples_.front().nic;
   double st = 0, sv = 0;
   for (const Sample& s : samples_) st += s.tsc_ns - t0, sv += s.nic - v0;
@@ -29,6 +35,8 @@ std::optional<ClockLine> ClockFit::Solve() const {
   line.nominal = nominal_;
   line.slope = stv / stt;
   if (!(line.slope > 0)) return std::nullopt;
+  line.tsc_ref = tsc_ref_;
+  line.nic_ref = nic_ref_;
   line.tsc0 = t0 + mt;
   line.nic0 = v0 + mv;
   double sq = 0;

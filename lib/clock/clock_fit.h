@@ -15,6 +15,7 @@
 //   double ppm = line->drift_ppm();        // NIC rate vs TSC, minus one, in ppm
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -22,15 +23,19 @@
 namespace fg::clock {
 
 // tsc_ns = (nic - nic0) / slope + tsc0: the NIC value nic0 was read at tsc0.
+// Both points are an exact integer reference plus a double offset from it,
+// so a PHC's 1.7e18 ns (beyond a double's 2^53) keeps nanosecond precision.
 struct ClockLine {
   double slope = 1;  // NIC units per TSC ns (1e-3 for a microsecond clock, ~1 for a PHC)
-  double nic0 = 0;
-  double tsc0 = 0;
+  uint64_t nic_ref = 0, tsc_ref = 0;
+  double nic0 = 0;         // relative to nic_ref
+  double tsc0 = 0;         // relative to tsc_ref
   double residual_ns = 0;  // RMS distance of the samples from the line, in TSC ns
   double max_residual_ns = 0;
 
   uint64_t ToTscNs(uint64_t nic) const {
-    return static_cast<uint64_t>(tsc0 + (static_cast<double>(nic) - nic0) / slope);
+    const double d = static_cast<double>(static_cast<int64_t>(nic - nic_ref)) - nic0;
+    return tsc_ref + static_cast<uint64_t>(static_cast<int64_t>(std::llround(tsc0 + d / slope)));
   }
   double drift_ppm() const { return (slope - nominal) / nominal * 1e6; }
   double nominal = 1;  // the slope the NIC claims (e.g. its tick rate in ticks/ns)
@@ -49,9 +54,10 @@ class ClockFit {
 
  private:
   struct Sample {
-    double tsc_ns;
-    double nic;
+    double tsc_ns;  // relative to tsc_ref_
+    double nic;     // relative to nic_ref_
   };
+  uint64_t tsc_ref_ = 0, nic_ref_ = 0;  // the first sample's integer values
   double nominal_;
   size_t capacity_;
   std::vector<Sample> samples_;

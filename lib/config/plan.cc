@@ -17,7 +17,8 @@ using internal::Node;
 using internal::Opt;
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs"}));
+  FG_RETURN_IF_ERROR(
+      n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs", "timestamps"}));
   PortSpec p;
   p.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
@@ -37,6 +38,12 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
       FG_ASSIGN_OR_RETURN(int64_t v, m->Int(1024, 16 * 1024 * 1024));
       p.mbufs = static_cast<uint32_t>(v);
     }
+  }
+  if (auto t = n.Optional("timestamps")) {
+    FG_ASSIGN_OR_RETURN(std::string v, t->OneOf({"auto", "software", "hardware"}));
+    p.timestamps = v == "software"   ? PortSpec::Timestamps::kSoftware
+                   : v == "hardware" ? PortSpec::Timestamps::kHardware
+                                     : PortSpec::Timestamps::kAuto;
   }
   return p;
 }

@@ -39,7 +39,10 @@ struct PortSpec {
   uint16_t tx_desc = 1024;
   uint32_t mtu = 1500;  // L3 MTU in bytes
   uint32_t mbufs = 0;   // 0 = sized automatically from queues and descriptors
-  int line = 0;         // where the port is declared, for later messages
+  // RX times: the NIC's per-packet stamps where drivers/ knows its clock
+  // (auto), always the TSC (software), or the NIC's or fail (hardware).
+  enum class Timestamps { kAuto, kSoftware, kHardware } timestamps = Timestamps::kAuto;
+  int line = 0;  // where the port is declared, for later messages
 };
 
 struct StreamSpec {

@@ -90,10 +90,11 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
       groups.push_back(g);
     }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
-      rxs.push_back({pi, std::make_unique<rx::RxTask>(
-                             ports[pi]->id(), q, total_flows, groups, static_cast<uint32_t>(streams.size()), clock,
-                             options.loss_log_capacity, ports[pi]->rx_timestamp().offset,
-                             ports[pi]->rx_timestamp().flag, ports[pi]->rx_timestamp().line, tag_off)});
+      rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, total_flows, groups,
+                                                      static_cast<uint32_t>(streams.size()), clock,
+                                                      options.loss_log_capacity, ports[pi]->rx_timestamp().offset,
+                                                      ports[pi]->rx_timestamp().flag, ports[pi]->rx_timestamp().line,
+                                                      tag_off, ports[pi]->rx_timestamp().shared)});
       rx_names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
     }
   }
@@ -123,6 +124,12 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     result.placement.push_back(absl::StrFormat("lcore %d: %s", workers[i], absl::StrJoin(work[i].names, ", ")));
   }
   if (options.on_placement) options.on_placement(result.placement);
+
+  // A fresh fit of every NIC clock behind hardware RX stamps (10 ms of
+  // readings): the line from port start may be minutes old.
+  for (port::Port* p : ports) {
+    if (p->nic_clock() != nullptr) p->nic_clock()->Calibrate(20, 500);
+  }
 
   // Launch, then start every stream at the same instant a little ahead.
   const uint64_t start = ReadTsc() + clock.FromNs(2'000'000);
@@ -179,12 +186,31 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   const uint64_t sample_every = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(0, options.sample_interval_ns)));
   uint64_t next_sample = start;
 
+  // NIC clocks behind hardware RX stamps: sampled every 10 ms, re-fitted and
+  // handed to the RX lcores every 100 ms (the lcores copy the line per burst).
+  std::vector<port::NicClock*> nic_clocks;
+  for (port::Port* p : ports) {
+    if (p->nic_clock() != nullptr) nic_clocks.push_back(p->nic_clock());
+  }
+  const uint64_t clock_sample_every = clock.FromNs(10'000'000), clock_fit_every = clock.FromNs(100'000'000);
+  uint64_t next_clock_sample = ReadTsc(), next_clock_fit = next_clock_sample + clock_fit_every;
+  auto track_clocks = [&](uint64_t now) {
+    if (nic_clocks.empty() || now < next_clock_sample) return;
+    for (port::NicClock* c : nic_clocks) c->Sample();
+    next_clock_sample = now + clock_sample_every;
+    if (now >= next_clock_fit) {
+      for (port::NicClock* c : nic_clocks) c->Publish();
+      next_clock_fit = now + clock_fit_every;
+    }
+  };
+
   // Control loop: watch for the end of TX, report progress.
   uint64_t last_report = start, last_tx = 0, last_rx = 0;
   const uint64_t interval = clock.FromNs(static_cast<uint64_t>(options.progress_interval_ns));
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const uint64_t now = ReadTsc();
+    track_clocks(now);
     if (sample_every != 0 && now >= next_sample) {
       sample(now);
       next_sample += sample_every;
@@ -218,7 +244,11 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   const uint64_t tx_end = ReadTsc();
   if (sample_every != 0) sample(tx_end);
   for (auto& w : work) w.phase.store(kDrain, std::memory_order_release);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(options.drain_ns));
+  const uint64_t drain_end = ReadTsc() + clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(0, options.drain_ns)));
+  for (uint64_t now = ReadTsc(); now < drain_end; now = ReadTsc()) {
+    track_clocks(now);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(1'000'000, clock.ToNs(drain_end - now))));
+  }
   for (auto& w : work) w.phase.store(kStop, std::memory_order_release);
   rte_eal_mp_wait_lcore();
 
@@ -227,6 +257,14 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     if (p->rx_timestamp().unit != port::RxTimestamp::Unit::kNone) {
       result.timestamp_source = absl::StrFormat("RX: %s on port %s; TX: the signature's stamp",
                                                 p->rx_timestamp().observation_point(), p->name());
+      if (port::NicClock* c = p->nic_clock(); c != nullptr && c->line()) {
+        const clock::ClockLine& l = *c->line();
+        result.timestamp_source += absl::StrFormat(
+            " (fit over the last %d of %d readings: %.9f units/ns, %+.3f ppm against the driver's %.6f, RMS residual "
+            "%.0f ns, max %.0f ns)",
+            std::min<uint64_t>(c->samples(), c->window()), c->samples(), l.slope, l.drift_ppm(), l.nominal,
+            l.residual_ns, l.max_residual_ns);
+      }
     }
   }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,18 +24,31 @@ namespace fg::port {
 class DriverRegistry {
  public:
   using Annotator = std::function<void(Capabilities&)>;
+  // The RX timestamp clock of a device, if the driver knows it.
+  using TimestampProbe = std::function<std::optional<TimestampDriver>(const Capabilities&)>;
 
   // `pmd` is the ethdev driver name the annotator applies to ("mlx5_pci").
   void Add(std::string pmd, Annotator annotator) { entries_.emplace_back(std::move(pmd), std::move(annotator)); }
+  void AddTimestamps(std::string pmd, TimestampProbe probe) {
+    timestamps_.emplace_back(std::move(pmd), std::move(probe));
+  }
   void Annotate(Capabilities& caps) const {
     for (const auto& [pmd, fn] : entries_) {
       if (caps.driver == pmd) fn(caps);
     }
   }
-  size_t size() const { return entries_.size(); }
+  std::optional<TimestampDriver> Timestamps(const Capabilities& caps) const {
+    for (const auto& [pmd, fn] : timestamps_) {
+      if (caps.driver != pmd) continue;
+      if (auto t = fn(caps)) return t;
+    }
+    return std::nullopt;
+  }
+  size_t size() const { return entries_.size() + timestamps_.size(); }
 
  private:
   std::vector<std::pair<std::string, Annotator>> entries_;
+  std::vector<std::pair<std::string, TimestampProbe>> timestamps_;
 };
 
 }  // namespace fg::port

@@ -1,5 +1,7 @@
 #include "port/port.h"
 
+#include <rte_cycles.h>
+#include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
@@ -9,6 +11,8 @@
 #include <bit>
 
 #include "absl/strings/str_format.h"
+#include "base/status.h"
+#include "port/driver_registry.h"
 
 namespace fg::port {
 namespace {
@@ -140,6 +144,7 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
   if (!id.ok()) return absl::NotFoundError(absl::StrFormat("port '%s': %s", o.name, id.status().message()));
   auto caps = ProbeCapabilities(*id);
   if (!caps.ok()) return caps.status();
+  if (o.drivers != nullptr) o.drivers->Annotate(*caps);
 
   if (o.rx_queues > caps->max_rx_queues || o.tx_queues > caps->max_tx_queues) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: %d RX / %d TX queues asked, the device has at most %d / %d",
@@ -175,8 +180,19 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
   if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE) {
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;  // one pool, refcnt 1: cheaper frees
   }
+  FG_RETURN_IF_ERROR(p->ChooseRxTimestamps(conf.rxmode.offloads));
   if (int ret = rte_eth_dev_configure(p->id_, o.rx_queues, o.tx_queues, &conf); ret != 0) {
     return RteError(ret, where + ": rte_eth_dev_configure");
+  }
+  if (p->ts_driver_ && p->ts_driver_->enable) {
+    if (int ret = p->ts_driver_->enable(p->id_); ret != 0) {
+      const std::string why =
+          absl::StrFormat("%s: enabling the NIC clock for RX timestamps failed (%s)", where, rte_strerror(-ret));
+      if (o.rx_timestamps == RxTimestamps::kHardware) return absl::FailedPreconditionError(why);
+      p->notes_.push_back(why + "; software RX timestamps instead");
+      p->ts_driver_.reset();
+      p->rx_ts_ = RxTimestamp{};
+    }
   }
   uint16_t rx_desc = o.rx_desc, tx_desc = o.tx_desc;
   if (int ret = rte_eth_dev_adjust_nb_rx_tx_desc(p->id_, &rx_desc, &tx_desc); ret != 0) {
@@ -206,20 +222,78 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
   return p;
 }
 
+absl::Status Port::ChooseRxTimestamps(uint64_t& rx_offloads) {
+  const PortOptions& o = options_;
+  const std::string where = absl::StrFormat("port '%s' (%s)", o.name, o.dpdk_name);
+  if (o.rx_timestamps == RxTimestamps::kSoftware || o.rx_queues == 0) return absl::OkStatus();
+  if (caps_.driver == "net_pcap") return absl::OkStatus();  // its own stamps (pcap record times), see Start()
+  std::optional<TimestampDriver> ts = o.drivers != nullptr ? o.drivers->Timestamps(caps_) : std::nullopt;
+  std::string why_not;
+  if (!ts) {
+    why_not = absl::StrFormat("no driver in drivers/ knows the RX timestamp clock of PMD %s", caps_.driver);
+  } else if (!caps_.rx_hw_timestamp && !ts->stamps_without_offload) {
+    why_not = absl::StrFormat("PMD %s does not offer RTE_ETH_RX_OFFLOAD_TIMESTAMP on this device", caps_.driver);
+  }
+  if (!why_not.empty()) {
+    if (o.rx_timestamps == RxTimestamps::kHardware) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("%s: hardware RX timestamps asked, but %s (timestamps: software or auto)", where, why_not));
+    }
+    return absl::OkStatus();  // auto: software, as for every PMD without a driver
+  }
+  if (caps_.rx_hw_timestamp) rx_offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+  int off = -1;
+  uint64_t flag = 0;
+  if (int ret = rte_mbuf_dyn_rx_timestamp_register(&off, &flag); ret != 0 || off < 0 || flag == 0) {
+    return absl::InternalError(
+        absl::StrFormat("%s: cannot register the RX timestamp dynfield (%s)", where, rte_strerror(rte_errno)));
+  }
+  ts_driver_ = std::move(ts);
+  rx_ts_ = RxTimestamp{};
+  rx_ts_.unit = RxTimestamp::Unit::kNicClock;
+  rx_ts_.offset = off;
+  rx_ts_.flag = flag;
+  rx_ts_.clock = ts_driver_->clock;
+  return absl::OkStatus();
+}
+
 absl::Status Port::Start() {
   if (started_) return absl::OkStatus();
   if (int ret = rte_eth_dev_start(id_); ret != 0) {
     return RteError(ret, absl::StrFormat("port '%s': rte_eth_dev_start", name()));
   }
   started_ = true;
+  if (ts_driver_ && !nic_clock_) {
+    // Fit the NIC clock before the first frame: a few bracketed readings
+    // ~0.2 ms apart; the engine keeps sampling and re-fitting during runs.
+    nic_clock_ = std::make_unique<NicClock>(id_, *ts_driver_, TscClock(rte_get_tsc_hz()));
+    nic_clock_->Calibrate(8, 200);
+    if (!nic_clock_->line()) {
+      const std::string why = absl::StrFormat(
+          "port '%s': the %s cannot be read (rte_eth_read_clock / timesync), so its RX stamps cannot be mapped to "
+          "TSC time",
+          name(), ts_driver_->clock);
+      if (options_.rx_timestamps == RxTimestamps::kHardware) return absl::FailedPreconditionError(why);
+      notes_.push_back(why + "; software RX timestamps instead");
+      nic_clock_.reset();
+      ts_driver_.reset();
+      rx_ts_ = RxTimestamp{};
+    } else {
+      rx_ts_.shared = &nic_clock_->shared();
+      rx_ts_.line = *nic_clock_->line();
+    }
+  }
   // net_pcap registers the RX timestamp dynfield itself (by the time the port
   // has started) and stamps every mbuf with its pcap record time in
   // microseconds, without advertising the offload: verified with DPDK 22.11.
-  if (caps_.driver == "net_pcap") {
+  if (caps_.driver == "net_pcap" && options_.rx_timestamps != RxTimestamps::kSoftware) {
     const int off = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, nullptr);
     const int bit = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, nullptr);
     if (off >= 0 && bit >= 0) {
-      rx_ts_ = RxTimestamp{RxTimestamp::Unit::kMicroseconds, off, uint64_t{1} << bit, {}};
+      rx_ts_ = RxTimestamp{};
+      rx_ts_.unit = RxTimestamp::Unit::kMicroseconds;
+      rx_ts_.offset = off;
+      rx_ts_.flag = uint64_t{1} << bit;
       rx_ts_.line.slope = 1e-3;  // microseconds per ns
       rx_ts_.line.nominal = 1e-3;
     }
@@ -232,6 +306,61 @@ absl::Status Port::Start() {
   }
   RefreshLink();
   return absl::OkStatus();
+}
+
+std::string RxTimestamp::observation_point() const {
+  switch (unit) {
+    case Unit::kMicroseconds: return "pcap record time (us), per packet";
+    case Unit::kNicClock: return absl::StrFormat("NIC hardware RX timestamp, per packet: %s, fitted to TSC ns", clock);
+    default: return "tsc: software";
+  }
+}
+
+NicClock::NicClock(uint16_t port_id, TimestampDriver driver, TscClock tsc, size_t window)
+    : port_id_(port_id),
+      window_(window),
+      driver_(std::move(driver)),
+      tsc_(tsc),
+      fit_(driver_.nominal_units_per_ns, window) {}
+
+bool NicClock::Sample() {
+  // The tightest of three brackets: a reading delayed by an interrupt or a
+  // slow register read would sit off the line by half its bracket.
+  uint64_t best_before = 0, best_after = 0, best_nic = 0;
+  for (int i = 0; i < 3; ++i) {
+    uint64_t nic = 0;
+    const uint64_t before = ReadTsc();
+    const int ret = driver_.read ? driver_.read(port_id_, &nic) : -ENOTSUP;
+    const uint64_t after = ReadTsc();
+    if (ret != 0) {
+      ++read_failures_;
+      return false;
+    }
+    if (i == 0 || after - before < best_after - best_before) {
+      best_before = before;
+      best_after = after;
+      best_nic = nic;
+    }
+  }
+  fit_.Add(tsc_.ToNs(best_before), best_nic, tsc_.ToNs(best_after));
+  ++samples_;
+  return true;
+}
+
+void NicClock::Calibrate(int readings, int spacing_us) {
+  for (int i = 0; i < readings; ++i) {
+    Sample();
+    if (i + 1 < readings) rte_delay_us_block(spacing_us);
+  }
+  Publish();
+}
+
+bool NicClock::Publish() {
+  auto l = fit_.Solve();
+  if (!l) return false;
+  line_ = *l;
+  shared_.Publish(*l);
+  return true;
 }
 
 void Port::Stop() {

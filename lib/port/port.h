@@ -16,16 +16,29 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/tsc.h"
 #include "clock/clock_fit.h"
+#include "clock/shared_line.h"
 
 struct rte_mempool;
 
 namespace fg::port {
+
+class DriverRegistry;
+
+// How a port's received frames get their RX time.
+enum class RxTimestamps {
+  kAuto,      // the NIC's per-packet stamps where a driver in drivers/ knows their clock, else software
+  kSoftware,  // TSC after rte_eth_rx_burst, always
+  kHardware,  // the NIC's stamps, or Open() fails saying why not
+};
 
 struct PortOptions {
   std::string name;       // the plan's name for the port
@@ -38,6 +51,9 @@ struct PortOptions {
   uint32_t mbufs = 0;   // 0: MbufsNeeded()
   unsigned lcores = 1;  // lcores that will use the pool (per-lcore caches)
   bool promiscuous = true;
+  RxTimestamps rx_timestamps = RxTimestamps::kAuto;
+  // NIC knowledge from drivers/ (clocks, timestamp units); may be null.
+  const DriverRegistry* drivers = nullptr;
 };
 
 // Pool size a port needs: descriptors on both sides, frames in flight in a
@@ -71,20 +87,69 @@ struct Capabilities {
   double line_bps() const { return link_speed_mbps * 1e6; }
 };
 
+// What a NIC driver (drivers/) knows about the clock its PMD writes into the
+// RX timestamp dynfield. The port fits that clock to TSC ns (NicClock) so
+// NIC RX times and TSC TX stamps subtract.
+struct TimestampDriver {
+  std::string clock;                    // what the stamps count, for reports ("mlx5 device clock, ticks")
+  double nominal_units_per_ns = 1;      // what the driver claims (ticks/ns; 1 for a ns PHC)
+  bool stamps_without_offload = false;  // the PMD stamps every mbuf without advertising the offload
+  // After configure, before start (ice: rte_eth_timesync_enable); 0 or -errno. May be empty.
+  std::function<int(uint16_t port_id)> enable;
+  // The NIC clock now, in the stamps' unit; 0 or -errno.
+  std::function<int(uint16_t port_id, uint64_t* now)> read;
+};
+
+// A NIC clock sampled against the TSC by the control thread (bracketed
+// readings, least squares, ClockFit) and published to RX lcores through a
+// SharedClockLine. Samples every few ms, re-fit on Publish().
+class NicClock {
+ public:
+  NicClock(uint16_t port_id, TimestampDriver driver, TscClock tsc, size_t window = 32);
+  // One (TSC, NIC, TSC) reading; false when the NIC clock could not be read.
+  bool Sample();
+  // Fits the kept samples and publishes the line; false until two distinct samples.
+  bool Publish();
+  // `readings` samples `spacing_us` apart (blocking), then Publish(): before
+  // traffic, so the first frames are mapped by a fresh line.
+  void Calibrate(int readings, int spacing_us);
+  const clock::SharedClockLine& shared() const { return shared_; }
+  const std::optional<clock::ClockLine>& line() const { return line_; }
+  const TimestampDriver& driver() const { return driver_; }
+  uint64_t samples() const { return samples_; }
+  uint64_t read_failures() const { return read_failures_; }
+  size_t window() const { return window_; }  // readings each fit uses (the newest)
+
+ private:
+  uint16_t port_id_;
+  size_t window_;
+  TimestampDriver driver_;
+  TscClock tsc_;
+  clock::ClockFit fit_;
+  clock::SharedClockLine shared_;
+  std::optional<clock::ClockLine> line_;
+  uint64_t samples_ = 0, read_failures_ = 0;
+};
+
 // Where a port's received mbufs carry a per-packet RX timestamp (the
 // standard rte_mbuf timestamp dynfield), and in which unit. Only drivers
 // whose unit fabricgen knows are used; others keep software timestamps.
 struct RxTimestamp {
-  enum class Unit { kNone, kMicroseconds /* net_pcap: the pcap record time */ };
+  enum class Unit {
+    kNone,
+    kMicroseconds,  // net_pcap: the pcap record time
+    kNicClock,      // a NIC clock a driver describes, fitted to TSC ns (NicClock)
+  };
   Unit unit = Unit::kNone;
   int offset = -1;    // dynfield offset in the mbuf
   uint64_t flag = 0;  // ol_flags bit set on mbufs that carry one
-  // From the stamp's unit to the nanoseconds the TX signature uses. A pcap
-  // record time is already in that timebase for captures `craft` wrote.
+  // From the stamp's unit to the nanoseconds the TX signature uses: fixed
+  // (a pcap record time is already in that timebase for captures `craft`
+  // wrote), or re-fitted during the run (`shared`, from the port's NicClock).
   clock::ClockLine line;
-  const char* observation_point() const {
-    return unit == Unit::kMicroseconds ? "pcap record time (us), per packet" : "tsc: software";
-  }
+  const clock::SharedClockLine* shared = nullptr;
+  std::string clock;  // the driver's name for the clock
+  std::string observation_point() const;
 };
 
 struct Stats {
@@ -113,6 +178,8 @@ class Port {
   rte_mempool* pool() const { return pool_; }
   const Capabilities& capabilities() const { return caps_; }
   const RxTimestamp& rx_timestamp() const { return rx_ts_; }
+  // The NIC clock RX stamps count, when they come from one (else null).
+  NicClock* nic_clock() { return nic_clock_.get(); }
   // Notes about choices made for this port (e.g. MTU fixed by the PMD).
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -121,19 +188,19 @@ class Port {
   void ResetStats();
   // Refreshes link state (speed, up/down) in capabilities().
   void RefreshLink();
-  // Lets NIC drivers add what they know (see port/driver_registry.h).
-  template <typename Registry>
-  void Annotate(const Registry& registry) {
-    registry.Annotate(caps_);
-  }
 
  private:
   Port() = default;
+  // Decides per-packet NIC RX timestamps (options_.rx_timestamps, the
+  // drivers, the device): adds the offload and registers the dynfield.
+  absl::Status ChooseRxTimestamps(uint64_t& rx_offloads);
   PortOptions options_;
   uint16_t id_ = 0;
   rte_mempool* pool_ = nullptr;
   Capabilities caps_;
   RxTimestamp rx_ts_;
+  std::optional<TimestampDriver> ts_driver_;
+  std::unique_ptr<NicClock> nic_clock_;
   std::vector<std::string> notes_;
   bool started_ = false;
 };

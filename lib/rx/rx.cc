@@ -12,7 +12,7 @@ namespace fg::rx {
 
 RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
                uint32_t num_groups, TscClock clock, size_t loss_log_capacity, int ts_offset, uint64_t ts_flag,
-               clock::ClockLine ts_line, int template_tag_offset)
+               clock::ClockLine ts_line, int template_tag_offset, const clock::SharedClockLine* ts_shared)
     : port_id_(port_id),
       queue_(queue),
       clock_(clock),
@@ -25,9 +25,9 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       ts_offset_(ts_offset),
       ts_flag_(ts_flag),
       tag_off_(template_tag_offset),
-      ts_ns0_(ts_line.tsc0),
-      ts_unit0_(ts_line.nic0),
-      ts_ns_per_unit_(1.0 / ts_line.slope) {
+      ts_shared_(ts_shared),
+      ts_line_(ts_line) {
+  UseLine(ts_line_);
   uint32_t slots = 0;
   for (const GroupRange& g : groups) slots += g.flows;
   flows_.resize(slots);
@@ -83,6 +83,9 @@ unsigned RxTask::PollImpl() {
   const uint16_t n = rte_eth_rx_burst(port_id_, queue_, pkts, kRxBurst);
   if (n == 0) return 0;
   const uint64_t rx_ns = clock_.ToNs(ReadTsc());
+  if constexpr (kPerPacketTs) {
+    if (ts_shared_ != nullptr && ts_shared_->Refresh(ts_line_, ts_seen_)) UseLine(ts_line_);
+  }
   const uint32_t nflows = static_cast<uint32_t>(flow_to_slot_.size());
   int32_t sig[kRxBurst];
   uint32_t end[kRxBurst];
@@ -122,8 +125,9 @@ unsigned RxTask::PollImpl() {
     uint64_t t = rx_ns;
     if constexpr (kPerPacketTs) {
       if (m->ol_flags & ts_flag_) {
-        const double v = static_cast<double>(*RTE_MBUF_DYNFIELD(m, ts_offset_, const uint64_t*));
-        t = static_cast<uint64_t>(ts_ns0_ + (v - ts_unit0_) * ts_ns_per_unit_);
+        const uint64_t v = *RTE_MBUF_DYNFIELD(m, ts_offset_, const uint64_t*);
+        const double d = static_cast<double>(static_cast<int64_t>(v - ts_nic_ref_));
+        t = ts_tsc_ref_ + static_cast<uint64_t>(static_cast<int64_t>(ts_c_ + d * ts_ns_per_unit_));
       }
     }
     if (group_verify_[group] && proto::CountPayloadErrors(d, static_cast<uint32_t>(sig[i]), end[i]) != 0) {

@@ -28,6 +28,7 @@
 #include "base/poll_task.h"
 #include "base/tsc.h"
 #include "clock/clock_fit.h"
+#include "clock/shared_line.h"
 #include "stats/flow_analysis.h"
 
 namespace fg::rx {
@@ -60,11 +61,13 @@ struct FeedbackCounters {
 class RxTask : public PollTask {
  public:
   // With `ts_offset` >= 0, a received mbuf whose ol_flags has `ts_flag`
-  // carries its RX time at that dynfield offset, mapped to ns by `ts_line`;
+  // carries its RX time at that dynfield offset, mapped to ns by `ts_line`
+  // (or by the newest line `ts_shared` holds: re-fitted by the control thread);
   // otherwise the TSC read after rte_eth_rx_burst is used.
   RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
          uint32_t num_groups, TscClock clock, size_t loss_log_capacity = 4096, int ts_offset = -1, uint64_t ts_flag = 0,
-         clock::ClockLine ts_line = {}, int template_tag_offset = -1);
+         clock::ClockLine ts_line = {}, int template_tag_offset = -1,
+         const clock::SharedClockLine* ts_shared = nullptr);
   ~RxTask() override;
 
   unsigned Poll() override;
@@ -104,7 +107,18 @@ class RxTask : public PollTask {
   int ts_offset_;
   uint64_t ts_flag_;
   int tag_off_;  // TX template tag: cleared on every received mbuf (its data may be a NIC's)
-  double ts_ns0_, ts_unit0_, ts_ns_per_unit_;  // the line, with its division done once
+  // The line, with its division done once: ns = ts_tsc_ref_ + ts_c_ + (stamp - ts_nic_ref_) * ts_ns_per_unit_.
+  uint64_t ts_nic_ref_ = 0, ts_tsc_ref_ = 0;
+  double ts_c_ = 0, ts_ns_per_unit_ = 1;
+  const clock::SharedClockLine* ts_shared_;
+  clock::ClockLine ts_line_;
+  uint64_t ts_seen_ = 0;  // the shared line's sequence last copied
+  void UseLine(const clock::ClockLine& l) {
+    ts_nic_ref_ = l.nic_ref;
+    ts_tsc_ref_ = l.tsc_ref;
+    ts_ns_per_unit_ = 1.0 / l.slope;
+    ts_c_ = l.tsc0 - l.nic0 * ts_ns_per_unit_;
+  }
 };
 
 }  // namespace fg::rx

@@ -41,15 +41,19 @@ DeviceRef ResolveDevice(const std::string& device, size_t index, const std::vect
 
 namespace {
 port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk_name, unsigned lcores) {
-  return port::PortOptions{.name = ps.name,
-                           .dpdk_name = dpdk_name,
-                           .rx_queues = ps.rx_queues,
-                           .tx_queues = ps.tx_queues,
-                           .rx_desc = ps.rx_desc,
-                           .tx_desc = ps.tx_desc,
-                           .mtu = ps.mtu,
-                           .mbufs = ps.mbufs,
-                           .lcores = lcores};
+  return port::PortOptions{
+      .name = ps.name,
+      .dpdk_name = dpdk_name,
+      .rx_queues = ps.rx_queues,
+      .tx_queues = ps.tx_queues,
+      .rx_desc = ps.rx_desc,
+      .tx_desc = ps.tx_desc,
+      .mtu = ps.mtu,
+      .mbufs = ps.mbufs,
+      .lcores = lcores,
+      .rx_timestamps = ps.timestamps == config::PortSpec::Timestamps::kSoftware   ? port::RxTimestamps::kSoftware
+                       : ps.timestamps == config::PortSpec::Timestamps::kHardware ? port::RxTimestamps::kHardware
+                                                                                  : port::RxTimestamps::kAuto};
 }
 }  // namespace
 
@@ -85,12 +89,13 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
   const unsigned used_lcores = static_cast<unsigned>(s->eal_->worker_lcores().size()) + 1;
   for (size_t i = 0; i < plan.ports.size(); ++i) {
     const config::PortSpec& ps = plan.ports[i];
-    auto p = port::Port::Open(OptionsFor(ps, refs[i].dpdk_name, used_lcores));
+    port::PortOptions o = OptionsFor(ps, refs[i].dpdk_name, used_lcores);
+    o.drivers = &drivers;
+    auto p = port::Port::Open(o);
     if (!p.ok()) {
       return absl::Status(p.status().code(),
                           absl::StrFormat("%s:%d: ports[%d]: %s", plan.file, ps.line, i, p.status().message()));
     }
-    (*p)->Annotate(drivers);
     FG_RETURN_IF_ERROR((*p)->Start());
     s->ports_.push_back(std::move(*p));
   }

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 #include <rte_eth_ring.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -16,6 +19,7 @@
 #include "config/plan.h"
 #include "dpdk_test_env.h"
 #include "engine/engine.h"
+#include "port/driver_registry.h"
 #include "proto/signature.h"
 #include "stream/stream.h"
 
@@ -34,8 +38,12 @@ struct Impairments {
 // Moves frames from `in` to `out`, impairing them; counts what it did.
 class Mover {
  public:
-  Mover(rte_ring* in, rte_ring* out, rte_mempool* pool, Impairments imp)
-      : in_(in), out_(out), pool_(pool), imp_(std::move(imp)), thread_([this] { Run(); }) {}
+  // `on_forward`, if set, sees every frame handed on (e.g. to stamp it as a NIC would).
+  Mover(rte_ring* in, rte_ring* out, rte_mempool* pool, Impairments imp,
+        std::function<void(rte_mbuf*)> on_forward = nullptr)
+      : in_(in), out_(out), pool_(pool), imp_(std::move(imp)), on_forward_(std::move(on_forward)), thread_([this] {
+          Run();
+        }) {}
   ~Mover() {
     stop_.store(true);
     thread_.join();
@@ -44,6 +52,7 @@ class Mover {
 
  private:
   void Put(rte_mbuf* m) {
+    if (on_forward_) on_forward_(m);
     while (rte_ring_enqueue(out_, m) != 0) {
     }
     moved_.fetch_add(1);
@@ -86,35 +95,80 @@ class Mover {
   rte_ring* out_;
   rte_mempool* pool_;
   Impairments imp_;
+  std::function<void(rte_mbuf*)> on_forward_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> moved_{0};
   std::thread thread_;
 };
 
-TEST(Impairment, AnalyzerReportsExactlyWhatThePathDid) {
-  static int id = 0;
-  const std::string tag = std::to_string(id++);
-  rte_ring* in = rte_ring_create(("imp_in" + tag).c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  rte_ring* out = rte_ring_create(("imp_out" + tag).c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  rte_ring* sink = rte_ring_create(("imp_sink" + tag).c_str(), 4096, SOCKET_ID_ANY, 0);
-  ASSERT_TRUE(in && out && sink);
-  // TX port: sends into `in`, receives from an unused ring. RX port: receives from `out`.
-  ASSERT_GE(rte_eth_from_rings(("imp_tx" + tag).c_str(), &sink, 1, &in, 1, SOCKET_ID_ANY), 0);
-  ASSERT_GE(rte_eth_from_rings(("imp_rx" + tag).c_str(), &out, 1, &sink, 1, SOCKET_ID_ANY), 0);
+// Two ring ports with a gap between them for a Mover: the TX port sends
+// into ring `in`, the RX port receives from ring `out` (each also has an
+// unused direction on a shared sink ring). Names are unique per instance.
+class RingPath {
+ public:
+  // `rx_options` supplies the RX port's timestamp mode and drivers.
+  explicit RingPath(const std::string& prefix, const port::PortOptions& rx_options = {}) {
+    static int id = 0;
+    const std::string tag = prefix + std::to_string(id++);
+    in_ = rte_ring_create((tag + "_in").c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    out_ = rte_ring_create((tag + "_out").c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    sink_ = rte_ring_create((tag + "_sink").c_str(), 4096, SOCKET_ID_ANY, 0);
+    if (!in_ || !out_ || !sink_) return;
+    if (rte_eth_from_rings((tag + "_tx").c_str(), &sink_, 1, &in_, 1, SOCKET_ID_ANY) < 0) return;
+    if (rte_eth_from_rings((tag + "_rx").c_str(), &out_, 1, &sink_, 1, SOCKET_ID_ANY) < 0) return;
+    for (const std::string side : {"_tx", "_rx"}) {
+      port::PortOptions o = side == "_rx" ? rx_options : port::PortOptions{};
+      o.name = tag + side;
+      o.dpdk_name = "net_ring_" + tag + side;
+      o.lcores = 2;
+      auto p = port::Port::Open(o);
+      if (!p.ok()) {
+        error_ = p.status().ToString();
+        return;
+      }
+      if (auto st = (*p)->Start(); !st.ok()) {
+        error_ = st.ToString();
+        return;
+      }
+      ports_.push_back(std::move(*p));
+    }
+  }
+  ~RingPath() {
+    ports_.clear();
+    rte_ring_free(in_);
+    rte_ring_free(out_);
+    rte_ring_free(sink_);
+  }
+  bool ok() const { return ports_.size() == 2; }
+  const std::string& error() const { return error_; }
+  // One trial with a Mover applying `imp` (and `on_forward`) in the gap.
+  absl::StatusOr<TrialResult> Run(const std::vector<stream::CompiledStream>& streams, Impairments imp,
+                                  std::function<void(rte_mbuf*)> on_forward = nullptr) {
+    Mover mover(in_, out_, tx()->pool(), std::move(imp), std::move(on_forward));
+    TrialOptions opt;
+    opt.drain_ns = 100'000'000;
+    return RunTrial(TestEal(), {tx(), rx()}, streams, opt);
+  }
+  port::Port* tx() { return ports_[0].get(); }
+  port::Port* rx() { return ports_[1].get(); }
+  rte_ring* in() { return in_; }
+  rte_ring* out() { return out_; }
 
+ private:
+  rte_ring *in_ = nullptr, *out_ = nullptr, *sink_ = nullptr;
+  std::vector<std::unique_ptr<port::Port>> ports_;
+  std::string error_;
+};
+
+TEST(Impairment, AnalyzerReportsExactlyWhatThePathDid) {
+  RingPath path("imp");
+  ASSERT_TRUE(path.ok()) << path.error();
   auto plan = config::ParsePlan("imp.yaml", R"(
 duration: 10 s
 ports: [{name: a}, {name: b}]
 streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_payload: true, frame: {size: 128}}]
 )");
   ASSERT_TRUE(plan.ok()) << plan.status();
-  std::vector<std::unique_ptr<port::Port>> ports;
-  for (const char* name : {"imp_tx", "imp_rx"}) {
-    auto p = port::Port::Open(port::PortOptions{.name = name, .dpdk_name = "net_ring_" + (name + tag), .lcores = 2});
-    ASSERT_TRUE(p.ok()) << p.status();
-    ASSERT_TRUE((*p)->Start().ok());
-    ports.push_back(std::move(*p));
-  }
   auto streams = stream::Compile(*plan, {10e9, 10e9});
   ASSERT_TRUE(streams.ok());
 
@@ -124,15 +178,9 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_pa
   imp.dup = {300, 301, 302};
   imp.hold_until = {{800, 805}, {900, 901}};  // 800 after 805 (extent 5), 900 after 901 (extent 1)
   imp.corrupt = {42, 4242, 9999};
-  TrialResult r;
-  {
-    Mover mover(in, out, ports[0]->pool(), imp);
-    TrialOptions opt;
-    opt.drain_ns = 100'000'000;
-    auto res = RunTrial(TestEal(), {ports[0].get(), ports[1].get()}, *streams, opt);
-    ASSERT_TRUE(res.ok()) << res.status();
-    r = *std::move(res);
-  }
+  auto res = path.Run(*streams, imp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  const TrialResult& r = *res;
   const StreamResult& s = r.streams[0];
   EXPECT_EQ(s.tx.packets, 10000u);
   EXPECT_EQ(s.rx.packets, 10000u - 53 + 3);
@@ -158,10 +206,6 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_pa
   // times: test/cli PcapReplayTest.)
   EXPECT_NEAR(static_cast<double>(outage.end_ns - outage.start_ns), 51 * 5000.0, 5000.0 + 1'000'000.0);
   EXPECT_EQ(r.ports[1].rx_unknown_packets, 0u);
-  for (auto& p : ports) p.reset();
-  rte_ring_free(in);
-  rte_ring_free(out);
-  rte_ring_free(sink);
 }
 
 // TX rewrites only the per-packet fields of an mbuf that comes back to it
@@ -229,6 +273,90 @@ streams:
   p->reset();
   rte_ring_free(in);
   rte_ring_free(none);
+}
+
+// Hardware RX timestamps end to end, with the NIC simulated: a driver for
+// net_ring describes a tick clock (1.5625 GHz nominal, +50 ppm, drifting a
+// further 1 ppm per second, as a warming oscillator may) and the mover
+// stamps each frame as a NIC would, at TX time + an injected latency of
+// 10..16 us (by sequence number). The port fits the clock to the TSC, the
+// engine re-fits it during the run, and the analyzer must recover the
+// injected latencies. A line that were not re-fitted would be ~3 us off by
+// the end of the run.
+TEST(HardwareTimestamps, NicStampsFittedToTheTscGiveTheInjectedLatencies) {
+  const TscClock tsc(TestEal().tsc_hz());
+  static uint64_t t0;
+  t0 = tsc.ToNs(ReadTsc());
+  // Integer arithmetic, a few ns: the readings' brackets stay tight, as a
+  // real NIC register read should.
+  auto nic_at = [](uint64_t tsc_ns) -> uint64_t {
+    const __int128 dt = static_cast<int64_t>(tsc_ns - t0);
+    const __int128 ticks = dt * 25 / 16;                       // 1.5625 ticks/ns
+    const __int128 drift = ticks / 20'000;                     // +50 ppm
+    const __int128 warm = ticks * dt / 2'000'000'000'000'000;  // +1 ppm/s: 0.5 * 1e-6 * dt / 1e9
+    return static_cast<uint64_t>(5'000'000'000'000 + ticks + drift + warm);
+  };
+  port::DriverRegistry drivers;
+  drivers.AddTimestamps("net_ring", [&](const port::Capabilities&) {
+    port::TimestampDriver d;
+    d.clock = "test clock (ticks, 1.5625 GHz nominal)";
+    d.nominal_units_per_ns = 1.5625;
+    d.stamps_without_offload = true;
+    d.read = [&](uint16_t, uint64_t* now) {
+      *now = nic_at(tsc.ToNs(ReadTsc()));
+      return 0;
+    };
+    return std::optional<port::TimestampDriver>(d);
+  });
+
+  port::PortOptions rx;
+  rx.rx_timestamps = port::RxTimestamps::kHardware;
+  rx.drivers = &drivers;
+  RingPath path("hwts", rx);
+  ASSERT_TRUE(path.ok()) << path.error();
+  auto plan = config::ParsePlan("hwts.yaml", R"(
+duration: 10 s
+ports: [{name: a}, {name: b}]
+streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: 250000, flows: 10, frame: {roce: {op: SEND, message: 64}}}]
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const port::RxTimestamp& rts = path.rx()->rx_timestamp();
+  ASSERT_EQ(rts.unit, port::RxTimestamp::Unit::kNicClock);
+  ASSERT_NE(path.rx()->nic_clock(), nullptr);
+  auto streams = stream::Compile(*plan, {10e9, 10e9});
+  ASSERT_TRUE(streams.ok());
+
+  std::atomic<uint64_t> stamped{0};
+  auto stamp = [&](rte_mbuf* m) {
+    const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    const int off = proto::FindSignatureOffset(d, m->data_len);
+    if (off < 0) return;
+    const uint32_t seq = proto::Load32(d + off + 6);
+    const uint64_t now = tsc.ToNs(ReadTsc());
+    const uint64_t tx = now - ((now - proto::Load48(d + off + 10)) & proto::kTimestampMask);
+    *RTE_MBUF_DYNFIELD(m, rts.offset, uint64_t*) = nic_at(tx + 10'000 + (seq % 7) * 1'000);
+    m->ol_flags |= rts.flag;
+    stamped.fetch_add(1, std::memory_order_relaxed);
+  };
+  auto res = path.Run(*streams, Impairments{}, stamp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  const TrialResult& r = *res;
+  const StreamResult& s = r.streams[0];
+  EXPECT_EQ(s.tx.packets, 250000u);
+  EXPECT_EQ(s.rx.packets, 250000u);
+  EXPECT_EQ(stamped.load(), 250000u);
+  const stats::LatencyHistogram& h = s.analysis.latency;
+  EXPECT_EQ(h.count(), 250000u);
+  // Within 100 ns of the injected values over the whole 2.5 s run.
+  EXPECT_NEAR(static_cast<double>(h.min()), 10'000.0, 100.0);
+  EXPECT_NEAR(static_cast<double>(h.max()), 16'000.0, 100.0);
+  EXPECT_NEAR(h.Percentile(50), 13'000.0, 13'000 * 0.004 + 100.0);  // the 4th of 7 equally likely values
+  EXPECT_NE(r.timestamp_source.find("NIC hardware RX timestamp"), std::string::npos) << r.timestamp_source;
+  EXPECT_NE(r.timestamp_source.find("test clock"), std::string::npos) << r.timestamp_source;
+  const port::NicClock& c = *path.rx()->nic_clock();
+  ASSERT_TRUE(c.line().has_value());
+  EXPECT_GT(c.samples(), 200u);                         // every 10 ms through a 2.5 s run
+  EXPECT_NEAR(c.line()->drift_ppm(), 50.0 + 2.6, 1.0);  // +50 ppm, +1 ppm/s by the end
 }
 
 }  // namespace

@@ -65,5 +65,26 @@ TEST(ClockFit, KeepsTheNewestSamples) {
   EXPECT_EQ(line->ToTscNs(907), 900u);
 }
 
+// A PHC in real-time mode counts ns since 1970 (1.7e18, beyond a double's
+// 2^53): the line must still map single nanoseconds.
+TEST(ClockFit, KeepsNanosecondsAtPhcScale) {
+  const uint64_t epoch = 1'764'500'000'000'000'000ull;  // late 2025, ns
+  const uint64_t tsc0 = 987'654'321'000ull;
+  ClockFit fit(1.0);
+  auto nic_at = [&](uint64_t tsc_ns) {  // +7 ppm against the TSC
+    return epoch + (tsc_ns - tsc0) + (tsc_ns - tsc0) * 7 / 1'000'000;
+  };
+  for (uint64_t i = 0; i < 32; ++i) {
+    const uint64_t t = tsc0 + i * 10'000'000;  // every 10 ms
+    fit.Add(t, nic_at(t), t);
+  }
+  auto line = fit.Solve();
+  ASSERT_TRUE(line.has_value());
+  EXPECT_NEAR(line->drift_ppm(), 7.0, 0.01);
+  for (uint64_t t : {tsc0 + 1, tsc0 + 123'456'789, tsc0 + 310'000'003}) {
+    EXPECT_NEAR(static_cast<double>(line->ToTscNs(nic_at(t))), static_cast<double>(t), 1.0) << t;
+  }
+}
+
 }  // namespace
 }  // namespace fg::clock

@@ -40,6 +40,7 @@ TEST(Plan, ParsesATypicalPlan) {
   EXPECT_EQ(plan->ports[0].device, "net_null0");
   EXPECT_EQ(plan->ports[0].mtu, 9000u);
   EXPECT_EQ(plan->ports[1].device, kLoopbackDevice);
+  EXPECT_EQ(plan->ports[0].timestamps, PortSpec::Timestamps::kAuto);
   ASSERT_EQ(plan->streams.size(), 2u);
   const StreamSpec& s = plan->streams[0];
   EXPECT_EQ(s.port, 0u);
@@ -91,6 +92,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "bad.yaml:4:12: streams[0].count: 'lots' is not an integer"},
         BadCase{"out_of_range_mtu", "ports:\n  - {name: p, mtu: 9001}\nstreams: [{name: s, rate: 1 kpps}]\n",
                 "bad.yaml:2:20: ports[0].mtu: 9001 B is out of range; expected 68 B to 9000 B"},
+        BadCase{"timestamps_unknown", "ports:\n  - {name: p, timestamps: ptp}\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:2:27: ports[0].timestamps: 'ptp'"},
         BadCase{"frame_too_small", "streams:\n  - {name: s, rate: 1 kpps, frame: {size: 60}}\n",
                 "streams[0].frame.size: 60 B is too small"},
         BadCase{"tagged_frame_too_small", "streams:\n  - {name: s, rate: 1 kpps, frame: {size: 64, vlan: {id: 1}}}\n",

@@ -91,7 +91,11 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
   auto s = session::Session::Open(plan, eal, registry, /*scan_pci=*/plan_file.empty());
   if (!s.ok()) return Fail(s.status());
   std::cout << "memory: " << (*s)->eal_decision().memory_note << "\n";
-  for (port::Port* p : (*s)->ports()) PrintCapabilities("port " + p->name(), p->capabilities());
+  for (port::Port* p : (*s)->ports()) {
+    PrintCapabilities("port " + p->name(), p->capabilities());
+    std::cout << "  rx times: " << p->rx_timestamp().observation_point() << "\n";
+    for (const std::string& n : p->notes()) std::cout << "  " << n << "\n";
+  }
   if (plan_file.empty()) {
     for (auto [id, name] : port::ListPorts()) {
       if (name == (*s)->ports()[0]->capabilities().device) continue;

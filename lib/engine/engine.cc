@@ -325,6 +325,18 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     result.ports[pi].hw = ports[pi]->stats();
     result.ports[pi].xstats = ports[pi]->xstats();
   }
+  // A NIC whose RX stamps do not count the clock its driver reads (a mode
+  // the driver did not expect) shows as latencies beyond 2^40 ns, which is
+  // where negative ones land: say so rather than report them as figures.
+  for (const StreamResult& r : result.streams) {
+    const port::Port& rx = *ports[r.rx_port];
+    if (rx.rx_timestamp().unit == port::RxTimestamp::Unit::kNicClock && r.analysis.latency.overflow() != 0) {
+      result.warnings.push_back(absl::StrFormat(
+          "stream %s: %d latency samples above 2^40 ns or negative: the RX stamps on port %s do not follow the "
+          "fitted %s; its latency figures are not valid (timestamps: software avoids the NIC clock)",
+          r.name, r.analysis.latency.overflow(), rx.name(), rx.rx_timestamp().clock));
+    }
+  }
   return result;
 }
 

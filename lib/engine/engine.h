@@ -105,6 +105,8 @@ struct TrialResult {
   std::vector<stats::LossEvent> loss_events;          // the first ones, in receive-time order per RX task
   uint64_t loss_events_not_logged = 0;
   std::string timestamp_source = "tsc: software, TX before rte_eth_tx_burst, RX after rte_eth_rx_burst";
+  // What a reader of the figures must know (e.g. RX stamps that do not follow the fitted NIC clock).
+  std::vector<std::string> warnings;
 };
 
 absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,

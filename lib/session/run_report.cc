@@ -49,6 +49,10 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   w.Field("interrupted", r.interrupted);
   w.Field("timed_out", r.timed_out);
   w.Field("duration_ns", r.duration_ns);
+  w.Key("warnings");
+  w.BeginArray();
+  for (const std::string& x : r.warnings) w.String(x);
+  w.EndArray();
   w.Key("environment");
   w.BeginObject();
   w.Key("eal_args");
@@ -57,7 +61,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   w.EndArray();
   w.Field("memory", session.eal_decision().memory_note);
   w.Field("tsc_hz", session.eal().tsc_hz());
-  w.Field("timestamp_source", "tsc");
+  w.Field("timestamp_source", r.timestamp_source);
   w.Key("placement");
   w.BeginArray();
   for (const std::string& p : r.placement) w.String(p);
@@ -270,6 +274,7 @@ std::string RunSummary(const engine::TrialResult& r) {
                            FormatDuration(static_cast<int64_t>(a.latency.max())));
   }
   out += "latency: " + r.timestamp_source + "\n";
+  for (const std::string& x : r.warnings) out += "warning: " + x + "\n";
   for (const engine::PortResult& p : r.ports) {
     out += absl::StrFormat("port %s: tx %s packets (%s bytes), rx %s packets (%s bytes), %s without signature\n",
                            p.name, FormatCount(p.tx_packets), FormatCount(p.tx_bytes), FormatCount(p.rx_packets),

@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_format.h"
 #include "config/plan.h"
 #include "dpdk_test_env.h"
 #include "engine/engine.h"
@@ -283,68 +284,84 @@ streams:
 // engine re-fits it during the run, and the analyzer must recover the
 // injected latencies. A line that were not re-fitted would be ~3 us off by
 // the end of the run.
-TEST(HardwareTimestamps, NicStampsFittedToTheTscGiveTheInjectedLatencies) {
-  const TscClock tsc(TestEal().tsc_hz());
-  static uint64_t t0;
-  t0 = tsc.ToNs(ReadTsc());
-  // Integer arithmetic, a few ns: the readings' brackets stay tight, as a
-  // real NIC register read should.
-  auto nic_at = [](uint64_t tsc_ns) -> uint64_t {
-    const __int128 dt = static_cast<int64_t>(tsc_ns - t0);
+class HardwareTimestamps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    t0_ = tsc_.ToNs(ReadTsc());
+    drivers_.AddTimestamps("net_ring", [this](const port::Capabilities&) {
+      port::TimestampDriver d;
+      d.clock = "test clock (ticks, 1.5625 GHz nominal)";
+      d.nominal_units_per_ns = 1.5625;
+      d.stamps_without_offload = true;
+      d.read = [this](uint16_t, uint64_t* now) {
+        *now = NicAt(tsc_.ToNs(ReadTsc()));
+        return 0;
+      };
+      return std::optional<port::TimestampDriver>(d);
+    });
+    port::PortOptions rx;
+    rx.rx_timestamps = port::RxTimestamps::kHardware;
+    rx.drivers = &drivers_;
+    path_ = std::make_unique<RingPath>("hwts", rx);
+  }
+
+  // The simulated NIC clock at TSC time `tsc_ns`. Integer arithmetic, a few
+  // ns: the readings' brackets stay tight, as a real NIC register read should.
+  uint64_t NicAt(uint64_t tsc_ns) const {
+    const __int128 dt = static_cast<int64_t>(tsc_ns - t0_);
     const __int128 ticks = dt * 25 / 16;                       // 1.5625 ticks/ns
     const __int128 drift = ticks / 20'000;                     // +50 ppm
     const __int128 warm = ticks * dt / 2'000'000'000'000'000;  // +1 ppm/s: 0.5 * 1e-6 * dt / 1e9
     return static_cast<uint64_t>(5'000'000'000'000 + ticks + drift + warm);
-  };
-  port::DriverRegistry drivers;
-  drivers.AddTimestamps("net_ring", [&](const port::Capabilities&) {
-    port::TimestampDriver d;
-    d.clock = "test clock (ticks, 1.5625 GHz nominal)";
-    d.nominal_units_per_ns = 1.5625;
-    d.stamps_without_offload = true;
-    d.read = [&](uint16_t, uint64_t* now) {
-      *now = nic_at(tsc.ToNs(ReadTsc()));
-      return 0;
-    };
-    return std::optional<port::TimestampDriver>(d);
-  });
+  }
 
-  port::PortOptions rx;
-  rx.rx_timestamps = port::RxTimestamps::kHardware;
-  rx.drivers = &drivers;
-  RingPath path("hwts", rx);
-  ASSERT_TRUE(path.ok()) << path.error();
-  auto plan = config::ParsePlan("hwts.yaml", R"(
+  // `count` frames at 100 kpps; the mover stamps each as the NIC would,
+  // at its TX time + injected(seq) ns.
+  absl::StatusOr<TrialResult> Run(uint64_t count, std::function<int64_t(uint32_t)> injected) {
+    if (!path_->ok()) return absl::InternalError(path_->error());
+    auto plan = config::ParsePlan("hwts.yaml", absl::StrFormat(R"(
 duration: 10 s
 ports: [{name: a}, {name: b}]
-streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: 250000, flows: 10, frame: {roce: {op: SEND, message: 64}}}]
-)");
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  const port::RxTimestamp& rts = path.rx()->rx_timestamp();
-  ASSERT_EQ(rts.unit, port::RxTimestamp::Unit::kNicClock);
-  ASSERT_NE(path.rx()->nic_clock(), nullptr);
-  auto streams = stream::Compile(*plan, {10e9, 10e9});
-  ASSERT_TRUE(streams.ok());
+streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: %d, flows: 10, frame: {roce: {op: SEND, message: 64}}}]
+)",
+                                                               count));
+    if (!plan.ok()) return plan.status();
+    auto streams = stream::Compile(*plan, {10e9, 10e9});
+    if (!streams.ok()) return streams.status();
+    const port::RxTimestamp& rts = path_->rx()->rx_timestamp();
+    auto stamp = [&](rte_mbuf* m) {
+      const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+      const int off = proto::FindSignatureOffset(d, m->data_len);
+      if (off < 0) return;
+      const uint32_t seq = proto::Load32(d + off + 6);
+      const uint64_t now = tsc_.ToNs(ReadTsc());
+      const uint64_t tx = now - ((now - proto::Load48(d + off + 10)) & proto::kTimestampMask);
+      *RTE_MBUF_DYNFIELD(m, rts.offset, uint64_t*) = NicAt(tx + static_cast<uint64_t>(injected(seq)));
+      m->ol_flags |= rts.flag;
+      stamped_.fetch_add(1, std::memory_order_relaxed);
+    };
+    return path_->Run(*streams, Impairments{}, stamp);
+  }
 
-  std::atomic<uint64_t> stamped{0};
-  auto stamp = [&](rte_mbuf* m) {
-    const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
-    const int off = proto::FindSignatureOffset(d, m->data_len);
-    if (off < 0) return;
-    const uint32_t seq = proto::Load32(d + off + 6);
-    const uint64_t now = tsc.ToNs(ReadTsc());
-    const uint64_t tx = now - ((now - proto::Load48(d + off + 10)) & proto::kTimestampMask);
-    *RTE_MBUF_DYNFIELD(m, rts.offset, uint64_t*) = nic_at(tx + 10'000 + (seq % 7) * 1'000);
-    m->ol_flags |= rts.flag;
-    stamped.fetch_add(1, std::memory_order_relaxed);
-  };
-  auto res = path.Run(*streams, Impairments{}, stamp);
+  TscClock tsc_{TestEal().tsc_hz()};
+  uint64_t t0_ = 0;
+  port::DriverRegistry drivers_;
+  std::unique_ptr<RingPath> path_;
+  std::atomic<uint64_t> stamped_{0};
+};
+
+TEST_F(HardwareTimestamps, NicStampsFittedToTheTscGiveTheInjectedLatencies) {
+  ASSERT_TRUE(path_->ok()) << path_->error();
+  const port::RxTimestamp& rts = path_->rx()->rx_timestamp();
+  ASSERT_EQ(rts.unit, port::RxTimestamp::Unit::kNicClock);
+  ASSERT_NE(path_->rx()->nic_clock(), nullptr);
+  auto res = Run(250000, [](uint32_t seq) { return 10'000 + (seq % 7) * 1'000; });
   ASSERT_TRUE(res.ok()) << res.status();
   const TrialResult& r = *res;
   const StreamResult& s = r.streams[0];
   EXPECT_EQ(s.tx.packets, 250000u);
   EXPECT_EQ(s.rx.packets, 250000u);
-  EXPECT_EQ(stamped.load(), 250000u);
+  EXPECT_EQ(stamped_.load(), 250000u);
   const stats::LatencyHistogram& h = s.analysis.latency;
   EXPECT_EQ(h.count(), 250000u);
   // Within 100 ns of the injected values over the whole 2.5 s run.
@@ -353,10 +370,22 @@ streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: 250000, flows: 1
   EXPECT_NEAR(h.Percentile(50), 13'000.0, 13'000 * 0.004 + 100.0);  // the 4th of 7 equally likely values
   EXPECT_NE(r.timestamp_source.find("NIC hardware RX timestamp"), std::string::npos) << r.timestamp_source;
   EXPECT_NE(r.timestamp_source.find("test clock"), std::string::npos) << r.timestamp_source;
-  const port::NicClock& c = *path.rx()->nic_clock();
+  EXPECT_TRUE(r.warnings.empty());
+  const port::NicClock& c = *path_->rx()->nic_clock();
   ASSERT_TRUE(c.line().has_value());
   EXPECT_GT(c.samples(), 200u);                         // every 10 ms through a 2.5 s run
   EXPECT_NEAR(c.line()->drift_ppm(), 50.0 + 2.6, 1.0);  // +50 ppm, +1 ppm/s by the end
+}
+
+// Stamps that do not count the fitted clock (here 1 frame in 100 stamped
+// 50 us before it was sent) make negative latencies: the run says so.
+TEST_F(HardwareTimestamps, StampsOffTheFittedClockAreReportedNotAveraged) {
+  auto res = Run(20000, [](uint32_t seq) { return seq % 100 == 0 ? -50'000 : 10'000; });
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->streams[0].analysis.latency.overflow(), 200u);
+  ASSERT_EQ(res->warnings.size(), 1u);
+  EXPECT_NE(res->warnings[0].find("stream s: 200 latency samples above 2^40 ns or negative"), std::string::npos)
+      << res->warnings[0];
 }
 
 }  // namespace

@@ -44,5 +44,27 @@ TEST(Mlx5Clock, RegistryAppliesToMlx5PortsOnly) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(Mlx5Clock, RealTimeModeIsARealisticUtcReading) {
+  const uint64_t now = 1'764'500'000'123'456'789ull;                             // late 2025, ns
+  EXPECT_EQ(ClassifyClock(now + 37'000'000'000ull, now), ClockMode::kRealTime);  // TAI vs UTC: 37 s apart
+  EXPECT_EQ(ClassifyClock(now - 3'600'000'000'000ull, now), ClockMode::kRealTime);
+  EXPECT_EQ(ClassifyClock(123'456'789'012ull, now), ClockMode::kFreeRunning);  // ticks since device reset
+  EXPECT_EQ(ClassifyClock(now / 2, now), ClockMode::kFreeRunning);
+}
+
+TEST(Mlx5Clock, TimestampDriverNamesTheClockAndItsNominalRate) {
+  const port::TimestampDriver ticks = MakeTimestampDriver(ClockMode::kFreeRunning, 1'000'000);
+  EXPECT_DOUBLE_EQ(ticks.nominal_units_per_ns, 1.0);  // 1 GHz
+  EXPECT_NE(ticks.clock.find("free-running"), std::string::npos);
+  EXPECT_NE(ticks.clock.find("1000000 kHz"), std::string::npos);
+  const port::TimestampDriver slow = MakeTimestampDriver(ClockMode::kFreeRunning, 156'250);
+  EXPECT_DOUBLE_EQ(slow.nominal_units_per_ns, 0.15625);
+  const port::TimestampDriver rt = MakeTimestampDriver(ClockMode::kRealTime, 1'000'000);
+  EXPECT_DOUBLE_EQ(rt.nominal_units_per_ns, 1.0);
+  EXPECT_NE(rt.clock.find("real-time"), std::string::npos);
+  EXPECT_TRUE(static_cast<bool>(rt.read));
+  EXPECT_FALSE(rt.stamps_without_offload);  // only with the PMD's offload
+}
+
 }  // namespace
 }  // namespace fg::drivers::mlx5

@@ -89,7 +89,9 @@ class RxTask : public PollTask {
   };
   uint16_t port_id_, queue_;
   TscClock clock_;
-  std::vector<uint32_t> flow_to_slot_;   // global flow id -> slot
+  std::vector<uint32_t> flow_to_slot_;  // global flow id -> slot
+  bool identity_ = false;               // slot = flow - identity_first_ for every flow of the task
+  uint32_t identity_first_ = 0;
   std::vector<uint32_t> slot_group_;     // slot -> group
   std::vector<uint8_t> group_verify_;    // group -> verify its payloads
   std::vector<stats::FlowState> flows_;  // per slot

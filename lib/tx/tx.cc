@@ -115,6 +115,11 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now) {
   const stream::StampTime ts = prog.Time(clock_.ToNs(now));
   for (unsigned i = 0; i < n; ++i) {
     rte_mbuf* m = st.pending[i];
+    if (i + 2 < n) {
+      char* ahead_data = rte_pktmbuf_mtod(st.pending[i + 2], char*);
+      __builtin_prefetch(ahead_data, 1);
+      __builtin_prefetch(ahead_data + 64, 1);
+    }
     const uint32_t f = st.next_flow;
     // The flows take turns: fetch the state of the one 8 ahead now.
     const uint32_t ahead = f + 8 < nflows ? f + 8 : f + 8 - nflows;

@@ -9,6 +9,7 @@
 #     generating and analysing on a net_ring loopback (one lcore does TX and
 #     RX), 1 flow and 1,000,000 flows. (testpmd io mode on a ring only moves
 #     pointers, ~1000 Mpps: it is shown for reference, not as the yardstick.)
+# Every figure (but the io reference) is the median of three runs.
 #
 #   tools/bench_vs_testpmd.sh [BUILD_DIR] [SECONDS]
 set -euo pipefail
@@ -19,6 +20,12 @@ fg="$build/app/fabricgen"
 tmp=$(mktemp -d /tmp/fabricgen-bench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 eal=(--no-huge --no-shconf -m 1024 --no-pci --log-level=warning -l 0-1)
+
+median3() {  # command... -> the median of three runs' numbers (the machine is shared: one run can be unlucky)
+  local a b c
+  a=$("$@"); b=$("$@"); c=$("$@")
+  printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -g | sed -n 2p
+}
 
 testpmd_pps() {  # mode vdev txpkts -> mean of the last 3 periodic Tx-pps (txonly) or Rx-pps (io, flowgen)
   local mode="$1" vdev="$2" txpkts="$3" key="Tx-pps"
@@ -59,15 +66,15 @@ EOF2
 printf '| measurement | dpdk-testpmd | fabricgen | ratio |\n|---|---|---|---|\n'
 for payload in 16 960; do
   size=$((62 + payload))  # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
-  t=$(testpmd_pps txonly net_null0 $((size - 4)))
-  f=$(fabricgen_pps "$(roce_tx_plan $payload)" tx)
+  t=$(median3 testpmd_pps txonly net_null0 $((size - 4)))
+  f=$(median3 fabricgen_pps "$(roce_tx_plan $payload)" tx)
   printf '| TX %d B frames, net_null, 1 core (Mpps) | %.2f | %.2f | %.2fx |\n' "$size" "$(echo "$t/1000000" | bc -l)" \
     "$(echo "$f/1000000" | bc -l)" "$(echo "$f/$t" | bc -l)"
 done
-t=$(testpmd_pps flowgen net_ring0 74)
+t=$(median3 testpmd_pps flowgen net_ring0 74)
 io=$(testpmd_pps io net_ring0 74)
-f1=$(fabricgen_pps "$(loop_plan 1)" rx)
-fm=$(fabricgen_pps "$(loop_plan 1000000)" rx)
+f1=$(median3 fabricgen_pps "$(loop_plan 1)" rx)
+fm=$(median3 fabricgen_pps "$(loop_plan 1000000)" rx)
 printf '| loopback generate + receive, 78 B, net_ring, 1 flow (Mpps) | %.2f (flowgen: frees) | %.2f (analyses) | %.2fx |\n' \
   "$(echo "$t/1000000" | bc -l)" "$(echo "$f1/1000000" | bc -l)" "$(echo "$f1/$t" | bc -l)"
 printf '| same, 1,000,000 flows (Mpps) | %.2f (flowgen) | %.2f | %.2fx; %.1f %% below 1 flow |\n' \

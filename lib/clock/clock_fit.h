@@ -37,6 +37,11 @@ struct ClockLine {
     const double d = static_cast<double>(static_cast<int64_t>(nic - nic_ref)) - nic0;
     return tsc_ref + static_cast<uint64_t>(static_cast<int64_t>(std::llround(tsc0 + d / slope)));
   }
+  // The inverse: the NIC value at TSC time `tsc_ns` (to schedule a send).
+  uint64_t ToNic(uint64_t tsc_ns) const {
+    const double d = static_cast<double>(static_cast<int64_t>(tsc_ns - tsc_ref)) - tsc0;
+    return nic_ref + static_cast<uint64_t>(static_cast<int64_t>(std::llround(nic0 + d * slope)));
+  }
   double drift_ppm() const { return (slope - nominal) / nominal * 1e6; }
   double nominal = 1;  // the slope the NIC claims (e.g. its tick rate in ticks/ns)
 };

@@ -17,8 +17,8 @@ using internal::Node;
 using internal::Opt;
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
-  FG_RETURN_IF_ERROR(
-      n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs", "timestamps"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs",
+                                  "timestamps", "tx_timestamps"}));
   PortSpec p;
   p.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
@@ -44,6 +44,10 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
     p.timestamps = v == "software"   ? PortSpec::Timestamps::kSoftware
                    : v == "hardware" ? PortSpec::Timestamps::kHardware
                                      : PortSpec::Timestamps::kAuto;
+  }
+  if (auto t = n.Optional("tx_timestamps")) {
+    FG_ASSIGN_OR_RETURN(std::string v, t->OneOf({"software", "scheduled"}));
+    p.tx_scheduled = v == "scheduled";
   }
   return p;
 }

@@ -42,6 +42,9 @@ struct PortSpec {
   // RX times: the NIC's per-packet stamps where drivers/ knows its clock
   // (auto), always the TSC (software), or the NIC's or fail (hardware).
   enum class Timestamps { kAuto, kSoftware, kHardware } timestamps = Timestamps::kAuto;
+  // TX times: the TSC just before rte_eth_tx_burst (software), or each burst
+  // sent at a NIC-clock time 100 us after it is due (scheduled: mlx5 tx_pp).
+  bool tx_scheduled = false;
   int line = 0;  // where the port is declared, for later messages
 };
 

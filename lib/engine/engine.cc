@@ -60,7 +60,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   std::vector<std::string> tx_names;
   for (auto& [key, list] : by_queue) {
     port::Port* p = ports[key.first];
-    txs.push_back(std::make_unique<tx::TxTask>(p->id(), key.second, p->pool(), list, clock, tag_off));
+    txs.push_back(std::make_unique<tx::TxTask>(p->id(), key.second, p->pool(), list, clock, tag_off, p->tx_schedule()));
     tx_names.push_back(absl::StrFormat("tx %s/q%d", p->name(), key.second));
   }
 

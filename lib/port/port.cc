@@ -181,6 +181,7 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;  // one pool, refcnt 1: cheaper frees
   }
   FG_RETURN_IF_ERROR(p->ChooseRxTimestamps(conf.rxmode.offloads));
+  FG_RETURN_IF_ERROR(p->ChooseTxSchedule(conf.txmode.offloads));
   if (int ret = rte_eth_dev_configure(p->id_, o.rx_queues, o.tx_queues, &conf); ret != 0) {
     return RteError(ret, where + ": rte_eth_dev_configure");
   }
@@ -188,7 +189,7 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
     if (int ret = p->ts_driver_->enable(p->id_); ret != 0) {
       const std::string why =
           absl::StrFormat("%s: enabling the NIC clock for RX timestamps failed (%s)", where, rte_strerror(-ret));
-      if (o.rx_timestamps == RxTimestamps::kHardware) return absl::FailedPreconditionError(why);
+      if (o.rx_timestamps == RxTimestamps::kHardware || o.tx_scheduled) return absl::FailedPreconditionError(why);
       p->notes_.push_back(why + "; software RX timestamps instead");
       p->ts_driver_.reset();
       p->rx_ts_ = RxTimestamp{};
@@ -257,6 +258,36 @@ absl::Status Port::ChooseRxTimestamps(uint64_t& rx_offloads) {
   return absl::OkStatus();
 }
 
+absl::Status Port::ChooseTxSchedule(uint64_t& tx_offloads) {
+  const PortOptions& o = options_;
+  if (!o.tx_scheduled) return absl::OkStatus();
+  const std::string where = absl::StrFormat("port '%s' (%s)", o.name, o.dpdk_name);
+  std::optional<TimestampDriver> ts =
+      ts_driver_ ? ts_driver_ : (o.drivers != nullptr ? o.drivers->Timestamps(caps_) : std::nullopt);
+  if (!ts) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: send-on-timestamp asked, but no driver in drivers/ knows the clock of PMD %s", where, caps_.driver));
+  }
+  if (!caps_.tx_send_on_timestamp && !ts->stamps_without_offload) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: send-on-timestamp asked, but PMD %s does not offer RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP here (mlx5 "
+        "needs the devarg tx_pp=<ns>)",
+        where, caps_.driver));
+  }
+  int off = -1;
+  uint64_t flag = 0;
+  if (int ret = rte_mbuf_dyn_tx_timestamp_register(&off, &flag); ret != 0 || off < 0 || flag == 0) {
+    return absl::InternalError(
+        absl::StrFormat("%s: cannot register the TX timestamp dynfield (%s)", where, rte_strerror(rte_errno)));
+  }
+  if (caps_.tx_send_on_timestamp) tx_offloads |= RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP;
+  ts_driver_ = std::move(ts);
+  tx_sched_.offset = off;
+  tx_sched_.flag = flag;
+  tx_sched_.lead_ns = o.tx_lead_ns;
+  return absl::OkStatus();
+}
+
 absl::Status Port::Start() {
   if (started_) return absl::OkStatus();
   if (int ret = rte_eth_dev_start(id_); ret != 0) {
@@ -273,14 +304,22 @@ absl::Status Port::Start() {
           "port '%s': the %s cannot be read (rte_eth_read_clock / timesync), so its RX stamps cannot be mapped to "
           "TSC time",
           name(), ts_driver_->clock);
-      if (options_.rx_timestamps == RxTimestamps::kHardware) return absl::FailedPreconditionError(why);
+      if (options_.rx_timestamps == RxTimestamps::kHardware || tx_sched_.enabled()) {
+        return absl::FailedPreconditionError(why);
+      }
       notes_.push_back(why + "; software RX timestamps instead");
       nic_clock_.reset();
       ts_driver_.reset();
       rx_ts_ = RxTimestamp{};
     } else {
-      rx_ts_.shared = &nic_clock_->shared();
-      rx_ts_.line = *nic_clock_->line();
+      if (rx_ts_.unit == RxTimestamp::Unit::kNicClock) {
+        rx_ts_.shared = &nic_clock_->shared();
+        rx_ts_.line = *nic_clock_->line();
+      }
+      if (tx_sched_.enabled()) {
+        tx_sched_.shared = &nic_clock_->shared();
+        tx_sched_.line = *nic_clock_->line();
+      }
     }
   }
   // net_pcap registers the RX timestamp dynfield itself (by the time the port

@@ -52,6 +52,10 @@ struct PortOptions {
   unsigned lcores = 1;  // lcores that will use the pool (per-lcore caches)
   bool promiscuous = true;
   RxTimestamps rx_timestamps = RxTimestamps::kAuto;
+  // Send-on-timestamp: each TX burst leaves at a NIC-clock time (mlx5 tx_pp);
+  // needs a driver that knows the NIC clock and the PMD's offload.
+  bool tx_scheduled = false;
+  int64_t tx_lead_ns = 100'000;  // how far ahead of its due time a burst is handed to the NIC
   // NIC knowledge from drivers/ (clocks, timestamp units); may be null.
   const DriverRegistry* drivers = nullptr;
 };
@@ -152,6 +156,17 @@ struct RxTimestamp {
   std::string observation_point() const;
 };
 
+// Send-on-timestamp on a port: the TX timestamp dynfield and flag, the NIC
+// clock line to convert a TSC departure time, and the lead.
+struct TxSchedule {
+  int offset = -1;
+  uint64_t flag = 0;
+  clock::ClockLine line;
+  const clock::SharedClockLine* shared = nullptr;
+  int64_t lead_ns = 0;
+  bool enabled() const { return offset >= 0; }
+};
+
 struct Stats {
   uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
   uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
@@ -178,6 +193,7 @@ class Port {
   rte_mempool* pool() const { return pool_; }
   const Capabilities& capabilities() const { return caps_; }
   const RxTimestamp& rx_timestamp() const { return rx_ts_; }
+  const TxSchedule& tx_schedule() const { return tx_sched_; }
   // The NIC clock RX stamps count, when they come from one (else null).
   NicClock* nic_clock() { return nic_clock_.get(); }
   // Notes about choices made for this port (e.g. MTU fixed by the PMD).
@@ -194,12 +210,15 @@ class Port {
   // Decides per-packet NIC RX timestamps (options_.rx_timestamps, the
   // drivers, the device): adds the offload and registers the dynfield.
   absl::Status ChooseRxTimestamps(uint64_t& rx_offloads);
+  // Sets up send-on-timestamp when options_.tx_scheduled (or fails saying why).
+  absl::Status ChooseTxSchedule(uint64_t& tx_offloads);
   PortOptions options_;
   uint16_t id_ = 0;
   rte_mempool* pool_ = nullptr;
   Capabilities caps_;
   RxTimestamp rx_ts_;
-  std::optional<TimestampDriver> ts_driver_;
+  TxSchedule tx_sched_;
+  std::optional<TimestampDriver> ts_driver_;  // the clock behind rx_ts_ (kNicClock) and tx_sched_
   std::unique_ptr<NicClock> nic_clock_;
   std::vector<std::string> notes_;
   bool started_ = false;

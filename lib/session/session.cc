@@ -53,7 +53,8 @@ port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk
       .lcores = lcores,
       .rx_timestamps = ps.timestamps == config::PortSpec::Timestamps::kSoftware   ? port::RxTimestamps::kSoftware
                        : ps.timestamps == config::PortSpec::Timestamps::kHardware ? port::RxTimestamps::kHardware
-                                                                                  : port::RxTimestamps::kAuto};
+                                                                                  : port::RxTimestamps::kAuto,
+      .tx_scheduled = ps.tx_scheduled};
 }
 }  // namespace
 

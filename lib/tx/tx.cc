@@ -46,13 +46,15 @@ struct alignas(64) TxTask::State {
 };
 
 TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
-               const std::vector<const stream::CompiledStream*>& streams, TscClock clock, int template_tag_offset)
+               const std::vector<const stream::CompiledStream*>& streams, TscClock clock, int template_tag_offset,
+               const port::TxSchedule& schedule)
     : port_id_(port_id),
       queue_(queue),
       pool_(pool),
       clock_(clock),
       tag_off_(template_tag_offset),
-      tag_salt_((ReadTsc() << 1) | 1) {
+      tag_salt_((ReadTsc() << 1) | 1),
+      sched_(schedule) {
   for (const stream::CompiledStream* s : streams) {
     auto st = std::make_unique<State>();
     st->s = s;
@@ -102,7 +104,7 @@ bool TxTask::Done() const {
   return true;
 }
 
-bool TxTask::Generate(State& st, unsigned n, uint64_t now) {
+bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
   // Raw mbufs: the ones that still hold this task's template for the kind
   // are in the state TX left them in (a PMD frees an mbuf without touching
   // its fields or data); only the others are reset and filled.
@@ -112,7 +114,14 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now) {
   }
   const stream::Program& prog = st.s->program;
   const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
-  const stream::StampTime ts = prog.Time(clock_.ToNs(now));
+  // Software stamp: now, just before tx_burst. Scheduled: the burst's due
+  // time + the lead, which the NIC will honour.
+  uint64_t tx_ns = clock_.ToNs(now);
+  if (sched_.enabled()) {
+    if (sched_.shared != nullptr) sched_.shared->Refresh(sched_.line, sched_seen_);
+    tx_ns = clock_.ToNs(due) + static_cast<uint64_t>(sched_.lead_ns);
+  }
+  const stream::StampTime ts = prog.Time(tx_ns);
   for (unsigned i = 0; i < n; ++i) {
     rte_mbuf* m = st.pending[i];
     if (i + 2 < n) {
@@ -140,9 +149,14 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now) {
       m->pkt_len = len;
       if (tag != nullptr) *tag = key;
     }
+    if (sched_.enabled()) m->ol_flags &= ~sched_.flag;  // only the burst's first mbuf is scheduled
     prog.Stamp(d, k, st.cursors[f], ts, st.vars[f]);
     if (++st.next_flow == nflows) st.next_flow = 0;
     st.pending_len[i] = len + kEthFcsLen;
+  }
+  if (sched_.enabled()) {
+    *RTE_MBUF_DYNFIELD(st.pending[0], sched_.offset, uint64_t*) = sched_.line.ToNic(tx_ns);
+    st.pending[0]->ol_flags |= sched_.flag;
   }
   st.npending = static_cast<uint16_t>(n);
   st.generated += n;
@@ -169,7 +183,7 @@ unsigned TxTask::Poll() {
         }
         unsigned n = static_cast<unsigned>(std::min<uint64_t>(st.burst_left, kTxBurst));
         if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - st.generated));
-        if (n != 0 && Generate(st, n, now)) st.burst_left -= n;
+        if (n != 0 && Generate(st, n, now, now)) st.burst_left -= n;
       } else if (now >= st.start_tsc && ((now - st.start_tsc) << kFpShift) >= st.next_fp) {
         const uint64_t now_fp = (now - st.start_tsc) << kFpShift;
         uint64_t due = st.interval_fp == 0 ? kTxBurst : (now_fp - st.next_fp) / st.interval_fp + 1;  // per burst
@@ -183,7 +197,8 @@ unsigned TxTask::Poll() {
         }
         unsigned n = static_cast<unsigned>(std::min<uint64_t>(due, kTxBurst));
         if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - st.generated));
-        if (Generate(st, n, now)) st.next_fp += n * st.interval_fp;
+        const uint64_t due_tsc = st.interval_fp == 0 ? now : st.start_tsc + (st.next_fp >> kFpShift);
+        if (Generate(st, n, now, due_tsc)) st.next_fp += n * st.interval_fp;
       }
     }
 

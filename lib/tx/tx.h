@@ -23,6 +23,7 @@
 
 #include "base/poll_task.h"
 #include "base/tsc.h"
+#include "port/port.h"
 #include "stream/stream.h"
 
 struct rte_mempool;
@@ -45,8 +46,11 @@ class TxTask : public PollTask {
   // With `template_tag_offset` >= 0 (port::TxTemplateTagOffset()), an mbuf
   // that still holds the template it carried last time gets its per-packet
   // fields stamped without a copy; RX tasks clear the tag of what they receive.
+  // With `schedule` enabled (send-on-timestamp), each burst leaves at its due
+  // time + the lead on the NIC clock: the first mbuf carries that time in the
+  // TX timestamp dynfield, and the signatures carry it as TX time.
   TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::vector<const stream::CompiledStream*>& streams,
-         TscClock clock, int template_tag_offset = -1);
+         TscClock clock, int template_tag_offset = -1, const port::TxSchedule& schedule = {});
   ~TxTask() override;
 
   // Sets the start time; streams begin sending from `start_tsc`.
@@ -64,13 +68,16 @@ class TxTask : public PollTask {
   struct State;
   // Allocates `n` mbufs and writes the stream's next `n` packets into them
   // (pending); false when the pool is empty (counted, retried next poll).
-  bool Generate(State& st, unsigned n, uint64_t now);
+  // `due` is the TSC time the burst is due (its first slot; now when unpaced).
+  bool Generate(State& st, unsigned n, uint64_t now, uint64_t due);
   uint16_t port_id_, queue_;
   rte_mempool* pool_;
   TscClock clock_;
   int tag_off_;
   uint64_t tag_salt_;  // differs per task, so a tag from an earlier run never matches
   std::vector<std::unique_ptr<State>> streams_;
+  port::TxSchedule sched_;
+  uint64_t sched_seen_ = 0;  // the shared line's sequence last copied
 };
 
 }  // namespace fg::tx

@@ -107,8 +107,9 @@ class Mover {
 // unused direction on a shared sink ring). Names are unique per instance.
 class RingPath {
  public:
-  // `rx_options` supplies the RX port's timestamp mode and drivers.
-  explicit RingPath(const std::string& prefix, const port::PortOptions& rx_options = {}) {
+  // `rx_options` / `tx_options` supply each port's timestamp modes and drivers.
+  explicit RingPath(const std::string& prefix, const port::PortOptions& rx_options = {},
+                    const port::PortOptions& tx_options = {}) {
     static int id = 0;
     const std::string tag = prefix + std::to_string(id++);
     in_ = rte_ring_create((tag + "_in").c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -118,7 +119,7 @@ class RingPath {
     if (rte_eth_from_rings((tag + "_tx").c_str(), &sink_, 1, &in_, 1, SOCKET_ID_ANY) < 0) return;
     if (rte_eth_from_rings((tag + "_rx").c_str(), &out_, 1, &sink_, 1, SOCKET_ID_ANY) < 0) return;
     for (const std::string side : {"_tx", "_rx"}) {
-      port::PortOptions o = side == "_rx" ? rx_options : port::PortOptions{};
+      port::PortOptions o = side == "_rx" ? rx_options : tx_options;
       o.name = tag + side;
       o.dpdk_name = "net_ring_" + tag + side;
       o.lcores = 2;
@@ -299,10 +300,9 @@ class HardwareTimestamps : public ::testing::Test {
       };
       return std::optional<port::TimestampDriver>(d);
     });
-    port::PortOptions rx;
-    rx.rx_timestamps = port::RxTimestamps::kHardware;
-    rx.drivers = &drivers_;
-    path_ = std::make_unique<RingPath>("hwts", rx);
+    rx_options_.rx_timestamps = port::RxTimestamps::kHardware;
+    rx_options_.drivers = &drivers_;
+    path_ = std::make_unique<RingPath>("hwts", rx_options_);
   }
 
   // The simulated NIC clock at TSC time `tsc_ns`. Integer arithmetic, a few
@@ -317,14 +317,16 @@ class HardwareTimestamps : public ::testing::Test {
 
   // `count` frames at 100 kpps; the mover stamps each as the NIC would,
   // at its TX time + injected(seq) ns.
-  absl::StatusOr<TrialResult> Run(uint64_t count, std::function<int64_t(uint32_t)> injected) {
+  // `observe`, if set, sees each frame and its full TX time before it is stamped.
+  absl::StatusOr<TrialResult> Run(uint64_t count, std::function<int64_t(uint32_t)> injected, int flows = 10,
+                                  std::function<void(const rte_mbuf*, uint64_t)> observe = nullptr) {
     if (!path_->ok()) return absl::InternalError(path_->error());
     auto plan = config::ParsePlan("hwts.yaml", absl::StrFormat(R"(
 duration: 10 s
 ports: [{name: a}, {name: b}]
-streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: %d, flows: 10, frame: {roce: {op: SEND, message: 64}}}]
+streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: %d, flows: %d, frame: {roce: {op: SEND, message: 64}}}]
 )",
-                                                               count));
+                                                               count, flows));
     if (!plan.ok()) return plan.status();
     auto streams = stream::Compile(*plan, {10e9, 10e9});
     if (!streams.ok()) return streams.status();
@@ -335,7 +337,11 @@ streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: %d, flows: 10, f
       if (off < 0) return;
       const uint32_t seq = proto::Load32(d + off + 6);
       const uint64_t now = tsc_.ToNs(ReadTsc());
-      const uint64_t tx = now - ((now - proto::Load48(d + off + 10)) & proto::kTimestampMask);
+      // The TX time may lie ahead (scheduled sends): unwrap it around now either way.
+      const uint64_t tx =
+          now + static_cast<uint64_t>(
+                    static_cast<int64_t>(((proto::Load48(d + off + 10) - now) & proto::kTimestampMask) << 16) >> 16);
+      if (observe) observe(m, tx);
       *RTE_MBUF_DYNFIELD(m, rts.offset, uint64_t*) = NicAt(tx + static_cast<uint64_t>(injected(seq)));
       m->ol_flags |= rts.flag;
       stamped_.fetch_add(1, std::memory_order_relaxed);
@@ -346,6 +352,7 @@ streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: %d, flows: 10, f
   TscClock tsc_{TestEal().tsc_hz()};
   uint64_t t0_ = 0;
   port::DriverRegistry drivers_;
+  port::PortOptions rx_options_;
   std::unique_ptr<RingPath> path_;
   std::atomic<uint64_t> stamped_{0};
 };
@@ -386,6 +393,46 @@ TEST_F(HardwareTimestamps, StampsOffTheFittedClockAreReportedNotAveraged) {
   ASSERT_EQ(res->warnings.size(), 1u);
   EXPECT_NE(res->warnings[0].find("stream s: 200 latency samples above 2^40 ns or negative"), std::string::npos)
       << res->warnings[0];
+}
+
+// Send-on-timestamp: each burst's first mbuf carries, on the (simulated) NIC
+// clock, the time the burst is due + the lead, and the signatures carry the
+// same instant in TSC ns: paced slots exactly 10 us apart, not the jittery
+// moments the lcore got round to them.
+TEST_F(HardwareTimestamps, ScheduledBurstsCarryTheirDueTimeOnTheNicClock) {
+  port::PortOptions tx;
+  tx.tx_scheduled = true;
+  tx.drivers = &drivers_;
+  path_ = std::make_unique<RingPath>("hwsched", rx_options_, tx);
+  ASSERT_TRUE(path_->ok()) << path_->error();
+  const port::TxSchedule& sch = path_->tx()->tx_schedule();
+  ASSERT_TRUE(sch.enabled());
+  uint64_t flagged = 0, off_clock = 0, off_slot = 0, last_tx = 0;
+  auto observe = [&](const rte_mbuf* m, uint64_t tx_ns) {
+    if (!(m->ol_flags & sch.flag)) return;
+    ++flagged;
+    const uint64_t nic = *RTE_MBUF_DYNFIELD(m, sch.offset, const uint64_t*);
+    const int64_t err = static_cast<int64_t>(nic - NicAt(tx_ns));
+    if (err < -160 || err > 160) ++off_clock;  // 100 ns at 1.5625 ticks/ns
+    // Bursts start on 10 us slots: consecutive scheduled times differ by a multiple of 10 us.
+    if (last_tx != 0) {
+      const uint64_t gap = tx_ns - last_tx;
+      const uint64_t r = gap % 10'000;
+      if (r > 2 && r < 9'998) ++off_slot;
+    }
+    last_tx = tx_ns;
+  };
+  auto res = Run(
+      50000, [](uint32_t) { return 1'000; }, /*flows=*/1, observe);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->streams[0].tx.packets, 50000u);
+  EXPECT_EQ(res->streams[0].rx.packets, 50000u);
+  EXPECT_GT(flagged, 45000u);  // one per burst: mostly one frame per 10 us slot
+  EXPECT_EQ(off_clock, 0u);
+  EXPECT_EQ(off_slot, 0u);
+  // RX stamps were injected 1 us after the scheduled departure.
+  EXPECT_NEAR(static_cast<double>(res->streams[0].analysis.latency.min()), 1'000.0, 100.0);
+  EXPECT_NEAR(static_cast<double>(res->streams[0].analysis.latency.max()), 1'000.0, 100.0);
 }
 
 }  // namespace

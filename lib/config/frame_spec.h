@@ -98,6 +98,10 @@ struct FrameSpec {
   UetSpec uet;
   PfcSpec pfc;
   LbnSpec lbn;
+  // Address ranges: flow i of a stream takes the IP source and/or destination
+  // address + i (IPv4: the whole address, wrapping; IPv6: its last 32 bits).
+  bool vary_src_ip = false;
+  bool vary_dst_ip = false;
 };
 
 }  // namespace fg::config

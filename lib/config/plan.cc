@@ -64,7 +64,7 @@ absl::StatusOr<size_t> PortIndex(const Plan& plan, const Node& n) {
 
 absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys(
-      {"name", "port", "rx_port", "frame", "rate", "burst", "flows", "count", "duration", "verify_payload"}));
+      {"name", "port", "rx_port", "frame", "rate", "burst", "flows", "vary", "count", "duration", "verify_payload"}));
   StreamSpec s;
   s.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
@@ -95,6 +95,13 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
     FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());
   }
   FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
+  if (auto v = n.Optional("vary")) {
+    FG_ASSIGN_OR_RETURN(std::vector<internal::Node> items, v->Items());
+    for (const internal::Node& item : items) {
+      FG_ASSIGN_OR_RETURN(std::string f, item.OneOf({"src_ip", "dst_ip"}));
+      (f == "src_ip" ? s.frame.vary_src_ip : s.frame.vary_dst_ip) = true;
+    }
+  }
   FG_RETURN_IF_ERROR(Opt(n, "verify_payload", s.verify_payload, [](const Node& x) { return x.Bool(); }));
   FG_RETURN_IF_ERROR(Opt(n, "count", s.count, IntIn(1, INT64_MAX)));
   FG_RETURN_IF_ERROR(Opt(n, "duration", s.duration_ns, DurationIn()));

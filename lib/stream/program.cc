@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "proto/checksum.h"
+#include "proto/headers.h"
 #include "proto/lbn.h"
 #include "proto/pfc.h"
 #include "proto/roce.h"
@@ -22,6 +24,7 @@ namespace uet = proto::uet;
 // Registers every stamped byte (inside the ICRC coverage) with the
 // incremental ICRC and turns it on.
 void ArmIcrc(PacketKind& k, bool sprayed) {
+  // (the per-flow address fields are set on k before this runs)
   if (k.t.icrc_offset < 0) return;
   std::vector<uint32_t> pos;
   auto add = [&](int32_t off, int n) {
@@ -45,6 +48,8 @@ void ArmIcrc(PacketKind& k, bool sprayed) {
   if (k.t.signature_offset >= 0) add(k.t.signature_offset + 3, 3);  // flow id
   add(k.key_off, k.key_len);
   if (!sprayed) add(k.entropy_off, 2);
+  add(k.src_ip_off, 4);
+  add(k.dst_ip_off, 4);
   k.flow_icrc = proto::IcrcDelta(k.t.bytes.data(), layout, pos);
   k.icrc_on = true;
 }
@@ -276,7 +281,7 @@ void Program::FoldFlowIcrc(FlowVars& v) const {
     const PacketKind& k = kinds_[i];
     v.icrc[i] = 0;
     if (!k.icrc_on) continue;
-    uint8_t b[8];
+    uint8_t b[16];
     size_t n = 0;
     if (k.t.signature_offset >= 0) {
       proto::Store24(b, v.flow_id);
@@ -294,7 +299,32 @@ void Program::FoldFlowIcrc(FlowVars& v) const {
       proto::Store16(b + n, v.entropy_base);
       n += 2;
     }
+    if (k.src_ip_off >= 0) {
+      proto::Store32(b + n, v.src_ip);
+      n += 4;
+    }
+    if (k.dst_ip_off >= 0) {
+      proto::Store32(b + n, v.dst_ip);
+      n += 4;
+    }
     v.icrc[i] = k.flow_icrc.Delta(std::span<const uint8_t>(b, n));
+  }
+}
+
+void Program::FlowAddresses(FlowVars& v, uint32_t index) const {
+  for (size_t i = 0; i < kinds_.size() && i < 3; ++i) {
+    const PacketKind& k = kinds_[i];
+    if (k.src_ip_off < 0 && k.dst_ip_off < 0) return;
+    if (k.src_ip_off >= 0) v.src_ip = proto::Load32(&k.t.bytes[k.src_ip_off]) + index;
+    if (k.dst_ip_off >= 0) v.dst_ip = proto::Load32(&k.t.bytes[k.dst_ip_off]) + index;
+    if (k.ip_csum_off >= 0) {
+      uint8_t h[proto::kIpv4HeaderLen];
+      std::copy_n(&k.t.bytes[k.t.l3_offset], sizeof h, h);
+      if (k.src_ip_off >= 0) proto::Store32(h + 12, v.src_ip);
+      if (k.dst_ip_off >= 0) proto::Store32(h + 16, v.dst_ip);
+      proto::Store16(h + 10, 0);
+      v.ip_csum[i] = proto::InternetChecksum(h, sizeof h);
+    }
   }
 }
 
@@ -366,10 +396,21 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
       break;
     }
   }
+  if ((f.vary_src_ip || f.vary_dst_ip) &&
+      (f.kind == FrameKind::kPfc || f.kind == FrameKind::kPause || f.kind == FrameKind::kLbn)) {
+    return absl::InvalidArgumentError("vary: src_ip / dst_ip need an IP frame (udp, roce or uet)");
+  }
   // The flow id is constant: write it into every template before the ICRC
   // tables are built from them.
   for (PacketKind& k : p.kinds_) {
     k.index = static_cast<uint8_t>(&k - p.kinds_.data());
+    if (k.t.udp || k.t.l4_offset > k.t.l3_offset) {
+      // Address ranges: the last 32 bits of IPv4 (whole) / IPv6 addresses.
+      const int32_t l3 = static_cast<int32_t>(k.t.l3_offset);
+      if (f.vary_src_ip) k.src_ip_off = l3 + (k.t.ipv6 ? 8 + 12 : 12);
+      if (f.vary_dst_ip) k.dst_ip_off = l3 + (k.t.ipv6 ? 24 + 12 : 16);
+      if (!k.t.ipv6 && (f.vary_src_ip || f.vary_dst_ip)) k.ip_csum_off = l3 + 10;
+    }
     if (k.t.signature_offset >= 0) {
       proto::WriteSignature(k.t.bytes.data() + k.t.signature_offset,
                             proto::Signature{.flags = proto::kSigFlagTimestamp, .flow_id = flow_id});

@@ -50,15 +50,17 @@ struct PacketKind {
   bool icrc_on = false;
   uint32_t icrc_xor = 0;  // 0xFFFFFFFF: deliberately wrong ICRC
   int32_t psn_off = -1;
-  uint8_t psn_len = 0;          // 3 (BTH) or 4 (PDS)
-  int32_t msn_off = -1;         // AETH MSN, 24 bits: message number
-  int32_t msg_id_off = -1;      // UET SES message_id, 16 bits: message number
-  int32_t msg_offset_off = -1;  // UET SES message_offset, 32 bits
-  int32_t syn_off = -1;         // UET pdc_info | psn_offset, 16 bits
-  int32_t entropy_off = -1;     // UDP source port or UET entropy header, 16 bits
-  uint16_t syn_high = 0;        // pdc_info << 12
-  int32_t key_off = -1;         // the field that tells flows apart: RoCE dest QP (24 bits),
-  uint8_t key_len = 0;          // UET SPDCID (16), UDP destination port (16)
+  uint8_t psn_len = 0;                       // 3 (BTH) or 4 (PDS)
+  int32_t msn_off = -1;                      // AETH MSN, 24 bits: message number
+  int32_t msg_id_off = -1;                   // UET SES message_id, 16 bits: message number
+  int32_t msg_offset_off = -1;               // UET SES message_offset, 32 bits
+  int32_t syn_off = -1;                      // UET pdc_info | psn_offset, 16 bits
+  int32_t entropy_off = -1;                  // UDP source port or UET entropy header, 16 bits
+  uint16_t syn_high = 0;                     // pdc_info << 12
+  int32_t key_off = -1;                      // the field that tells flows apart: RoCE dest QP (24 bits),
+  uint8_t key_len = 0;                       // UET SPDCID (16), UDP destination port (16)
+  int32_t src_ip_off = -1, dst_ip_off = -1;  // last 4 bytes of an address that varies per flow
+  int32_t ip_csum_off = -1;                  // IPv4 header checksum, when an address varies
   // Where each per-packet field's bytes sit among `icrc`'s positions (-1: not stamped).
   int32_t icrc_seq = -1, icrc_ts = -1, icrc_psn = -1, icrc_msn = -1, icrc_entropy = -1;
   uint8_t index = 0;  // in Program::kinds()
@@ -75,10 +77,12 @@ enum class KeyKind { kNone, kRoceQp, kUetPdc, kUdpPort };
 
 // What differs between the flows of one stream (fixed per flow).
 struct FlowVars {
-  uint32_t flow_id = 0;       // in the signature
-  uint32_t key = 0;           // QP, PDC id or UDP port
-  uint16_t entropy_base = 0;  // the flow's UDP source port (first of its spray set)
-  uint32_t icrc[3] = {};      // per packet kind: the ICRC change the flow's constants make
+  uint32_t flow_id = 0;             // in the signature
+  uint32_t key = 0;                 // QP, PDC id or UDP port
+  uint16_t entropy_base = 0;        // the flow's UDP source port (first of its spray set)
+  uint32_t src_ip = 0, dst_ip = 0;  // last 32 bits of the addresses, when they vary per flow
+  uint16_t ip_csum[3] = {};         // per packet kind: the IPv4 header checksum with those addresses
+  uint32_t icrc[3] = {};            // per packet kind: the ICRC change the flow's constants make
 };
 
 // Where a flow stands; the TX lcore keeps one per flow.
@@ -108,9 +112,12 @@ class Program {
     // [udp_src, 65535] (49152.. by default: the range RoCE NICs use).
     const uint32_t span = 65536 - entropy_base_;
     v.entropy_base = static_cast<uint16_t>(entropy_base_ + (per_flow_entropy_ ? index % span : 0));
+    FlowAddresses(v, index);
     FoldFlowIcrc(v);
     return v;
   }
+  // Fills v's addresses (base + index) and IPv4 header checksums.
+  void FlowAddresses(FlowVars& v, uint32_t index) const;
 
   // Fills v.icrc from the flow's constant bytes (flow id, key, fixed entropy).
   void FoldFlowIcrc(FlowVars& v) const;
@@ -195,6 +202,9 @@ inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const Flo
     proto::Store24(dst + k.t.signature_offset + 3, v.flow_id);
     proto::StampSignature(dst + k.t.signature_offset, c.seq, tx_ns);
   }
+  if (k.src_ip_off >= 0) proto::Store32(dst + k.src_ip_off, v.src_ip);
+  if (k.dst_ip_off >= 0) proto::Store32(dst + k.dst_ip_off, v.dst_ip);
+  if (k.ip_csum_off >= 0) proto::Store16(dst + k.ip_csum_off, v.ip_csum[k.index]);
   if (k.key_off >= 0) {
     if (k.key_len == 3) {
       proto::Store24(dst + k.key_off, v.key & 0xFFFFFF);

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "config/plan.h"
+#include "proto/checksum.h"
 #include "proto/headers.h"
+#include "proto/icrc.h"
 #include "proto/roce.h"
 #include "proto/uet.h"
 
@@ -183,6 +185,49 @@ TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {
     EXPECT_EQ(proto::LoadIcrc(&f[r->kinds()[0].t.icrc_offset]), FullIcrc(f, r->kinds()[0]));
   }
   EXPECT_EQ(seen.size(), 8u);
+}
+
+// Address ranges (stream key `vary`): flow i takes src/dst + i; the IPv4
+// header checksum and the ICRC stay valid for every flow and packet kind.
+TEST(Program, AddressRangesGiveEachFlowItsOwnAddresses) {
+  for (const std::string l3 : {"ipv4", "ipv6"}) {
+    auto plan = config::ParsePlan("t.yaml",
+                                  "ports: [{name: p, mtu: 9000}]\nstreams:\n  - name: s\n    rate: 1 kpps\n"
+                                  "    flows: 300\n    vary: [src_ip, dst_ip]\n"
+                                  "    frame: {l3: " +
+                                      l3 + ", roce: {op: WRITE, message: 3000, pmtu: 1024}}\n");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    auto p = Program::Compile(plan->streams[0].frame, 0);
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_EQ(p->packets_per_message(), 3u);
+    std::vector<uint8_t> f(p->buffer_len());
+    for (uint32_t flow : {0u, 1u, 255u, 299u}) {
+      const FlowVars v = p->Flow(0, flow);
+      Cursor c = p->Start();
+      for (int pkt = 0; pkt < 3; ++pkt) {  // FIRST, MIDDLE, LAST
+        const PacketKind& k = p->KindAt(c);
+        p->Emit(f.data(), c, 1000 + pkt, v);
+        const uint8_t* ip = &f[k.t.l3_offset];
+        if (l3 == "ipv4") {
+          EXPECT_EQ(proto::Load32(ip + 12), 0xC6120001u + flow);  // 198.18.0.1 + flow
+          EXPECT_EQ(proto::Load32(ip + 16), 0xC6130001u + flow);  // 198.19.0.1 + flow
+          EXPECT_EQ(proto::InternetChecksum(ip, 20), 0) << "flow " << flow << " packet " << pkt;
+        } else {
+          EXPECT_EQ(proto::Load32(ip + 8 + 12), 1u + flow);  // 2001:db8::1 + flow
+          EXPECT_EQ(proto::Load32(ip + 24 + 12), 2u + flow);
+          EXPECT_EQ(proto::Load32(ip + 8), 0x20010db8u);  // the prefix stays
+        }
+        EXPECT_EQ(proto::LoadIcrc(&f[k.t.icrc_offset]), FullIcrc(f, k)) << l3 << " flow " << flow << " pkt " << pkt;
+        EXPECT_EQ(proto::LoadIcrc(&f[k.t.icrc_offset]),
+                  proto::IcrcReference(
+                      f.data(), proto::IcrcLayout{k.t.l3_offset, k.t.ipv6, static_cast<uint32_t>(k.t.icrc_offset)}));
+      }
+    }
+  }
+  auto bad = config::ParsePlan("t.yaml", "streams:\n  - {name: s, rate: 1 kpps, vary: [src_mac]}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("streams[0].vary[0]: 'src_mac' is not allowed"), std::string::npos)
+      << bad.status();
 }
 
 TEST(Program, FlowletEntropyChangesOnlyAfterAGap) {

@@ -410,6 +410,7 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
       if (f.vary_src_ip) k.src_ip_off = l3 + (k.t.ipv6 ? 8 + 12 : 12);
       if (f.vary_dst_ip) k.dst_ip_off = l3 + (k.t.ipv6 ? 24 + 12 : 16);
       if (!k.t.ipv6 && (f.vary_src_ip || f.vary_dst_ip)) k.ip_csum_off = l3 + 10;
+      k.vary_addresses = f.vary_src_ip || f.vary_dst_ip;
     }
     if (k.t.signature_offset >= 0) {
       proto::WriteSignature(k.t.bytes.data() + k.t.signature_offset,

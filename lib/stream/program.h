@@ -61,6 +61,7 @@ struct PacketKind {
   uint8_t key_len = 0;                       // UET SPDCID (16), UDP destination port (16)
   int32_t src_ip_off = -1, dst_ip_off = -1;  // last 4 bytes of an address that varies per flow
   int32_t ip_csum_off = -1;                  // IPv4 header checksum, when an address varies
+  bool vary_addresses = false;               // any of the three above
   // Where each per-packet field's bytes sit among `icrc`'s positions (-1: not stamped).
   int32_t icrc_seq = -1, icrc_ts = -1, icrc_psn = -1, icrc_msn = -1, icrc_entropy = -1;
   uint8_t index = 0;  // in Program::kinds()
@@ -202,9 +203,11 @@ inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const Flo
     proto::Store24(dst + k.t.signature_offset + 3, v.flow_id);
     proto::StampSignature(dst + k.t.signature_offset, c.seq, tx_ns);
   }
-  if (k.src_ip_off >= 0) proto::Store32(dst + k.src_ip_off, v.src_ip);
-  if (k.dst_ip_off >= 0) proto::Store32(dst + k.dst_ip_off, v.dst_ip);
-  if (k.ip_csum_off >= 0) proto::Store16(dst + k.ip_csum_off, v.ip_csum[k.index]);
+  if (k.vary_addresses) [[unlikely]] {
+    if (k.src_ip_off >= 0) proto::Store32(dst + k.src_ip_off, v.src_ip);
+    if (k.dst_ip_off >= 0) proto::Store32(dst + k.dst_ip_off, v.dst_ip);
+    if (k.ip_csum_off >= 0) proto::Store16(dst + k.ip_csum_off, v.ip_csum[k.index]);
+  }
   if (k.key_off >= 0) {
     if (k.key_len == 3) {
       proto::Store24(dst + k.key_off, v.key & 0xFFFFFF);

@@ -122,6 +122,7 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
     tx_ns = clock_.ToNs(due) + static_cast<uint64_t>(sched_.lead_ns);
   }
   const stream::StampTime ts = prog.Time(tx_ns);
+  const uint64_t keep_flags = ~sched_.flag;  // all ones unless scheduling
   for (unsigned i = 0; i < n; ++i) {
     rte_mbuf* m = st.pending[i];
     if (i + 2 < n) {
@@ -149,7 +150,7 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
       m->pkt_len = len;
       if (tag != nullptr) *tag = key;
     }
-    if (sched_.enabled()) m->ol_flags &= ~sched_.flag;  // only the burst's first mbuf is scheduled
+    m->ol_flags &= keep_flags;  // only the burst's first mbuf is scheduled
     prog.Stamp(d, k, st.cursors[f], ts, st.vars[f]);
     if (++st.next_flow == nflows) st.next_flow = 0;
     st.pending_len[i] = len + kEthFcsLen;

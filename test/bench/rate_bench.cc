@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   }
   std::printf("%-10s %12s %14s %14s %14s %10s %14s\n", "set rate", "windows", "mean", "min window", "max window",
               "worst dev", "skipped slots");
-  for (const char* rate : {"10 kpps", "100 kpps", "1 Mpps", "max"}) {
+  // "100 %": line rate as the port reports it (net_null: 10 Gbit/s, 14.88 Mpps of 64 B frames).
+  for (const char* rate : {"10 kpps", "100 kpps", "1 Mpps", "100 %", "max"}) {
     const std::string yaml = absl::StrFormat(
         "duration: %d s\nports: [{name: p0, device: net_null_rate0, rx_queues: 0}]\nstreams: [{name: s, rate: %s, "
         "frame: {size: "

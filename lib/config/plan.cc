@@ -1,5 +1,6 @@
 #include "config/plan.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_format.h"
@@ -108,8 +109,81 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   return s;
 }
 
+absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance",
+                                  "trial_duration", "initial_duration", "goals", "warmup"}));
+  TestSpec t;
+  t.kind = TestSpec::Kind::kThroughput;
+  t.line = n.line();
+  t.name = "throughput";
+  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
+  if (auto list = n.Optional("streams")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(std::string name, i.String());
+      auto it =
+          std::find_if(plan.streams.begin(), plan.streams.end(), [&](const StreamSpec& s) { return s.name == name; });
+      if (it == plan.streams.end()) {
+        std::vector<std::string> names;
+        for (const auto& s : plan.streams) names.push_back(s.name);
+        return i.Error(
+            absl::StrFormat("unknown stream '%s'; streams in this plan: %s", name, absl::StrJoin(names, ", ")));
+      }
+      t.streams.push_back(static_cast<size_t>(it - plan.streams.begin()));
+    }
+  }
+  if (t.streams.empty()) {
+    for (size_t i = 0; i < plan.streams.size(); ++i) t.streams.push_back(i);
+  }
+  if (auto s = n.Optional("search")) {
+    FG_ASSIGN_OR_RETURN(std::string v, s->OneOf({"binary", "multi_goal"}));
+    t.search = v == "binary" ? TestSpec::Search::kBinary : TestSpec::Search::kMultiGoal;
+  }
+  auto pct = [](double lo, double hi) { return [lo, hi](const Node& x) { return x.Percent(lo, hi); }; };
+  FG_RETURN_IF_ERROR(Opt(n, "min", t.min_load, pct(0.0001, 100)));
+  FG_RETURN_IF_ERROR(Opt(n, "max", t.max_load, pct(0.0001, 100)));
+  if (t.min_load > t.max_load) return n.At("min").Error("min must not be above max");
+  FG_RETURN_IF_ERROR(Opt(n, "precision", t.precision, pct(0.0001, 100)));
+  FG_RETURN_IF_ERROR(Opt(n, "loss_tolerance", t.loss_tolerance, pct(0, 99.9)));
+  FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
+  FG_RETURN_IF_ERROR(Opt(n, "initial_duration", t.initial_duration_ns, DurationIn()));
+  FG_RETURN_IF_ERROR(Opt(n, "warmup", t.warmup_ns, DurationIn()));
+  if (t.trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
+  if (t.initial_duration_ns <= 0 || t.initial_duration_ns > t.trial_duration_ns) {
+    return n.At("initial_duration").Error("initial_duration must be > 0 and at most trial_duration");
+  }
+  if (auto g = n.Optional("goals")) {
+    if (t.search != TestSpec::Search::kMultiGoal) return g->Error("goals belong to search: multi_goal");
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, g->Items());
+    for (const Node& i : items) {
+      FG_RETURN_IF_ERROR(i.CheckKeys({"name", "loss", "final_duration", "width"}));
+      GoalSpec goal;
+      FG_ASSIGN_OR_RETURN(Node name, i.Required("name"));
+      FG_ASSIGN_OR_RETURN(goal.name, name.String());
+      FG_ASSIGN_OR_RETURN(Node loss, i.Required("loss"));
+      FG_ASSIGN_OR_RETURN(goal.loss_ratio, loss.Percent(0, 99.9));
+      FG_RETURN_IF_ERROR(Opt(i, "final_duration", goal.final_duration_ns, DurationIn()));
+      FG_RETURN_IF_ERROR(Opt(i, "width", goal.width, pct(0.0001, 50)));
+      t.goals.push_back(goal);
+    }
+    if (t.goals.empty()) return g->Error("goals: list is empty");
+  } else if (t.search == TestSpec::Search::kMultiGoal) {
+    t.goals = {GoalSpec{.name = "NDR", .loss_ratio = 0}, GoalSpec{.name = "PDR", .loss_ratio = 0.005}};
+  }
+  for (GoalSpec& goal : t.goals) {
+    if (goal.final_duration_ns == 0) goal.final_duration_ns = t.trial_duration_ns;
+  }
+  return t;
+}
+
+absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"throughput"}));
+  if (auto t = n.Optional("throughput")) return ParseThroughput(plan, *t);
+  return n.Error("a test names its kind: throughput");
+}
+
 absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
-  FG_RETURN_IF_ERROR(root.CheckKeys({"version", "name", "eal", "duration", "drain", "ports", "streams"}));
+  FG_RETURN_IF_ERROR(root.CheckKeys({"version", "name", "eal", "duration", "drain", "ports", "streams", "tests"}));
   Plan plan;
   plan.file = file;
   if (auto v = root.Optional("version")) {
@@ -159,6 +233,13 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
   for (const StreamSpec& s : plan.streams) flows += s.flows;
   if (flows > (1u << 24)) {
     return streams.Error(absl::StrFormat("%d flows in all; the signature's 24-bit flow id allows 16,777,216", flows));
+  }
+  if (auto tests = root.Optional("tests")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> list, tests->Items());
+    for (const Node& i : list) {
+      FG_ASSIGN_OR_RETURN(TestSpec t, ParseTest(plan, i));
+      plan.tests.push_back(std::move(t));
+    }
   }
   return plan;
 }

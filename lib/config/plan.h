@@ -67,6 +67,33 @@ struct StreamSpec {
   int line = 0;
 };
 
+// A loss-ratio goal of a multi-goal search (MLRsearch terms).
+struct GoalSpec {
+  std::string name;
+  double loss_ratio = 0;          // a trial exceeds the goal above this (0.005 = 0.5 %)
+  int64_t final_duration_ns = 0;  // 0: the test's trial_duration
+  double width = 0.005;           // relative width at which the goal is done
+};
+
+// One test of the plan's `tests:` list.
+struct TestSpec {
+  enum class Kind { kThroughput } kind = Kind::kThroughput;
+  std::string name;
+  std::vector<size_t> streams;  // indices into Plan::streams; all when the plan lists none
+  enum class Search { kBinary, kMultiGoal } search = Search::kBinary;
+  // Loads are fractions of each stream's TX port line rate (L1); a port's
+  // load is shared evenly by the test's streams on it.
+  double min_load = 0.01;
+  double max_load = 1.0;
+  double precision = 0.005;   // binary: stop when the interval is this narrow (fraction of line rate)
+  double loss_tolerance = 0;  // binary: a trial passes at or below this loss ratio
+  int64_t trial_duration_ns = 60'000'000'000;
+  int64_t initial_duration_ns = 1'000'000'000;  // multi-goal: the short trials
+  std::vector<GoalSpec> goals;                  // multi-goal; default NDR 0 %, PDR 0.5 %
+  int64_t warmup_ns = 1'000'000'000;            // traffic before the first trial (learning, ARP), not counted
+  int line = 0;
+};
+
 struct Plan {
   std::string file;
   std::string name;
@@ -75,6 +102,7 @@ struct Plan {
   int64_t drain_ns = 100'000'000;       // wait for in-flight frames after TX stops
   std::vector<PortSpec> ports;
   std::vector<StreamSpec> streams;
+  std::vector<TestSpec> tests;  // empty: `run` runs the streams once
 };
 
 // Reads and validates a plan file.

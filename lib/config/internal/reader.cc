@@ -165,6 +165,25 @@ absl::StatusOr<uint64_t> Node::Bytes(uint64_t min, uint64_t max) const {
   return b;
 }
 
+absl::StatusOr<double> Node::Percent(double min, double max) const {
+  auto text = Scalar("a percentage such as 0.5 %");
+  if (!text.ok()) return text.status();
+  std::string t = *text;
+  const size_t pct = t.find('%');
+  if (pct == std::string::npos || pct + 1 != t.size()) {
+    return Error(
+        absl::StrFormat("'%s' needs a %% sign (e.g. '0.5 %%'), so a ratio is never mistaken for a percentage", *text));
+  }
+  t.erase(pct);
+  while (!t.empty() && t.back() == ' ') t.pop_back();
+  double v = 0;
+  if (t.empty() || !absl::SimpleAtod(t, &v)) return Error(absl::StrFormat("'%s' is not a percentage", *text));
+  if (v < min || v > max) {
+    return Error(absl::StrFormat("%s is out of range; expected %g %% to %g %%", *text, min, max));
+  }
+  return v / 100;
+}
+
 absl::StatusOr<std::string> Node::OneOf(std::initializer_list<std::string_view> allowed) const {
   auto text = Scalar("a string");
   if (!text.ok()) return text.status();

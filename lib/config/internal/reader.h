@@ -50,6 +50,8 @@ class Node {
   absl::StatusOr<int64_t> Duration() const;  // ns
   absl::StatusOr<uint64_t> Bytes(uint64_t min, uint64_t max) const;
   absl::StatusOr<std::string> OneOf(std::initializer_list<std::string_view> allowed) const;
+  // "0.5 %" -> 0.005; the % sign is required. min/max in percent.
+  absl::StatusOr<double> Percent(double min, double max) const;
 
  private:
   absl::StatusOr<std::string> Scalar(std::string_view expected) const;

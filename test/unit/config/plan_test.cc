@@ -94,6 +94,16 @@ INSTANTIATE_TEST_SUITE_P(
                 "bad.yaml:2:20: ports[0].mtu: 9001 B is out of range; expected 68 B to 9000 B"},
         BadCase{"timestamps_unknown", "ports:\n  - {name: p, timestamps: ptp}\nstreams: [{name: s, rate: 1 kpps}]\n",
                 "bad.yaml:2:27: ports[0].timestamps: 'ptp'"},
+        BadCase{"percent_without_sign",
+                "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - throughput: {search: binary, precision: 0.5}\n",
+                "bad.yaml:3:45: tests[0].throughput.precision: '0.5' needs a % sign"},
+        BadCase{"test_unknown_stream", "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - throughput: {streams: [t]}\n",
+                "bad.yaml:3:28: tests[0].throughput.streams[0]: unknown stream 't'; streams in this plan: s"},
+        BadCase{"test_unknown_kind", "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - latency: {}\n",
+                "tests[0].latency: unknown field 'latency'"},
+        BadCase{"goals_need_multi_goal",
+                "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - throughput: {goals: [{name: N, loss: 0 %}]}\n",
+                "goals belong to search: multi_goal"},
         BadCase{"frame_too_small", "streams:\n  - {name: s, rate: 1 kpps, frame: {size: 60}}\n",
                 "streams[0].frame.size: 60 B is too small"},
         BadCase{"tagged_frame_too_small", "streams:\n  - {name: s, rate: 1 kpps, frame: {size: 64, vlan: {id: 1}}}\n",
@@ -145,6 +155,39 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"wrong_version", "version: 2\nstreams: [{name: s, rate: 1 kpps}]\n",
                 "bad.yaml:1:10: version: 2 is out of range"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Plan, ThroughputTestsWithTheirDefaults) {
+  auto plan = ParsePlan("t.yaml", R"(
+streams: [{name: a, rate: 1 Mpps}, {name: b, rate: 1 Mpps}]
+tests:
+  - throughput: {name: rfc2544, streams: [b], precision: 0.1 %, trial_duration: 30 s}
+  - throughput:
+      search: multi_goal
+      min: 5 %
+      goals: [{name: NDR, loss: 0 %}, {name: PDR, loss: 0.5 %, final_duration: 120 s, width: 1 %}]
+  - throughput: {search: multi_goal}
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->tests.size(), 3u);
+  const TestSpec& b = plan->tests[0];
+  EXPECT_EQ(b.name, "rfc2544");
+  EXPECT_EQ(b.search, TestSpec::Search::kBinary);
+  EXPECT_EQ(b.streams, std::vector<size_t>{1});
+  EXPECT_DOUBLE_EQ(b.precision, 0.001);
+  EXPECT_DOUBLE_EQ(b.min_load, 0.01);
+  EXPECT_DOUBLE_EQ(b.max_load, 1.0);
+  EXPECT_EQ(b.trial_duration_ns, 30'000'000'000);
+  const TestSpec& m = plan->tests[1];
+  EXPECT_EQ(m.streams, (std::vector<size_t>{0, 1}));  // all by default
+  EXPECT_DOUBLE_EQ(m.min_load, 0.05);
+  ASSERT_EQ(m.goals.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.goals[1].loss_ratio, 0.005);
+  EXPECT_EQ(m.goals[1].final_duration_ns, 120'000'000'000);
+  EXPECT_DOUBLE_EQ(m.goals[1].width, 0.01);
+  EXPECT_EQ(m.goals[0].final_duration_ns, 60'000'000'000);  // the test's trial duration
+  ASSERT_EQ(plan->tests[2].goals.size(), 2u);               // NDR 0 %, PDR 0.5 % by default
+  EXPECT_EQ(plan->tests[2].goals[1].name, "PDR");
+}
 
 TEST(Plan, RoceUetPfcLbnFramesParseWithTheirDefaults) {
   auto plan = ParsePlan("k.yaml", R"(

@@ -147,7 +147,14 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(Opt(n, "loss_tolerance", t.loss_tolerance, pct(0, 99.9)));
   FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(Opt(n, "initial_duration", t.initial_duration_ns, DurationIn()));
-  FG_RETURN_IF_ERROR(Opt(n, "warmup", t.warmup_ns, DurationIn()));
+  if (auto w = n.Optional("warmup")) {  // a duration, or none
+    auto text = w->String();
+    if (text.ok() && *text == "none") {
+      t.warmup_ns = 0;
+    } else {
+      FG_ASSIGN_OR_RETURN(t.warmup_ns, w->Duration());
+    }
+  }
   if (t.trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
   if (t.initial_duration_ns <= 0 || t.initial_duration_ns > t.trial_duration_ns) {
     return n.At("initial_duration").Error("initial_duration must be > 0 and at most trial_duration");

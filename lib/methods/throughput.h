@@ -1,0 +1,78 @@
+// methods/throughput.h: the throughput test (RFC 2544 26.1 and multi-goal).
+//
+// Runs a plan's `throughput` test on open ports: the test's streams are sent
+// at a load (a fraction of each stream's TX port line rate at L1, shared
+// evenly by the test's streams on a port) for a trial duration; a trial's
+// loss ratio is (frames sent - unique frames received) / frames sent, counted
+// at the fabric boundary by our own analyzer. lib/search chooses the loads.
+// Every trial is kept, with whether it counts and why not.
+//
+//   auto r = fg::methods::RunThroughput(eal, ports, compiled_streams, plan.tests[0], opt);
+//   for (const auto& g : r->goals) printf("%s %.3f %% of line\n", g.name.c_str(), g.lower_bound * 100);
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "config/plan.h"
+#include "engine/engine.h"
+#include "port/eal.h"
+#include "port/port.h"
+#include "search/search.h"
+#include "stream/stream.h"
+
+namespace fg::methods {
+
+struct TrialRecord {
+  int index = 0;
+  std::string phase;  // "warm-up", "max", "binary", "min", "short", "final"
+  double load = 0;    // fraction of line rate (L1)
+  double duration_s = 0;
+  uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
+  double loss_ratio = 0;
+  double offered_l1_bps = 0, received_l1_bps = 0;  // aggregate over the test's streams
+  bool included = true;
+  std::string excluded_because;  // why a trial does not count (warm-up)
+  std::string timestamp_source;
+};
+
+struct GoalOutcome {
+  std::string name;
+  double loss_ratio = 0;
+  bool found = false;
+  double lower_bound = 0;  // load, fraction of line rate
+  double upper_bound = 0;
+  double conditional_throughput = 0;  // load x (1 - loss ratio at the lower bound)
+  double lower_bound_l1_bps = 0;      // the lower bound as aggregate L1 bit/s
+  double lower_bound_l2_bps = 0;      // ... and without preamble and inter-frame gap
+  double lower_bound_pps = 0;
+};
+
+struct ThroughputResult {
+  std::string name;
+  std::string search;  // "binary" or "multi_goal"
+  std::vector<std::string> streams;
+  double line_l1_bps = 0;  // sum of the line rates the load refers to
+  double mean_frame_size = 0;
+  std::vector<GoalOutcome> goals;  // binary: one, named "throughput"
+  std::vector<TrialRecord> trials;
+  double trial_seconds = 0;  // counted trials only
+  bool complete = true;      // false: interrupted or a trial failed
+  std::string stopped_because;
+};
+
+struct MethodOptions {
+  int64_t drain_ns = 100'000'000;
+  const std::atomic<bool>* interrupt = nullptr;
+  // Called after every trial (progress: test, trial, phase, load, result).
+  std::function<void(const TrialRecord&)> on_trial;
+};
+
+absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                               const std::vector<stream::CompiledStream>& streams,
+                                               const config::TestSpec& test, const MethodOptions& options);
+
+}  // namespace fg::methods

@@ -1,0 +1,98 @@
+// The throughput test end to end on a DUT of known capacity: a token-bucket
+// policer in the mover thread between two ring ports. The searches must find
+// its capacity (expressed as a share of the 10 Gbit/s line the ring ports
+// report) within 2 %.
+#include <gtest/gtest.h>
+
+#include "config/plan.h"
+#include "dpdk_test_env.h"
+#include "methods/throughput.h"
+#include "ring_path.h"
+
+namespace fg::methods {
+namespace {
+
+using fg::testing::Impairments;
+using fg::testing::Policer;
+using fg::testing::RingPath;
+using fg::testing::TestEal;
+
+constexpr double kCapacityPps = 1'000'000;
+constexpr double kDepth = 2'000;  // frames the policer lets through in a burst
+constexpr double kLineBps = 10e9;
+constexpr double kFrameL1Bits = (64 + 20) * 8;
+
+// The load (fraction of line) at which a trial of `secs` just loses nothing.
+double TruthLoad(double secs) { return (kCapacityPps + kDepth / secs) * kFrameL1Bits / kLineBps; }
+
+absl::StatusOr<ThroughputResult> RunAgainstPolicer(const std::string& test_yaml) {
+  RingPath path("thr");
+  if (!path.ok()) return absl::InternalError(path.error());
+  auto plan = config::ParsePlan("thr.yaml", R"(
+ports: [{name: a}, {name: b}]
+streams: [{name: s, port: a, rx_port: b, rate: 1 Mpps, frame: {size: 64}}]
+tests:
+)" + test_yaml);
+  if (!plan.ok()) return plan.status();
+  auto streams = stream::Compile(*plan, {kLineBps, kLineBps});
+  if (!streams.ok()) return streams.status();
+  Policer policer(kCapacityPps, kDepth);
+  Impairments imp;
+  imp.police = [&](uint64_t tx_ns) { return policer.Drop(tx_ns); };
+  fg::testing::Mover mover(path.in(), path.out(), path.tx()->pool(), imp);
+  MethodOptions opt;
+  opt.drain_ns = 50'000'000;
+  return RunThroughput(TestEal(), {path.tx(), path.rx()}, *streams, plan->tests[0], opt);
+}
+
+TEST(Throughput, BinarySearchFindsThePolicersCapacity) {
+  auto r = RunAgainstPolicer(
+      "  - throughput: {search: binary, min: 1 %, max: 20 %, precision: 0.05 %, trial_duration: 1 s, "
+      "warmup: 100 ms}\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->complete) << r->stopped_because;
+  ASSERT_EQ(r->goals.size(), 1u);
+  const GoalOutcome& g = r->goals[0];
+  ASSERT_TRUE(g.found);
+  const double truth = TruthLoad(1.0);  // 6.73 % of line
+  EXPECT_NEAR(g.lower_bound, truth, truth * 0.02) << "found " << g.lower_bound * 100 << " %";
+  EXPECT_NEAR(g.lower_bound_pps, kCapacityPps + kDepth, (kCapacityPps + kDepth) * 0.02);
+  EXPECT_EQ(r->trials.front().phase, "warm-up");
+  EXPECT_FALSE(r->trials.front().included);
+  EXPECT_EQ(r->trials[1].phase, "max");
+  for (size_t i = 1; i < r->trials.size(); ++i) {
+    EXPECT_TRUE(r->trials[i].included);
+    EXPECT_DOUBLE_EQ(r->trials[i].duration_s, 1.0);
+    // The trial's verdict agrees with the policer's arithmetic away from the edge.
+    const double l = r->trials[i].load;
+    if (l > truth * 1.03) {
+      EXPECT_GT(r->trials[i].loss_ratio, 0) << l;
+    }
+    if (l < truth * 0.97) {
+      EXPECT_EQ(r->trials[i].loss_ratio, 0) << l;
+    }
+  }
+}
+
+TEST(Throughput, MultiGoalSearchFindsNdrAndPdr) {
+  auto r = RunAgainstPolicer(
+      "  - throughput:\n      search: multi_goal\n      min: 1 %\n      max: 20 %\n      trial_duration: 1 s\n"
+      "      initial_duration: 200 ms\n      warmup: none\n"
+      "      goals: [{name: NDR, loss: 0 %, width: 1 %}, {name: PDR, loss: 5 %, width: 1 %}]\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->complete) << r->stopped_because;
+  ASSERT_EQ(r->goals.size(), 2u);
+  const double ndr_truth = TruthLoad(1.0);
+  // PDR: (L - C) * 1 s - depth = 5 % of L * 1 s  ->  L = (C + depth) / 0.95
+  const double pdr_truth = (kCapacityPps + kDepth) / 0.95 * kFrameL1Bits / kLineBps;
+  EXPECT_NEAR(r->goals[0].lower_bound, ndr_truth, ndr_truth * 0.02);
+  EXPECT_NEAR(r->goals[1].lower_bound, pdr_truth, pdr_truth * 0.02);
+  EXPECT_LE(r->goals[1].conditional_throughput, r->goals[1].lower_bound);
+  int finals = 0;
+  for (const TrialRecord& t : r->trials) finals += t.phase == "final";
+  EXPECT_GE(finals, 2);
+  EXPECT_LT(r->trial_seconds, 10.0);
+}
+
+}  // namespace
+}  // namespace fg::methods

@@ -1,0 +1,194 @@
+// Test helpers shared by the DPDK tests: a ring pair with a mover thread in
+// between that impairs frames (drops, duplicates, reorders, corrupts, polices)
+// or stamps them as a simulated NIC would.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <rte_eth_ring.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_ring.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "base/tsc.h"
+#include "dpdk_test_env.h"
+#include "engine/engine.h"
+#include "port/port.h"
+#include "proto/signature.h"
+#include "stream/stream.h"
+
+namespace fg::testing {
+
+using engine::RunTrial;
+using engine::TrialOptions;
+using engine::TrialResult;
+
+struct Impairments {
+  std::set<uint32_t> drop;
+  std::set<uint32_t> dup;
+  std::map<uint32_t, uint32_t> hold_until;  // seq -> release right after this seq passes
+  std::set<uint32_t> corrupt;               // flip the last payload byte
+  // Asked for every frame, in arrival order, with the frame's TX time from
+  // its signature: true drops it (a policer, a shaper's tail drop).
+  std::function<bool(uint64_t tx_ns)> police;
+};
+
+// A token-bucket policer as a DUT of known capacity: `pps` tokens a second,
+// at most `depth` saved. A trial of d seconds at a constant L > pps loses
+// (L - pps) * d - depth frames. It runs on the frames' TX times (signature),
+// so the mover thread's own scheduling on a busy host cannot change what it
+// does: the truth depends only on what the tester sent.
+class Policer {
+ public:
+  Policer(double pps, double depth) : pps_(pps), depth_(depth), tokens_(depth) {}
+  bool Drop(uint64_t tx_ns) {
+    if (started_ && tx_ns > last_ns_) {
+      tokens_ = std::min(depth_, tokens_ + static_cast<double>(tx_ns - last_ns_) * pps_ / 1e9);
+    }
+    if (!started_ || tx_ns > last_ns_) last_ns_ = tx_ns;
+    started_ = true;
+    if (tokens_ < 1) return true;
+    tokens_ -= 1;
+    return false;
+  }
+
+ private:
+  double pps_, depth_, tokens_;
+  uint64_t last_ns_ = 0;
+  bool started_ = false;
+};
+
+// Moves frames from `in` to `out`, impairing them; counts what it did.
+class Mover {
+ public:
+  // `on_forward`, if set, sees every frame handed on (e.g. to stamp it as a NIC would).
+  Mover(rte_ring* in, rte_ring* out, rte_mempool* pool, Impairments imp,
+        std::function<void(rte_mbuf*)> on_forward = nullptr)
+      : in_(in), out_(out), pool_(pool), imp_(std::move(imp)), on_forward_(std::move(on_forward)), thread_([this] {
+          Run();
+        }) {}
+  ~Mover() {
+    stop_.store(true);
+    thread_.join();
+  }
+  uint64_t moved() const { return moved_.load(); }
+
+ private:
+  void Put(rte_mbuf* m) {
+    if (on_forward_) on_forward_(m);
+    while (rte_ring_enqueue(out_, m) != 0) {
+    }
+    moved_.fetch_add(1);
+  }
+  void Run() {
+    rte_mbuf* burst[32];
+    std::map<uint32_t, rte_mbuf*> held;
+    while (!stop_.load()) {
+      const unsigned n = rte_ring_dequeue_burst(in_, reinterpret_cast<void**>(burst), 32, nullptr);
+      for (unsigned i = 0; i < n; ++i) {
+        rte_mbuf* m = burst[i];
+        const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+        const int off = proto::FindSignatureOffset(d, m->data_len);
+        const uint32_t seq = off >= 0 ? proto::Load32(d + off + 6) : UINT32_MAX;
+        if (imp_.drop.count(seq) || (imp_.police && off >= 0 && imp_.police(proto::Load48(d + off + 10)))) {
+          rte_pktmbuf_free(m);
+          continue;
+        }
+        if (imp_.corrupt.count(seq)) rte_pktmbuf_mtod(m, uint8_t*)[m->data_len - 1] ^= 0x5A;
+        if (imp_.hold_until.count(seq)) {
+          held[seq] = m;
+          continue;
+        }
+        if (imp_.dup.count(seq)) Put(rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX));
+        Put(m);
+        for (auto it = held.begin(); it != held.end();) {
+          if (imp_.hold_until[it->first] == seq) {
+            Put(it->second);
+            it = held.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      }
+    }
+    for (auto& [s, m] : held) rte_pktmbuf_free(m);
+  }
+
+  rte_ring* in_;
+  rte_ring* out_;
+  rte_mempool* pool_;
+  Impairments imp_;
+  std::function<void(rte_mbuf*)> on_forward_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> moved_{0};
+  std::thread thread_;
+};
+
+// Two ring ports with a gap between them for a Mover: the TX port sends
+// into ring `in`, the RX port receives from ring `out` (each also has an
+// unused direction on a shared sink ring). Names are unique per instance.
+class RingPath {
+ public:
+  // `rx_options` / `tx_options` supply each port's timestamp modes and drivers.
+  explicit RingPath(const std::string& prefix, const port::PortOptions& rx_options = {},
+                    const port::PortOptions& tx_options = {}) {
+    static int id = 0;
+    const std::string tag = prefix + std::to_string(id++);
+    in_ = rte_ring_create((tag + "_in").c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    out_ = rte_ring_create((tag + "_out").c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    sink_ = rte_ring_create((tag + "_sink").c_str(), 4096, SOCKET_ID_ANY, 0);
+    if (!in_ || !out_ || !sink_) return;
+    if (rte_eth_from_rings((tag + "_tx").c_str(), &sink_, 1, &in_, 1, SOCKET_ID_ANY) < 0) return;
+    if (rte_eth_from_rings((tag + "_rx").c_str(), &out_, 1, &sink_, 1, SOCKET_ID_ANY) < 0) return;
+    for (const std::string side : {"_tx", "_rx"}) {
+      port::PortOptions o = side == "_rx" ? rx_options : tx_options;
+      o.name = tag + side;
+      o.dpdk_name = "net_ring_" + tag + side;
+      o.lcores = 2;
+      auto p = port::Port::Open(o);
+      if (!p.ok()) {
+        error_ = p.status().ToString();
+        return;
+      }
+      if (auto st = (*p)->Start(); !st.ok()) {
+        error_ = st.ToString();
+        return;
+      }
+      ports_.push_back(std::move(*p));
+    }
+  }
+  ~RingPath() {
+    ports_.clear();
+    rte_ring_free(in_);
+    rte_ring_free(out_);
+    rte_ring_free(sink_);
+  }
+  bool ok() const { return ports_.size() == 2; }
+  const std::string& error() const { return error_; }
+  // One trial with a Mover applying `imp` (and `on_forward`) in the gap.
+  absl::StatusOr<TrialResult> Run(const std::vector<stream::CompiledStream>& streams, Impairments imp,
+                                  std::function<void(rte_mbuf*)> on_forward = nullptr) {
+    Mover mover(in_, out_, tx()->pool(), std::move(imp), std::move(on_forward));
+    TrialOptions opt;
+    opt.drain_ns = 100'000'000;
+    return RunTrial(TestEal(), {tx(), rx()}, streams, opt);
+  }
+  port::Port* tx() { return ports_[0].get(); }
+  port::Port* rx() { return ports_[1].get(); }
+  rte_ring* in() { return in_; }
+  rte_ring* out() { return out_; }
+
+ private:
+  rte_ring *in_ = nullptr, *out_ = nullptr, *sink_ = nullptr;
+  std::vector<std::unique_ptr<port::Port>> ports_;
+  std::string error_;
+};
+
+}  // namespace fg::testing

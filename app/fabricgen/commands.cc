@@ -2,6 +2,7 @@
 
 #include <rte_version.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -11,9 +12,11 @@
 #include "config/plan.h"
 #include "drivers/registry.h"
 #include "engine/engine.h"
+#include "methods/throughput.h"
 #include "report/atomic_file.h"
 #include "session/run_report.h"
 #include "session/session.h"
+#include "session/test_report.h"
 #include "stream/craft.h"
 
 namespace fg::app {
@@ -127,6 +130,48 @@ int Craft(const std::string& plan_file, const std::string& pcap, uint64_t count)
   return kExitOk;
 }
 
+namespace {
+
+// The plan's tests, in order; each trial is shown as it ends. Ctrl-C stops
+// the current trial and writes the report so far, marked incomplete.
+int RunTests(session::Session& session, const std::vector<stream::CompiledStream>& streams, const RunArgs& args,
+             const std::string& out_dir, const std::string& started, const std::atomic<bool>* interrupt) {
+  const config::Plan& plan = session.plan();
+  std::vector<methods::ThroughputResult> results;
+  const auto t0 = std::chrono::steady_clock::now();
+  bool interrupted = false;
+  for (size_t i = 0; i < plan.tests.size() && !interrupted; ++i) {
+    const config::TestSpec& test = plan.tests[i];
+    if (!args.quiet) {
+      std::cout << absl::StrFormat("test %d of %d: %s (throughput, %s search)\n", i + 1, plan.tests.size(), test.name,
+                                   test.search == config::TestSpec::Search::kBinary ? "binary" : "multi-goal");
+    }
+    methods::MethodOptions opt;
+    opt.drain_ns = plan.drain_ns;
+    opt.interrupt = interrupt;
+    if (!args.quiet) {
+      opt.on_trial = [&](const methods::TrialRecord& t) {
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::cout << session::TrialLine(test.name, t, elapsed) << std::flush;
+      };
+    }
+    auto r = methods::RunThroughput(session.eal(), session.ports(), streams, test, opt);
+    if (!r.ok()) return Fail(r.status());
+    interrupted = interrupt != nullptr && interrupt->load();
+    results.push_back(*std::move(r));
+  }
+  const std::string json = session::TestsReportJson(session, results, started, interrupted);
+  const std::string path = out_dir + "/report.json";
+  if (auto w = report::WriteFileAtomically(path, json); !w.ok()) return Fail(w);
+  std::cout << session::TestsSummary(results);
+  std::cout << "report: " << path << (interrupted ? " (interrupted: marked incomplete)" : "") << "\n";
+  bool complete = !interrupted;
+  for (const auto& r : results) complete = complete && r.complete;
+  return complete ? kExitOk : kExitRuntime;
+}
+
+}  // namespace
+
 int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
   auto plan = config::LoadPlan(args.plan);
   if (!plan.ok()) return FailPlan(plan.status());
@@ -151,6 +196,8 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
       for (const std::string& n : p->notes()) std::cout << "  note: " << n << "\n";
     }
   }
+
+  if (!plan->tests.empty()) return RunTests(session, *streams, args, out_dir, started, interrupt);
 
   engine::TrialOptions opt;
   opt.drain_ns = plan->drain_ns;

@@ -102,17 +102,11 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
 
   // The search sees only measurements; the phase of each trial is filled in
   // from the search's own record afterwards.
-  const search::TrialFn fn = [&](double load, double secs) -> absl::StatusOr<search::Measurement> {
-    FG_ASSIGN_OR_RETURN(TrialRecord t, run(load, secs, ""));
+  const search::TrialFn fn = [&](double load, double secs,
+                                 const std::string& phase) -> absl::StatusOr<search::Measurement> {
+    FG_ASSIGN_OR_RETURN(TrialRecord t, run(load, secs, phase));
     record(t);
     return search::Measurement{t.tx_frames, t.rx_frames};
-  };
-  auto label = [&](const std::vector<search::Trial>& trials) {
-    size_t k = 0;
-    for (TrialRecord& t : out.trials) {
-      if (!t.included) continue;
-      if (k < trials.size()) t.phase = trials[k++].phase;
-    }
   };
   auto to_outcome = [&](const std::string& name, double loss_ratio, bool found, double lower, double upper,
                         double loss_at_lower) {
@@ -141,7 +135,6 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
       out.stopped_because = std::string(r.status().message());
       return out;
     }
-    label(r->trials);
     double loss_at = 0;
     for (const search::Trial& t : r->trials) {
       if (t.load == r->throughput) loss_at = t.m.loss_ratio();
@@ -162,7 +155,6 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
       out.stopped_because = std::string(r.status().message());
       return out;
     }
-    label(r->trials);
     for (size_t i = 0; i < r->goals.size(); ++i) {
       const search::GoalResult& g = r->goals[i];
       out.goals.push_back(

@@ -23,7 +23,7 @@ class Recorder {
  public:
   explicit Recorder(const TrialFn& fn) : fn_(fn) {}
   absl::StatusOr<const Trial*> Run(double load, double duration_s, const char* phase) {
-    auto m = fn_(load, duration_s);
+    auto m = fn_(load, duration_s, phase);
     if (!m.ok()) return m.status();
     trials_.push_back(Trial{load, duration_s, *m, phase});
     seconds_ += duration_s;

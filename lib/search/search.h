@@ -21,8 +21,8 @@
 //    forwarding rate measured at the lower bound.
 //
 //   fg::search::BinarySpec spec{.min_load = 0.01, .max_load = 1.0, .precision = 0.005, .duration_s = 60};
-//   auto r = fg::search::Rfc2544Binary(spec, [&](double load, double secs) { return RunTrialAt(load, secs); });
-//   if (r.ok() && r->found) printf("throughput %.4f\n", r->throughput);
+//   auto r = fg::search::Rfc2544Binary(spec, [&](double load, double secs, const std::string&) { return
+//   RunTrialAt(load, secs); }); if (r.ok() && r->found) printf("throughput %.4f\n", r->throughput);
 #pragma once
 
 #include <cstdint>
@@ -43,8 +43,9 @@ struct Measurement {
   }
 };
 
-// Runs `duration_s` of traffic at `load` and says what came back.
-using TrialFn = std::function<absl::StatusOr<Measurement>(double load, double duration_s)>;
+// Runs `duration_s` of traffic at `load` and says what came back; `phase`
+// names the search step ("max", "binary", "min", "short", "final").
+using TrialFn = std::function<absl::StatusOr<Measurement>(double load, double duration_s, const std::string& phase)>;
 
 // One trial as the search used it.
 struct Trial {

@@ -29,11 +29,7 @@ std::string UtcNow() {
   return buf;
 }
 
-std::string RunReportJson(Session& session, const engine::TrialResult& r, const std::string& started_utc) {
-  const config::Plan& plan = session.plan();
-  report::JsonWriter w;
-  w.BeginObject();
-  w.Field("schema_version", kRunReportSchemaVersion);
+void WriteReportHeader(report::JsonWriter& w, Session& session, const std::string& started_utc) {
   w.Key("tool");
   w.BeginObject();
   w.Field("name", "fabricgen");
@@ -41,10 +37,27 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   w.EndObject();
   w.Key("plan");
   w.BeginObject();
-  w.Field("file", plan.file);
-  w.Field("name", plan.name);
+  w.Field("file", session.plan().file);
+  w.Field("name", session.plan().name);
   w.EndObject();
   w.Field("started_utc", started_utc);
+}
+
+void WriteEalFields(report::JsonWriter& w, Session& session) {
+  w.Key("eal_args");
+  w.BeginArray();
+  for (const std::string& a : session.eal_decision().argv) w.String(a);
+  w.EndArray();
+  w.Field("memory", session.eal_decision().memory_note);
+  w.Field("tsc_hz", session.eal().tsc_hz());
+}
+
+std::string RunReportJson(Session& session, const engine::TrialResult& r, const std::string& started_utc) {
+  const config::Plan& plan = session.plan();
+  report::JsonWriter w;
+  w.BeginObject();
+  w.Field("schema_version", kRunReportSchemaVersion);
+  WriteReportHeader(w, session, started_utc);
   w.Field("complete", !r.interrupted && !r.timed_out);
   w.Field("interrupted", r.interrupted);
   w.Field("timed_out", r.timed_out);
@@ -55,12 +68,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   w.EndArray();
   w.Key("environment");
   w.BeginObject();
-  w.Key("eal_args");
-  w.BeginArray();
-  for (const std::string& a : session.eal_decision().argv) w.String(a);
-  w.EndArray();
-  w.Field("memory", session.eal_decision().memory_note);
-  w.Field("tsc_hz", session.eal().tsc_hz());
+  WriteEalFields(w, session);
   w.Field("timestamp_source", r.timestamp_source);
   w.Key("placement");
   w.BeginArray();

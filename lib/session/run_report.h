@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "report/json.h"
 #include "session/session.h"
 
 namespace fg::session {
@@ -20,6 +21,10 @@ namespace fg::session {
 inline constexpr int kRunReportSchemaVersion = 1;
 
 std::string RunReportJson(Session& session, const engine::TrialResult& result, const std::string& started_utc);
+// Parts every report shares: "tool", "plan", "started_utc"; and inside
+// "environment", the EAL arguments, memory choice and TSC rate.
+void WriteReportHeader(report::JsonWriter& w, Session& session, const std::string& started_utc);
+void WriteEalFields(report::JsonWriter& w, Session& session);
 std::string RunSummary(const engine::TrialResult& result);
 // "2026-11-30T10:07:11Z"
 std::string UtcNow();

@@ -154,6 +154,9 @@ class RunTest(Workdir):
             self.assertEqual(r.returncode, 0, plan + ": " + r.stderr)
             with open(os.path.join(out, "report.json")) as f:
                 rep = json.load(f)
+            if rep.get("schema") == "tests":
+                self.check_tests_report(plan, rep)
+                continue
             unsigned = 0
             for s in rep["streams"]:
                 self.assertGreater(s["tx_packets"], 0, plan + " " + s["name"])
@@ -165,6 +168,26 @@ class RunTest(Workdir):
             port = rep["ports"][0]
             self.assertEqual(port["rx_packets"], port["tx_packets"], plan)
             self.assertEqual(port["rx_unknown_packets"], unsigned, plan)
+
+
+    def check_tests_report(self, plan, rep):
+        # The loopback loses nothing: every search ends at its maximum load,
+        # every trial is accounted and every goal says where it stands.
+        self.assertTrue(rep["complete"], plan)
+        self.assertGreater(len(rep["tests"]), 0, plan)
+        for t in rep["tests"]:
+            acc = t["trial_accounting"]
+            self.assertEqual(acc["attempted"], len(t["trials"]), plan)
+            self.assertEqual(acc["included"] + acc["excluded"], acc["attempted"], plan)
+            for tr in t["trials"]:
+                self.assertEqual(tr["rx_frames_unique"], tr["tx_frames"], plan + " " + t["name"])
+                self.assertGreater(tr["tx_frames"], 0)
+                if not tr["included"]:
+                    self.assertTrue(tr["excluded_because"])
+            for g in t["goals"]:
+                self.assertTrue(g["found"], plan + " " + g["name"])
+                self.assertEqual(g["lower_bound_fraction_of_line"], t["parameters"]["max_load_fraction_of_line"])
+                self.assertAlmostEqual(g["throughput_bps_l1"], t["line_rate_bps_l1"] * g["lower_bound_fraction_of_line"], delta=1)
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for a network namespace")

@@ -26,7 +26,7 @@ struct BufferedDut {
 TEST(Rfc2544Binary, FindsTheCapacityWithinThePrecision) {
   BufferedDut dut{.capacity = 6'543'210};
   const BinarySpec spec{.min_load = 10'000, .max_load = 14'880'952, .precision = 10'000, .duration_s = 60};
-  auto r = Rfc2544Binary(spec, [&](double l, double s) { return dut(l, s); });
+  auto r = Rfc2544Binary(spec, [&](double l, double s, const std::string&) { return dut(l, s); });
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->found);
   EXPECT_LE(r->throughput, 6'543'210);
@@ -41,14 +41,14 @@ TEST(Rfc2544Binary, FindsTheCapacityWithinThePrecision) {
 TEST(Rfc2544Binary, MaxPassingEndsAtOnceAndNothingPassingIsSaid) {
   BufferedDut fast{.capacity = 20e6};
   auto r = Rfc2544Binary({.min_load = 1e3, .max_load = 14.88e6, .precision = 1e4, .duration_s = 1},
-                         [&](double l, double s) { return fast(l, s); });
+                         [&](double l, double s, const std::string&) { return fast(l, s); });
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->found);
   EXPECT_EQ(r->throughput, 14.88e6);
   EXPECT_EQ(r->trials.size(), 1u);
   BufferedDut dead{.capacity = 0};
   auto z = Rfc2544Binary({.min_load = 1e3, .max_load = 14.88e6, .precision = 1e4, .duration_s = 1},
-                         [&](double l, double s) { return dead(l, s); });
+                         [&](double l, double s, const std::string&) { return dead(l, s); });
   ASSERT_TRUE(z.ok());
   EXPECT_FALSE(z->found);
   EXPECT_EQ(z->throughput, 0);
@@ -58,7 +58,7 @@ TEST(Rfc2544Binary, MaxPassingEndsAtOnceAndNothingPassingIsSaid) {
 TEST(Rfc2544Binary, LossToleranceRaisesTheResult) {
   BufferedDut dut{.capacity = 1e6};
   auto r = Rfc2544Binary({.min_load = 1e3, .max_load = 2e6, .precision = 1e3, .loss_tolerance = 0.01, .duration_s = 1},
-                         [&](double l, double s) { return dut(l, s); });
+                         [&](double l, double s, const std::string&) { return dut(l, s); });
   ASSERT_TRUE(r.ok());
   // Loss ratio 1 - C/L <= 1 % up to L = C / 0.99.
   EXPECT_NEAR(r->throughput, 1e6 / 0.99, 1e3);
@@ -67,7 +67,7 @@ TEST(Rfc2544Binary, LossToleranceRaisesTheResult) {
 
 TEST(Rfc2544Binary, BadSpecsAreRefusedWithTheReason) {
   auto r = Rfc2544Binary({.min_load = 0, .max_load = 1, .precision = 0.1},
-                         [](double, double) { return absl::StatusOr<Measurement>(Measurement{}); });
+                         [](double, double, const std::string&) { return absl::StatusOr<Measurement>(Measurement{}); });
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("0 < min_load <= max_load"), std::string::npos);
 }
@@ -75,7 +75,7 @@ TEST(Rfc2544Binary, BadSpecsAreRefusedWithTheReason) {
 TEST(Rfc2544Binary, ATrialErrorEndsTheSearch) {
   int n = 0;
   auto r = Rfc2544Binary({.min_load = 1, .max_load = 100, .precision = 1, .duration_s = 1},
-                         [&](double, double) -> absl::StatusOr<Measurement> {
+                         [&](double, double, const std::string&) -> absl::StatusOr<Measurement> {
                            if (++n == 3) return absl::UnavailableError("link down");
                            return Measurement{100, 50};
                          });
@@ -91,7 +91,7 @@ TEST(MultiGoalSearch, FindsNdrAndPdrTogetherInFewerTrialSeconds) {
   const double c = 6'543'210, max = 14'880'952;
   BufferedDut dut{.capacity = c};
   const MultiGoalSpec spec{.min_load = 10'000, .max_load = max, .initial_duration_s = 1, .goals = kNdrPdr};
-  auto r = MultiGoalSearch(spec, [&](double l, double s) { return dut(l, s); });
+  auto r = MultiGoalSearch(spec, [&](double l, double s, const std::string&) { return dut(l, s); });
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->goals.size(), 2u);
   const GoalResult& ndr = r->goals[0];
@@ -117,7 +117,7 @@ TEST(MultiGoalSearch, FindsNdrAndPdrTogetherInFewerTrialSeconds) {
   for (const Goal& g : kNdrPdr) {
     auto b = Rfc2544Binary(
         {.min_load = 10'000, .max_load = max, .precision = c * 0.005, .loss_tolerance = g.loss_ratio, .duration_s = 60},
-        [&](double l, double s) { return dut(l, s); });
+        [&](double l, double s, const std::string&) { return dut(l, s); });
     ASSERT_TRUE(b.ok());
     binary_seconds += b->trial_seconds;
   }
@@ -137,7 +137,7 @@ TEST(MultiGoalSearch, ShortTrialsThatABufferFoolsAreNotTrusted) {
                            .max_load = 2e6,
                            .initial_duration_s = 1,
                            .goals = {{.name = "NDR", .loss_ratio = 0, .final_duration_s = 60, .width = 0.002}}};
-  auto r = MultiGoalSearch(spec, [&](double l, double s) { return dut(l, s); });
+  auto r = MultiGoalSearch(spec, [&](double l, double s, const std::string&) { return dut(l, s); });
   ASSERT_TRUE(r.ok());
   const GoalResult& ndr = r->goals[0];
   ASSERT_TRUE(ndr.found);
@@ -153,7 +153,7 @@ TEST(MultiGoalSearch, ShortTrialsThatABufferFoolsAreNotTrusted) {
 TEST(MultiGoalSearch, NothingPassesAtTheFloor) {
   BufferedDut dead{.capacity = 0};
   auto r = MultiGoalSearch({.min_load = 1e3, .max_load = 1e6, .initial_duration_s = 1, .goals = kNdrPdr},
-                           [&](double l, double s) { return dead(l, s); });
+                           [&](double l, double s, const std::string&) { return dead(l, s); });
   ASSERT_TRUE(r.ok());
   for (const GoalResult& g : r->goals) {
     EXPECT_FALSE(g.found) << g.name;

@@ -1,0 +1,157 @@
+#include "session/test_report.h"
+
+#include "absl/strings/str_format.h"
+#include "base/units.h"
+#include "report/json.h"
+#include "session/run_report.h"
+
+namespace fg::session {
+
+std::string TestsReportJson(Session& session, const std::vector<methods::ThroughputResult>& results,
+                            const std::string& started_utc, bool interrupted) {
+  const config::Plan& plan = session.plan();
+  report::JsonWriter w;
+  w.BeginObject();
+  w.Field("schema", "tests");
+  w.Field("schema_version", kTestsReportSchemaVersion);
+  WriteReportHeader(w, session, started_utc);
+  bool complete = !interrupted && results.size() == plan.tests.size();
+  for (const auto& r : results) complete = complete && r.complete;
+  w.Field("complete", complete);
+  w.Field("interrupted", interrupted);
+  w.Key("environment");
+  w.BeginObject();
+  WriteEalFields(w, session);
+  w.Key("ports");
+  w.BeginArray();
+  std::vector<port::Port*> ports = session.ports();
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const port::Capabilities& c = ports[i]->capabilities();
+    w.BeginObject();
+    w.Field("name", ports[i]->name());
+    w.Field("device", plan.ports[i].device);
+    w.Field("driver", c.driver);
+    w.Field("line_rate_bps_l1", c.line_bps());
+    w.Field("rx_timestamps", ports[i]->rx_timestamp().observation_point());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+
+  w.Key("tests");
+  w.BeginArray();
+  for (size_t ti = 0; ti < results.size(); ++ti) {
+    const methods::ThroughputResult& r = results[ti];
+    const config::TestSpec& spec = plan.tests[ti];
+    w.BeginObject();
+    w.Field("name", r.name);
+    w.Field("kind", "throughput");
+    w.Field("search", r.search);
+    w.Key("streams");
+    w.BeginArray();
+    for (const std::string& s : r.streams) w.String(s);
+    w.EndArray();
+    w.Key("parameters");
+    w.BeginObject();
+    w.Field("min_load_fraction_of_line", spec.min_load);
+    w.Field("max_load_fraction_of_line", spec.max_load);
+    if (spec.search == config::TestSpec::Search::kBinary) {
+      w.Field("precision_fraction_of_line", spec.precision);
+      w.Field("loss_tolerance_ratio", spec.loss_tolerance);
+    } else {
+      w.Field("initial_trial_duration_s", spec.initial_duration_ns / 1e9);
+    }
+    w.Field("trial_duration_s", spec.trial_duration_ns / 1e9);
+    w.Field("warmup_s", spec.warmup_ns / 1e9);
+    w.EndObject();
+    w.Field("line_rate_bps_l1", r.line_l1_bps);
+    w.Field("mean_frame_size_bytes", r.mean_frame_size);
+    w.Field("load_accounting", "L1: frame + FCS + preamble/SFD (8 B) + inter-frame gap (12 B); L2: frame + FCS");
+    w.Field("observation_point",
+            "fabricgen analyzer at the fabric boundary: frames sent by TX, unique frames "
+            "received by RX (duplicates not counted)");
+    w.Field("complete", r.complete);
+    if (!r.complete) w.Field("stopped_because", r.stopped_because);
+    w.Key("goals");
+    w.BeginArray();
+    for (const methods::GoalOutcome& g : r.goals) {
+      w.BeginObject();
+      w.Field("name", g.name);
+      w.Field("loss_ratio_goal", g.loss_ratio);
+      w.Field("found", g.found);
+      w.Field("lower_bound_fraction_of_line", g.lower_bound);
+      w.Field("upper_bound_fraction_of_line", g.upper_bound);
+      w.Field("throughput_bps_l1", g.lower_bound_l1_bps);
+      w.Field("throughput_bps_l2", g.lower_bound_l2_bps);
+      w.Field("throughput_pps", g.lower_bound_pps);
+      w.Field("conditional_throughput_fraction_of_line", g.conditional_throughput);
+      w.EndObject();
+    }
+    w.EndArray();
+    int counted = 0;
+    for (const auto& t : r.trials) counted += t.included;
+    w.Key("trial_accounting");
+    w.BeginObject();
+    w.Field("attempted", static_cast<int64_t>(r.trials.size()));
+    w.Field("included", counted);
+    w.Field("excluded", static_cast<int64_t>(r.trials.size()) - counted);
+    w.Field("included_trial_seconds", r.trial_seconds);
+    w.EndObject();
+    w.Key("trials");
+    w.BeginArray();
+    for (const methods::TrialRecord& t : r.trials) {
+      w.BeginObject();
+      w.Field("index", t.index);
+      w.Field("phase", t.phase);
+      w.Field("load_fraction_of_line", t.load);
+      w.Field("duration_s", t.duration_s);
+      w.Field("tx_frames", t.tx_frames);
+      w.Field("rx_frames_unique", t.rx_frames);
+      w.Field("loss_ratio", t.loss_ratio);
+      w.Field("offered_bps_l1", t.offered_l1_bps);
+      w.Field("received_bps_l1", t.received_l1_bps);
+      w.Field("included", t.included);
+      if (!t.included) w.Field("excluded_because", t.excluded_because);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.Take();
+}
+
+std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s) {
+  return absl::StrFormat(
+      "  %s trial %d (%s): load %.3f %% of line for %s: %s sent, %s received, loss %.4f %%%s; "
+      "%.1f s elapsed\n",
+      test, t.index, t.phase, t.load * 100, FormatDuration(static_cast<int64_t>(t.duration_s * 1e9)),
+      FormatCount(t.tx_frames), FormatCount(t.rx_frames), t.loss_ratio * 100,
+      t.included ? "" : " (not counted: " + t.excluded_because + ")", elapsed_s);
+}
+
+std::string TestsSummary(const std::vector<methods::ThroughputResult>& results) {
+  std::string out;
+  for (const methods::ThroughputResult& r : results) {
+    int counted = 0;
+    for (const auto& t : r.trials) counted += t.included;
+    out += absl::StrFormat("test %s (throughput, %s search): %d trials (%d counted, %.1f trial-seconds)%s\n", r.name,
+                           r.search, r.trials.size(), counted, r.trial_seconds,
+                           r.complete ? "" : ", INCOMPLETE: " + r.stopped_because);
+    for (const methods::GoalOutcome& g : r.goals) {
+      if (!g.found) {
+        out += absl::StrFormat("  %-10s loss <= %.3f %%: not found (fails at %.3f %% of line)\n", g.name,
+                               g.loss_ratio * 100, g.upper_bound * 100);
+        continue;
+      }
+      out += absl::StrFormat("  %-10s loss <= %.3f %%: %.3f %% of line = %s L1, %s L2, %s (upper bound %.3f %%)\n",
+                             g.name, g.loss_ratio * 100, g.lower_bound * 100, FormatBitRate(g.lower_bound_l1_bps),
+                             FormatBitRate(g.lower_bound_l2_bps), FormatPacketRate(g.lower_bound_pps),
+                             g.upper_bound * 100);
+    }
+  }
+  return out;
+}
+
+}  // namespace fg::session

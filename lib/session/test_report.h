@@ -1,0 +1,32 @@
+// session/test_report.h: report.json and the console summary of a plan's tests.
+//
+// When a plan has `tests:`, `fabricgen run` runs them in order and writes one
+// report.json (schema "tests", version 1): the tool, plan, host and ports,
+// then per test its parameters, its results (every load as a fraction of line
+// rate and as L1/L2 bit/s and frames/s, keys carrying their unit), and every
+// trial: phase, load, duration, frames sent and received, loss ratio,
+// whether it counts and why not. The observation point of every count: our
+// own analyzer at the fabric boundary (frames sent by TX, unique frames
+// received by RX).
+//
+//   std::string json = fg::session::TestsReportJson(*session, results, started_utc);
+//   std::cout << fg::session::TestsSummary(results);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "methods/throughput.h"
+#include "session/session.h"
+
+namespace fg::session {
+
+inline constexpr int kTestsReportSchemaVersion = 1;
+
+std::string TestsReportJson(Session& session, const std::vector<methods::ThroughputResult>& results,
+                            const std::string& started_utc, bool interrupted);
+std::string TestsSummary(const std::vector<methods::ThroughputResult>& results);
+// One progress line per trial.
+std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s);
+
+}  // namespace fg::session

@@ -1,16 +1,9 @@
 #include "methods/throughput.h"
 
-#include <map>
-
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 
 namespace fg::methods {
-namespace {
-
-constexpr double kL1OverheadBytes = 20;  // preamble + SFD (8) and inter-frame gap (12)
-
-}  // namespace
 
 absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                                const std::vector<stream::CompiledStream>& streams,
@@ -18,69 +11,14 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
   ThroughputResult out;
   out.name = test.name;
   out.search = test.search == config::TestSpec::Search::kBinary ? "binary" : "multi_goal";
+  FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, test));
+  out.streams = runner.stream_names();
+  out.line_l1_bps = runner.line_l1_bps();
+  out.mean_frame_size = runner.mean_frame_size();
 
-  // The test's streams, and how many of them share each TX port.
-  std::vector<stream::CompiledStream> base;
-  std::map<size_t, int> per_port;
-  for (size_t i : test.streams) {
-    const stream::CompiledStream& s = streams.at(i);
-    if (s.burst_frames != 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "test %s: stream %s has a burst schedule; a throughput test paces its streams at the searched load",
-          test.name, s.name));
-    }
-    base.push_back(s);
-    ++per_port[s.tx_port];
-    out.streams.push_back(s.name);
-  }
-  if (base.empty()) return absl::InvalidArgumentError(absl::StrFormat("test %s: no streams", test.name));
-  double frame_sum = 0;
-  for (const auto& [port_index, n] : per_port) {
-    const double line = ports.at(port_index)->capabilities().line_bps();
-    if (line <= 0) {
-      return absl::FailedPreconditionError(
-          absl::StrFormat("test %s: port %s reports no link speed, so a load cannot be a share of its line rate",
-                          test.name, ports[port_index]->name()));
-    }
-    out.line_l1_bps += line;
-  }
-  for (const auto& s : base) frame_sum += s.frame_size;
-  out.mean_frame_size = frame_sum / static_cast<double>(base.size());
-
-  // One trial: every stream at `load` of its port's line rate, shared.
   auto run = [&](double load, double duration_s, const std::string& phase) -> absl::StatusOr<TrialRecord> {
-    std::vector<stream::CompiledStream> ts = base;
-    for (stream::CompiledStream& s : ts) {
-      const double line = ports[s.tx_port]->capabilities().line_bps();
-      s.pps = load * line / per_port[s.tx_port] / ((s.frame_size + kL1OverheadBytes) * 8);
-      s.count = 0;
-      s.duration_ns = static_cast<int64_t>(duration_s * 1e9);
-    }
-    engine::TrialOptions opt;
-    opt.drain_ns = options.drain_ns;
-    opt.interrupt = options.interrupt;
-    opt.sample_interval_ns = 0;
-    FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(eal, ports, ts, opt));
-    if (r.interrupted) return absl::CancelledError("interrupted");
-    TrialRecord t;
-    t.index = static_cast<int>(out.trials.size());
-    t.phase = phase;
-    t.load = load;
-    t.duration_s = duration_s;
-    double tx_l1_bits = 0, rx_l1_bits = 0;
-    for (const engine::StreamResult& s : r.streams) {
-      const uint64_t unique = s.rx.packets - std::min(s.rx.packets, s.analysis.duplicate);
-      t.tx_frames += s.tx.packets;
-      t.rx_frames += unique;
-      tx_l1_bits += static_cast<double>(s.tx.bytes + s.tx.packets * 20) * 8;
-      rx_l1_bits += static_cast<double>(unique) * (s.frame_size + kL1OverheadBytes) * 8;
-    }
-    const double secs = r.duration_ns > 0 ? r.duration_ns / 1e9 : duration_s;
-    t.offered_l1_bps = tx_l1_bits / secs;
-    t.received_l1_bps = rx_l1_bits / secs;
-    t.loss_ratio = search::Measurement{t.tx_frames, t.rx_frames}.loss_ratio();
-    t.timestamp_source = r.timestamp_source;
-    return t;
+    FG_ASSIGN_OR_RETURN(engine::TrialResult r, runner.Run(load, duration_s, options));
+    return runner.Record(r, load, duration_s, phase, static_cast<int>(out.trials.size()));
   };
   auto record = [&](TrialRecord t) {
     out.trials.push_back(t);

@@ -19,25 +19,13 @@
 #include "absl/status/statusor.h"
 #include "config/plan.h"
 #include "engine/engine.h"
+#include "methods/load.h"
 #include "port/eal.h"
 #include "port/port.h"
 #include "search/search.h"
 #include "stream/stream.h"
 
 namespace fg::methods {
-
-struct TrialRecord {
-  int index = 0;
-  std::string phase;  // "warm-up", "max", "binary", "min", "short", "final"
-  double load = 0;    // fraction of line rate (L1)
-  double duration_s = 0;
-  uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
-  double loss_ratio = 0;
-  double offered_l1_bps = 0, received_l1_bps = 0;  // aggregate over the test's streams
-  bool included = true;
-  std::string excluded_because;  // why a trial does not count (warm-up)
-  std::string timestamp_source;
-};
 
 struct GoalOutcome {
   std::string name;
@@ -62,13 +50,6 @@ struct ThroughputResult {
   double trial_seconds = 0;  // counted trials only
   bool complete = true;      // false: interrupted or a trial failed
   std::string stopped_because;
-};
-
-struct MethodOptions {
-  int64_t drain_ns = 100'000'000;
-  const std::atomic<bool>* interrupt = nullptr;
-  // Called after every trial (progress: test, trial, phase, load, result).
-  std::function<void(const TrialRecord&)> on_trial;
 };
 
 absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::vector<port::Port*>& ports,

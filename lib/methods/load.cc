@@ -1,0 +1,82 @@
+#include "methods/load.h"
+
+#include "absl/strings/str_format.h"
+#include "base/status.h"
+
+namespace fg::methods {
+
+absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                            const std::vector<stream::CompiledStream>& streams,
+                                            const config::TestSpec& test) {
+  LoadRunner r;
+  r.eal_ = &eal;
+  r.ports_ = ports;
+  for (size_t i : test.streams) {
+    const stream::CompiledStream& s = streams.at(i);
+    if (s.burst_frames != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "test %s: stream %s has a burst schedule; this test paces its streams at a load", test.name, s.name));
+    }
+    r.base_.push_back(s);
+    ++r.per_port_[s.tx_port];
+    r.names_.push_back(s.name);
+  }
+  if (r.base_.empty()) return absl::InvalidArgumentError(absl::StrFormat("test %s: no streams", test.name));
+  for (const auto& [port_index, n] : r.per_port_) {
+    const double line = ports.at(port_index)->capabilities().line_bps();
+    if (line <= 0) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("test %s: port %s reports no link speed, so a load cannot be a share of its line rate",
+                          test.name, ports[port_index]->name()));
+    }
+    r.line_l1_bps_ += line;
+  }
+  double sum = 0;
+  for (const auto& s : r.base_) sum += s.frame_size;
+  r.mean_frame_size_ = sum / static_cast<double>(r.base_.size());
+  return r;
+}
+
+absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration_s,
+                                                    const MethodOptions& options) const {
+  std::vector<stream::CompiledStream> ts = base_;
+  for (stream::CompiledStream& s : ts) {
+    const double line = ports_[s.tx_port]->capabilities().line_bps();
+    s.pps = load * line / per_port_.at(s.tx_port) / ((s.frame_size + kL1OverheadBytes) * 8);
+    s.count = 0;
+    s.duration_ns = static_cast<int64_t>(duration_s * 1e9);
+  }
+  engine::TrialOptions opt;
+  opt.drain_ns = options.drain_ns;
+  opt.interrupt = options.interrupt;
+  opt.sample_interval_ns = 0;
+  FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, opt));
+  if (r.interrupted) return absl::CancelledError("interrupted");
+  return r;
+}
+
+TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double duration_s, const std::string& phase,
+                               int index) const {
+  TrialRecord t;
+  t.index = index;
+  t.phase = phase;
+  t.load = load;
+  t.duration_s = duration_s;
+  double tx_l1_bits = 0, rx_l1_bits = 0;
+  for (const engine::StreamResult& s : r.streams) {
+    const uint64_t unique = s.rx.packets - std::min(s.rx.packets, s.analysis.duplicate);
+    t.tx_frames += s.tx.packets;
+    t.rx_frames += unique;
+    tx_l1_bits += static_cast<double>(s.tx.bytes + s.tx.packets * 20) * 8;
+    rx_l1_bits += static_cast<double>(unique) * (s.frame_size + kL1OverheadBytes) * 8;
+  }
+  const double secs = r.duration_ns > 0 ? r.duration_ns / 1e9 : duration_s;
+  t.offered_l1_bps = tx_l1_bits / secs;
+  t.received_l1_bps = rx_l1_bits / secs;
+  t.loss_ratio = t.tx_frames == 0 ? 0
+                                  : static_cast<double>(t.tx_frames - std::min(t.tx_frames, t.rx_frames)) /
+                                        static_cast<double>(t.tx_frames);
+  return t;
+}
+
+}  // namespace fg::methods

@@ -1,0 +1,76 @@
+// methods/load.h: a test's streams sent at a share of line rate, one trial at
+// a time; what every test method builds on.
+//
+// A load is a fraction of each stream's TX port line rate at L1 (frame + FCS
+// + 20 B of preamble, SFD and inter-frame gap), shared evenly by the test's
+// streams on one port. A trial's counts come from fabricgen's analyzer at the
+// fabric boundary: frames sent by TX, unique frames received by RX.
+//
+//   auto runner = fg::methods::LoadRunner::Make(eal, ports, streams, test);
+//   auto r = runner->Run(0.5, 10.0, options);       // 50 % of line for 10 s
+//   TrialRecord t = runner->Record(*r, 0.5, 10.0, "final", 0);
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "config/plan.h"
+#include "engine/engine.h"
+#include "port/eal.h"
+#include "port/port.h"
+#include "stream/stream.h"
+
+namespace fg::methods {
+
+inline constexpr double kL1OverheadBytes = 20;  // preamble + SFD (8) and inter-frame gap (12)
+
+struct TrialRecord {
+  int index = 0;
+  std::string phase;  // "warm-up", "max", "binary", "min", "short", "final", "run"
+  double load = 0;    // fraction of line rate (L1)
+  double duration_s = 0;
+  uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
+  double loss_ratio = 0;
+  double offered_l1_bps = 0, received_l1_bps = 0;  // aggregate over the test's streams
+  bool included = true;
+  std::string excluded_because;  // why a trial does not count (warm-up)
+};
+
+struct MethodOptions {
+  int64_t drain_ns = 100'000'000;
+  const std::atomic<bool>* interrupt = nullptr;
+  // Called after every trial (progress: test, trial, phase, load, result).
+  std::function<void(const TrialRecord&)> on_trial;
+};
+
+class LoadRunner {
+ public:
+  // Refuses streams with a burst schedule and ports without a link speed.
+  static absl::StatusOr<LoadRunner> Make(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                         const std::vector<stream::CompiledStream>& streams,
+                                         const config::TestSpec& test);
+  // One trial; Cancelled when interrupted.
+  absl::StatusOr<engine::TrialResult> Run(double load, double duration_s, const MethodOptions& options) const;
+  // The trial's counts and rates as a record.
+  TrialRecord Record(const engine::TrialResult& r, double load, double duration_s, const std::string& phase,
+                     int index) const;
+
+  double line_l1_bps() const { return line_l1_bps_; }  // sum over the TX ports the load refers to
+  double mean_frame_size() const { return mean_frame_size_; }
+  const std::vector<std::string>& stream_names() const { return names_; }
+
+ private:
+  LoadRunner() = default;
+  const port::Eal* eal_ = nullptr;
+  std::vector<port::Port*> ports_;
+  std::vector<stream::CompiledStream> base_;
+  std::map<size_t, int> per_port_;  // TX port -> the test's streams on it
+  std::vector<std::string> names_;
+  double line_l1_bps_ = 0, mean_frame_size_ = 0;
+};
+
+}  // namespace fg::methods

@@ -137,14 +137,19 @@ namespace {
 int RunTests(session::Session& session, const std::vector<stream::CompiledStream>& streams, const RunArgs& args,
              const std::string& out_dir, const std::string& started, const std::atomic<bool>* interrupt) {
   const config::Plan& plan = session.plan();
-  std::vector<methods::ThroughputResult> results;
+  std::vector<session::TestOutcome> results;
   const auto t0 = std::chrono::steady_clock::now();
   bool interrupted = false;
   for (size_t i = 0; i < plan.tests.size() && !interrupted; ++i) {
     const config::TestSpec& test = plan.tests[i];
+    const bool latency = test.kind == config::TestSpec::Kind::kLatency;
     if (!args.quiet) {
-      std::cout << absl::StrFormat("test %d of %d: %s (throughput, %s search)\n", i + 1, plan.tests.size(), test.name,
-                                   test.search == config::TestSpec::Search::kBinary ? "binary" : "multi-goal");
+      std::cout << (latency ? absl::StrFormat("test %d of %d: %s (latency, %d runs of %s at %.3f %% of line)\n", i + 1,
+                                              plan.tests.size(), test.name, test.runs,
+                                              FormatDuration(test.trial_duration_ns), test.load * 100)
+                            : absl::StrFormat(
+                                  "test %d of %d: %s (throughput, %s search)\n", i + 1, plan.tests.size(), test.name,
+                                  test.search == config::TestSpec::Search::kBinary ? "binary" : "multi-goal"));
     }
     methods::MethodOptions opt;
     opt.drain_ns = plan.drain_ns;
@@ -155,10 +160,19 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
         std::cout << session::TrialLine(test.name, t, elapsed) << std::flush;
       };
     }
-    auto r = methods::RunThroughput(session.eal(), session.ports(), streams, test, opt);
-    if (!r.ok()) return Fail(r.status());
+    session::TestOutcome o;
+    o.kind = test.kind;
+    if (latency) {
+      auto r = methods::RunLatency(session.eal(), session.ports(), streams, test, opt);
+      if (!r.ok()) return Fail(r.status());
+      o.latency = *std::move(r);
+    } else {
+      auto r = methods::RunThroughput(session.eal(), session.ports(), streams, test, opt);
+      if (!r.ok()) return Fail(r.status());
+      o.throughput = *std::move(r);
+    }
     interrupted = interrupt != nullptr && interrupt->load();
-    results.push_back(*std::move(r));
+    results.push_back(std::move(o));
   }
   const std::string json = session::TestsReportJson(session, results, started, interrupted);
   const std::string path = out_dir + "/report.json";
@@ -166,7 +180,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
   std::cout << session::TestsSummary(results);
   std::cout << "report: " << path << (interrupted ? " (interrupted: marked incomplete)" : "") << "\n";
   bool complete = !interrupted;
-  for (const auto& r : results) complete = complete && r.complete;
+  for (const auto& r : results) complete = complete && r.complete();
   return complete ? kExitOk : kExitRuntime;
 }
 

@@ -109,14 +109,8 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   return s;
 }
 
-absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance",
-                                  "trial_duration", "initial_duration", "goals", "warmup"}));
-  TestSpec t;
-  t.kind = TestSpec::Kind::kThroughput;
-  t.line = n.line();
-  t.name = "throughput";
-  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
+// A test's `streams:` (names), all streams when absent.
+absl::Status ParseTestStreams(const Plan& plan, const Node& n, TestSpec& t) {
   if (auto list = n.Optional("streams")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
     for (const Node& i : items) {
@@ -135,6 +129,31 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
   if (t.streams.empty()) {
     for (size_t i = 0; i < plan.streams.size(); ++i) t.streams.push_back(i);
   }
+  return absl::OkStatus();
+}
+
+// `warmup:` a duration, or none.
+absl::Status ParseWarmup(const Node& n, TestSpec& t) {
+  if (auto w = n.Optional("warmup")) {
+    auto text = w->String();
+    if (text.ok() && *text == "none") {
+      t.warmup_ns = 0;
+    } else {
+      FG_ASSIGN_OR_RETURN(t.warmup_ns, w->Duration());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance",
+                                  "trial_duration", "initial_duration", "goals", "warmup"}));
+  TestSpec t;
+  t.kind = TestSpec::Kind::kThroughput;
+  t.line = n.line();
+  t.name = "throughput";
+  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
+  FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
   if (auto s = n.Optional("search")) {
     FG_ASSIGN_OR_RETURN(std::string v, s->OneOf({"binary", "multi_goal"}));
     t.search = v == "binary" ? TestSpec::Search::kBinary : TestSpec::Search::kMultiGoal;
@@ -147,14 +166,7 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(Opt(n, "loss_tolerance", t.loss_tolerance, pct(0, 99.9)));
   FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(Opt(n, "initial_duration", t.initial_duration_ns, DurationIn()));
-  if (auto w = n.Optional("warmup")) {  // a duration, or none
-    auto text = w->String();
-    if (text.ok() && *text == "none") {
-      t.warmup_ns = 0;
-    } else {
-      FG_ASSIGN_OR_RETURN(t.warmup_ns, w->Duration());
-    }
-  }
+  FG_RETURN_IF_ERROR(ParseWarmup(n, t));
   if (t.trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
   if (t.initial_duration_ns <= 0 || t.initial_duration_ns > t.trial_duration_ns) {
     return n.At("initial_duration").Error("initial_duration must be > 0 and at most trial_duration");
@@ -183,10 +195,27 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
   return t;
 }
 
+absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup"}));
+  TestSpec t;
+  t.kind = TestSpec::Kind::kLatency;
+  t.line = n.line();
+  t.name = "latency";
+  t.trial_duration_ns = 120'000'000'000;  // RFC 2544 26.2
+  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
+  FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
+  FG_RETURN_IF_ERROR(Opt(n, "load", t.load, [](const Node& x) { return x.Percent(0.0001, 100); }));
+  FG_RETURN_IF_ERROR(Opt(n, "runs", t.runs, IntIn(1, 10000)));
+  FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
+  FG_RETURN_IF_ERROR(ParseWarmup(n, t));
+  return t;
+}
+
 absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"throughput"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"throughput", "latency"}));
   if (auto t = n.Optional("throughput")) return ParseThroughput(plan, *t);
-  return n.Error("a test names its kind: throughput");
+  if (auto t = n.Optional("latency")) return ParseLatency(plan, *t);
+  return n.Error("a test names its kind: throughput or latency");
 }
 
 absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {

@@ -77,7 +77,7 @@ struct GoalSpec {
 
 // One test of the plan's `tests:` list.
 struct TestSpec {
-  enum class Kind { kThroughput } kind = Kind::kThroughput;
+  enum class Kind { kThroughput, kLatency } kind = Kind::kThroughput;
   std::string name;
   std::vector<size_t> streams;  // indices into Plan::streams; all when the plan lists none
   enum class Search { kBinary, kMultiGoal } search = Search::kBinary;
@@ -91,6 +91,9 @@ struct TestSpec {
   int64_t initial_duration_ns = 1'000'000'000;  // multi-goal: the short trials
   std::vector<GoalSpec> goals;                  // multi-goal; default NDR 0 %, PDR 0.5 %
   int64_t warmup_ns = 1'000'000'000;            // traffic before the first trial (learning, ARP), not counted
+  // latency: `runs` trials of trial_duration at `load`; percentiles from the pooled samples.
+  double load = 0.5;
+  int runs = 20;
   int line = 0;
 };
 

@@ -7,8 +7,97 @@
 
 namespace fg::session {
 
-std::string TestsReportJson(Session& session, const std::vector<methods::ThroughputResult>& results,
-                            const std::string& started_utc, bool interrupted) {
+namespace {
+
+void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
+  w.BeginObject();
+  w.Field("index", t.index);
+  w.Field("phase", t.phase);
+  w.Field("load_fraction_of_line", t.load);
+  w.Field("duration_s", t.duration_s);
+  w.Field("tx_frames", t.tx_frames);
+  w.Field("rx_frames_unique", t.rx_frames);
+  w.Field("loss_ratio", t.loss_ratio);
+  w.Field("offered_bps_l1", t.offered_l1_bps);
+  w.Field("received_bps_l1", t.received_l1_bps);
+  w.Field("included", t.included);
+  if (!t.included) w.Field("excluded_because", t.excluded_because);
+  w.EndObject();
+}
+
+void WriteAccounting(report::JsonWriter& w, const std::vector<methods::TrialRecord>& trials) {
+  int counted = 0;
+  double seconds = 0;
+  for (const auto& t : trials) {
+    counted += t.included;
+    if (t.included) seconds += t.duration_s;
+  }
+  w.Key("trial_accounting");
+  w.BeginObject();
+  w.Field("attempted", static_cast<int64_t>(trials.size()));
+  w.Field("included", counted);
+  w.Field("excluded", static_cast<int64_t>(trials.size()) - counted);
+  w.Field("included_trial_seconds", seconds);
+  w.EndObject();
+  w.Key("trials");
+  w.BeginArray();
+  for (const methods::TrialRecord& t : trials) WriteTrial(w, t);
+  w.EndArray();
+}
+
+void WriteLatency(report::JsonWriter& w, const methods::LatencyResult& r, const config::TestSpec& spec) {
+  w.Field("name", r.name);
+  w.Field("kind", "latency");
+  w.Key("streams");
+  w.BeginArray();
+  for (const std::string& s : r.streams) w.String(s);
+  w.EndArray();
+  w.Key("parameters");
+  w.BeginObject();
+  w.Field("load_fraction_of_line", spec.load);
+  w.Field("runs", spec.runs);
+  w.Field("trial_duration_s", spec.trial_duration_ns / 1e9);
+  w.Field("warmup_s", spec.warmup_ns / 1e9);
+  w.EndObject();
+  w.Field("line_rate_bps_l1", r.line_l1_bps);
+  w.Field("observation_point", r.observation_point);
+  w.Field("complete", r.complete);
+  if (!r.complete) w.Field("stopped_because", r.stopped_because);
+  const stats::LatencyHistogram& h = r.pooled;
+  w.Key("pooled");
+  w.BeginObject();
+  w.Field("samples", h.count());
+  w.Field("min_ns", h.min());
+  w.Field("mean_ns", h.mean());
+  for (const auto& [key, p] : {std::pair{"p50_ns", 50.0}, std::pair{"p95_ns", 95.0}, std::pair{"p99_ns", 99.0},
+                               std::pair{"p99_9_ns", 99.9}, std::pair{"p99_99_ns", 99.99}}) {
+    w.Field(key, h.Percentile(p));
+  }
+  w.Field("max_ns", h.max());
+  w.EndObject();
+  w.Field("cv_of_run_p50", r.cv_p50);
+  w.Key("runs");
+  w.BeginArray();
+  for (const methods::LatencyRun& run : r.runs) {
+    w.BeginObject();
+    w.Field("trial_index", run.trial.index);
+    w.Field("samples", run.samples);
+    w.Field("min_ns", run.min_ns);
+    w.Field("mean_ns", run.mean_ns);
+    w.Field("p50_ns", run.p50_ns);
+    w.Field("p99_ns", run.p99_ns);
+    w.Field("max_ns", run.max_ns);
+    w.Field("loss_ratio", run.trial.loss_ratio);
+    w.EndObject();
+  }
+  w.EndArray();
+  WriteAccounting(w, r.trials);
+}
+
+}  // namespace
+
+std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& results, const std::string& started_utc,
+                            bool interrupted) {
   const config::Plan& plan = session.plan();
   report::JsonWriter w;
   w.BeginObject();
@@ -16,7 +105,7 @@ std::string TestsReportJson(Session& session, const std::vector<methods::Through
   w.Field("schema_version", kTestsReportSchemaVersion);
   WriteReportHeader(w, session, started_utc);
   bool complete = !interrupted && results.size() == plan.tests.size();
-  for (const auto& r : results) complete = complete && r.complete;
+  for (const auto& r : results) complete = complete && r.complete();
   w.Field("complete", complete);
   w.Field("interrupted", interrupted);
   w.Key("environment");
@@ -41,9 +130,14 @@ std::string TestsReportJson(Session& session, const std::vector<methods::Through
   w.Key("tests");
   w.BeginArray();
   for (size_t ti = 0; ti < results.size(); ++ti) {
-    const methods::ThroughputResult& r = results[ti];
     const config::TestSpec& spec = plan.tests[ti];
     w.BeginObject();
+    if (results[ti].kind == config::TestSpec::Kind::kLatency) {
+      WriteLatency(w, results[ti].latency, spec);
+      w.EndObject();
+      continue;
+    }
+    const methods::ThroughputResult& r = results[ti].throughput;
     w.Field("name", r.name);
     w.Field("kind", "throughput");
     w.Field("search", r.search);
@@ -88,33 +182,7 @@ std::string TestsReportJson(Session& session, const std::vector<methods::Through
       w.EndObject();
     }
     w.EndArray();
-    int counted = 0;
-    for (const auto& t : r.trials) counted += t.included;
-    w.Key("trial_accounting");
-    w.BeginObject();
-    w.Field("attempted", static_cast<int64_t>(r.trials.size()));
-    w.Field("included", counted);
-    w.Field("excluded", static_cast<int64_t>(r.trials.size()) - counted);
-    w.Field("included_trial_seconds", r.trial_seconds);
-    w.EndObject();
-    w.Key("trials");
-    w.BeginArray();
-    for (const methods::TrialRecord& t : r.trials) {
-      w.BeginObject();
-      w.Field("index", t.index);
-      w.Field("phase", t.phase);
-      w.Field("load_fraction_of_line", t.load);
-      w.Field("duration_s", t.duration_s);
-      w.Field("tx_frames", t.tx_frames);
-      w.Field("rx_frames_unique", t.rx_frames);
-      w.Field("loss_ratio", t.loss_ratio);
-      w.Field("offered_bps_l1", t.offered_l1_bps);
-      w.Field("received_bps_l1", t.received_l1_bps);
-      w.Field("included", t.included);
-      if (!t.included) w.Field("excluded_because", t.excluded_because);
-      w.EndObject();
-    }
-    w.EndArray();
+    WriteAccounting(w, r.trials);
     w.EndObject();
   }
   w.EndArray();
@@ -131,9 +199,23 @@ std::string TrialLine(const std::string& test, const methods::TrialRecord& t, do
       t.included ? "" : " (not counted: " + t.excluded_because + ")", elapsed_s);
 }
 
-std::string TestsSummary(const std::vector<methods::ThroughputResult>& results) {
+std::string TestsSummary(const std::vector<TestOutcome>& results) {
   std::string out;
-  for (const methods::ThroughputResult& r : results) {
+  for (const TestOutcome& o : results) {
+    if (o.kind == config::TestSpec::Kind::kLatency) {
+      const methods::LatencyResult& r = o.latency;
+      const stats::LatencyHistogram& h = r.pooled;
+      auto d = [](double ns) { return FormatDuration(static_cast<int64_t>(ns)); };
+      out += absl::StrFormat(
+          "test %s (latency at %.3f %% of line, %d runs, %s samples pooled)%s\n  min %s, mean %s, P50 %s, P95 %s, "
+          "P99 %s, P99.9 %s, P99.99 %s, max %s; CV of the runs' P50 %.2f %%\n  observation point: %s\n",
+          r.name, r.load * 100, r.runs.size(), FormatCount(h.count()),
+          r.complete ? "" : ", INCOMPLETE: " + r.stopped_because, d(static_cast<double>(h.min())), d(h.mean()),
+          d(h.Percentile(50)), d(h.Percentile(95)), d(h.Percentile(99)), d(h.Percentile(99.9)), d(h.Percentile(99.99)),
+          d(static_cast<double>(h.max())), r.cv_p50 * 100, r.observation_point);
+      continue;
+    }
+    const methods::ThroughputResult& r = o.throughput;
     int counted = 0;
     for (const auto& t : r.trials) counted += t.included;
     out += absl::StrFormat("test %s (throughput, %s search): %d trials (%d counted, %.1f trial-seconds)%s\n", r.name,

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "methods/latency.h"
 #include "methods/throughput.h"
 #include "session/session.h"
 
@@ -23,9 +24,17 @@ namespace fg::session {
 
 inline constexpr int kTestsReportSchemaVersion = 1;
 
-std::string TestsReportJson(Session& session, const std::vector<methods::ThroughputResult>& results,
-                            const std::string& started_utc, bool interrupted);
-std::string TestsSummary(const std::vector<methods::ThroughputResult>& results);
+// What one test of the plan produced (the member its kind names).
+struct TestOutcome {
+  config::TestSpec::Kind kind = config::TestSpec::Kind::kThroughput;
+  methods::ThroughputResult throughput;
+  methods::LatencyResult latency;
+  bool complete() const { return kind == config::TestSpec::Kind::kThroughput ? throughput.complete : latency.complete; }
+};
+
+std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& results, const std::string& started_utc,
+                            bool interrupted);
+std::string TestsSummary(const std::vector<TestOutcome>& results);
 // One progress line per trial.
 std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s);
 

@@ -110,6 +110,50 @@ class TbfCapacityTest(unittest.TestCase):
         self.assertGreater(lost, 0)
 
 
+LATENCY_PLAN = """
+name: tbf queueing delay
+ports:
+  - {name: a, device: "net_af_packet0,iface=ta"}
+  - {name: b, device: "net_af_packet1,iface=tb"}
+streams:
+  - {name: s, port: a, rx_port: b, rate: 10 kpps, frame: {size: %d B}}
+tests:
+  - latency: {name: base, load: 0.5 %%, runs: 3, trial_duration: 1 s, warmup: 200 ms}
+  - latency: {name: queued, load: 1.2 %%, runs: 3, trial_duration: 2 s, warmup: 1 s}
+""" % FRAME
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class TbfQueueDelayTest(unittest.TestCase):
+    """A known added delay: tbf at 100 Mbit/s with a 150,000 B queue, kept full by
+    an offered 120 Mbit/s, holds floor(150000 / 1514) = 99 frames, so a frame
+    waits 99 x 1514 x 8 / 100e6 = 11.99 ms on top of the path's own latency
+    (measured by the unloaded `base` test at 50 Mbit/s, where the queue stays
+    empty). Issue 5: P50 within +/-5 % of base + delay."""
+
+    def test_p50_is_the_base_latency_plus_the_queueing_delay(self):
+        rate, limit = 100e6, 150000
+        delay_ns = (limit // TBF_LEN) * TBF_LEN * 8 / rate * 1e9
+        with tempfile.TemporaryDirectory(prefix="fabricgen-lab-") as tmp:
+            plan = os.path.join(tmp, "plan.yaml")
+            with open(plan, "w") as f:
+                f.write(LATENCY_PLAN)
+            out = os.path.join(tmp, "out")
+            with TbfPath(rate, burst=16000, limit=limit) as lab:
+                r = lab.run_fabricgen(FABRICGEN, "run", plan, "--out", out)
+            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+            with open(os.path.join(out, "report.json")) as f:
+                tests = {t["name"]: t for t in json.load(f)["tests"]}
+        base = tests["base"]["pooled"]["p50_ns"]
+        queued = tests["queued"]["pooled"]["p50_ns"]
+        truth = base + delay_ns
+        sys.stderr.write("latency: base P50 %.0f ns + queueing %.0f ns = %.0f ns; measured P50 %.0f ns (%+.2f %%)\n"
+                         % (base, delay_ns, truth, queued, (queued / truth - 1) * 100))
+        self.assertLess(abs(queued / truth - 1), 0.05)
+        self.assertEqual(tests["base"]["runs"][0]["loss_ratio"], 0)  # unloaded: the queue never filled
+        self.assertGreater(tests["queued"]["runs"][0]["loss_ratio"], 0)  # loaded: the queue stayed full
+
+
 if __name__ == "__main__":
     FABRICGEN = sys.argv[1]
     unittest.main(argv=sys.argv[:1], verbosity=2)

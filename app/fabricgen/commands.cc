@@ -144,12 +144,16 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     const config::TestSpec& test = plan.tests[i];
     const bool latency = test.kind == config::TestSpec::Kind::kLatency;
     if (!args.quiet) {
-      std::cout << (latency ? absl::StrFormat("test %d of %d: %s (latency, %d runs of %s at %.3f %% of line)\n", i + 1,
-                                              plan.tests.size(), test.name, test.runs,
-                                              FormatDuration(test.trial_duration_ns), test.load * 100)
-                            : absl::StrFormat(
-                                  "test %d of %d: %s (throughput, %s search)\n", i + 1, plan.tests.size(), test.name,
-                                  test.search == config::TestSpec::Search::kBinary ? "binary" : "multi-goal"));
+      if (test.kind == config::TestSpec::Kind::kBurst) {
+        std::cout << absl::StrFormat("test %d of %d: %s (burst, %d..%d frames, %d repetitions per length)\n", i + 1,
+                                     plan.tests.size(), test.name, test.min_frames, test.max_frames, test.repetitions);
+      } else
+        std::cout << (latency ? absl::StrFormat("test %d of %d: %s (latency, %d runs of %s at %.3f %% of line)\n",
+                                                i + 1, plan.tests.size(), test.name, test.runs,
+                                                FormatDuration(test.trial_duration_ns), test.load * 100)
+                              : absl::StrFormat(
+                                    "test %d of %d: %s (throughput, %s search)\n", i + 1, plan.tests.size(), test.name,
+                                    test.search == config::TestSpec::Search::kBinary ? "binary" : "multi-goal"));
     }
     methods::MethodOptions opt;
     opt.drain_ns = plan.drain_ns;
@@ -162,7 +166,11 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     }
     session::TestOutcome o;
     o.kind = test.kind;
-    if (latency) {
+    if (test.kind == config::TestSpec::Kind::kBurst) {
+      auto r = methods::RunBurst(session.eal(), session.ports(), streams, test, opt);
+      if (!r.ok()) return Fail(r.status());
+      o.burst = *std::move(r);
+    } else if (latency) {
       auto r = methods::RunLatency(session.eal(), session.ports(), streams, test, opt);
       if (!r.ok()) return Fail(r.status());
       o.latency = *std::move(r);

@@ -211,11 +211,30 @@ absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
   return t;
 }
 
+absl::StatusOr<TestSpec> ParseBurst(const Plan& plan, const Node& n) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "min_frames", "max_frames", "repetitions", "gap", "warmup"}));
+  TestSpec t;
+  t.kind = TestSpec::Kind::kBurst;
+  t.line = n.line();
+  t.name = "burst";
+  t.warmup_ns = 0;
+  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
+  FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
+  FG_RETURN_IF_ERROR(Opt(n, "min_frames", t.min_frames, IntIn(1, 1 << 24)));
+  FG_RETURN_IF_ERROR(Opt(n, "max_frames", t.max_frames, IntIn(1, 1 << 24)));
+  if (t.min_frames > t.max_frames) return n.At("min_frames").Error("min_frames must not be above max_frames");
+  FG_RETURN_IF_ERROR(Opt(n, "repetitions", t.repetitions, IntIn(1, 100000)));
+  FG_RETURN_IF_ERROR(Opt(n, "gap", t.gap_ns, DurationIn()));
+  FG_RETURN_IF_ERROR(ParseWarmup(n, t));
+  return t;
+}
+
 absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"throughput", "latency"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"throughput", "latency", "burst"}));
   if (auto t = n.Optional("throughput")) return ParseThroughput(plan, *t);
   if (auto t = n.Optional("latency")) return ParseLatency(plan, *t);
-  return n.Error("a test names its kind: throughput or latency");
+  if (auto t = n.Optional("burst")) return ParseBurst(plan, *t);
+  return n.Error("a test names its kind: throughput, latency or burst");
 }
 
 absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {

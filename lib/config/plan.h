@@ -77,7 +77,7 @@ struct GoalSpec {
 
 // One test of the plan's `tests:` list.
 struct TestSpec {
-  enum class Kind { kThroughput, kLatency } kind = Kind::kThroughput;
+  enum class Kind { kThroughput, kLatency, kBurst } kind = Kind::kThroughput;
   std::string name;
   std::vector<size_t> streams;  // indices into Plan::streams; all when the plan lists none
   enum class Search { kBinary, kMultiGoal } search = Search::kBinary;
@@ -94,6 +94,11 @@ struct TestSpec {
   // latency: `runs` trials of trial_duration at `load`; percentiles from the pooled samples.
   double load = 0.5;
   int runs = 20;
+  // burst: back-to-back bursts at line rate from every stream at once (incast
+  // when several), searched for the longest one no repetition loses a frame of.
+  uint32_t min_frames = 1, max_frames = 10'000;
+  int repetitions = 50;
+  int64_t gap_ns = 100'000'000;  // after each burst, for the DUT's buffer to drain
   int line = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "methods/load.h"
 
+#include <cmath>
+
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 
@@ -7,13 +9,13 @@ namespace fg::methods {
 
 absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                             const std::vector<stream::CompiledStream>& streams,
-                                            const config::TestSpec& test) {
+                                            const config::TestSpec& test, bool bursts) {
   LoadRunner r;
   r.eal_ = &eal;
   r.ports_ = ports;
   for (size_t i : test.streams) {
     const stream::CompiledStream& s = streams.at(i);
-    if (s.burst_frames != 0) {
+    if (s.burst_frames != 0 && !bursts) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "test %s: stream %s has a burst schedule; this test paces its streams at a load", test.name, s.name));
     }
@@ -53,6 +55,36 @@ absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration
   FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, opt));
   if (r.interrupted) return absl::CancelledError("interrupted");
   return r;
+}
+
+absl::StatusOr<engine::TrialResult> LoadRunner::RunBursts(uint32_t frames, int repetitions, int64_t gap_ns,
+                                                          const MethodOptions& options) const {
+  std::vector<stream::CompiledStream> ts = base_;
+  int64_t longest = 0;
+  for (stream::CompiledStream& s : ts) {
+    const double line = ports_[s.tx_port]->capabilities().line_bps();
+    s.burst_frame_ns = (s.frame_size + kL1OverheadBytes) * 8 / line * 1e9;
+    s.burst_frames = frames;
+    s.burst_period_ns = static_cast<int64_t>(std::llround(frames * s.burst_frame_ns)) + gap_ns;
+    s.pps = frames * 1e9 / static_cast<double>(s.burst_period_ns);
+    s.count = uint64_t{frames} * static_cast<uint64_t>(repetitions);
+    s.duration_ns = s.burst_period_ns * repetitions + 1'000'000'000;  // the count ends it first
+    longest = std::max(longest, s.duration_ns);
+  }
+  engine::TrialOptions opt;
+  opt.drain_ns = options.drain_ns;
+  opt.interrupt = options.interrupt;
+  opt.sample_interval_ns = 0;
+  opt.max_duration_ns = longest + 1'000'000'000;
+  FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, opt));
+  if (r.interrupted) return absl::CancelledError("interrupted");
+  return r;
+}
+
+int LoadRunner::virtual_senders() const {
+  int n = 0;
+  for (const auto& [port, count] : per_port_) n += count > 1 ? count : 0;
+  return n;
 }
 
 TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double duration_s, const std::string& phase,

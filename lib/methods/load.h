@@ -30,8 +30,9 @@ inline constexpr double kL1OverheadBytes = 20;  // preamble + SFD (8) and inter-
 
 struct TrialRecord {
   int index = 0;
-  std::string phase;  // "warm-up", "max", "binary", "min", "short", "final", "run"
-  double load = 0;    // fraction of line rate (L1)
+  std::string phase;          // "warm-up", "max", "binary", "min", "short", "final", "run"
+  double load = 0;            // fraction of line rate (L1); bursts: 1 (line rate)
+  uint32_t burst_frames = 0;  // burst tests: frames per burst and stream
   double duration_s = 0;
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
   double loss_ratio = 0;
@@ -49,12 +50,18 @@ struct MethodOptions {
 
 class LoadRunner {
  public:
-  // Refuses streams with a burst schedule and ports without a link speed.
+  // Refuses ports without a link speed, and (unless `bursts`) streams with a burst schedule.
   static absl::StatusOr<LoadRunner> Make(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                          const std::vector<stream::CompiledStream>& streams,
-                                         const config::TestSpec& test);
+                                         const config::TestSpec& test, bool bursts = false);
   // One trial; Cancelled when interrupted.
   absl::StatusOr<engine::TrialResult> Run(double load, double duration_s, const MethodOptions& options) const;
+  // One trial of `repetitions` bursts of `frames` back to back at line rate
+  // from every stream at once, each followed by `gap_ns` of silence.
+  absl::StatusOr<engine::TrialResult> RunBursts(uint32_t frames, int repetitions, int64_t gap_ns,
+                                                const MethodOptions& options) const;
+  // Streams that share a TX port with another of the test's streams.
+  int virtual_senders() const;
   // The trial's counts and rates as a record.
   TrialRecord Record(const engine::TrialResult& r, double load, double duration_s, const std::string& phase,
                      int index) const;

@@ -14,6 +14,7 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   w.Field("index", t.index);
   w.Field("phase", t.phase);
   w.Field("load_fraction_of_line", t.load);
+  if (t.burst_frames != 0) w.Field("burst_frames_per_sender", t.burst_frames);
   w.Field("duration_s", t.duration_s);
   w.Field("tx_frames", t.tx_frames);
   w.Field("rx_frames_unique", t.rx_frames);
@@ -45,15 +46,21 @@ void WriteAccounting(report::JsonWriter& w, const std::vector<methods::TrialReco
   w.EndArray();
 }
 
-void WriteLatency(report::JsonWriter& w, const methods::LatencyResult& r, const config::TestSpec& spec) {
-  w.Field("name", r.name);
-  w.Field("kind", "latency");
+// A test's name, kind and streams, and opens its "parameters" object.
+void BeginTest(report::JsonWriter& w, const std::string& name, const char* kind,
+               const std::vector<std::string>& streams) {
+  w.Field("name", name);
+  w.Field("kind", kind);
   w.Key("streams");
   w.BeginArray();
-  for (const std::string& s : r.streams) w.String(s);
+  for (const std::string& s : streams) w.String(s);
   w.EndArray();
   w.Key("parameters");
   w.BeginObject();
+}
+
+void WriteLatency(report::JsonWriter& w, const methods::LatencyResult& r, const config::TestSpec& spec) {
+  BeginTest(w, r.name, "latency", r.streams);
   w.Field("load_fraction_of_line", spec.load);
   w.Field("runs", spec.runs);
   w.Field("trial_duration_s", spec.trial_duration_ns / 1e9);
@@ -91,6 +98,27 @@ void WriteLatency(report::JsonWriter& w, const methods::LatencyResult& r, const 
     w.EndObject();
   }
   w.EndArray();
+  WriteAccounting(w, r.trials);
+}
+
+void WriteBurst(report::JsonWriter& w, const methods::BurstResult& r, const config::TestSpec& spec) {
+  BeginTest(w, r.name, "burst", r.streams);
+  w.Field("min_frames", spec.min_frames);
+  w.Field("max_frames", spec.max_frames);
+  w.Field("repetitions", spec.repetitions);
+  w.Field("gap_s", spec.gap_ns / 1e9);
+  w.EndObject();
+  w.Field("incast_ratio", absl::StrFormat("%d:1", r.senders));
+  w.Field("senders", r.senders);
+  w.Field("virtual_senders_sharing_a_port", r.virtual_senders);
+  w.Field("observation_point",
+          "fabricgen analyzer at the fabric boundary: a burst length passes when every frame "
+          "of every repetition arrives");
+  w.Field("complete", r.complete);
+  if (!r.complete) w.Field("stopped_because", r.stopped_because);
+  w.Field("found", r.found);
+  w.Field("absorbed_burst_frames_per_sender", r.absorbed_frames);
+  w.Field("first_loss_burst_frames_per_sender", r.first_loss_frames);
   WriteAccounting(w, r.trials);
 }
 
@@ -137,16 +165,14 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
       w.EndObject();
       continue;
     }
+    if (results[ti].kind == config::TestSpec::Kind::kBurst) {
+      WriteBurst(w, results[ti].burst, spec);
+      w.EndObject();
+      continue;
+    }
     const methods::ThroughputResult& r = results[ti].throughput;
-    w.Field("name", r.name);
-    w.Field("kind", "throughput");
     w.Field("search", r.search);
-    w.Key("streams");
-    w.BeginArray();
-    for (const std::string& s : r.streams) w.String(s);
-    w.EndArray();
-    w.Key("parameters");
-    w.BeginObject();
+    BeginTest(w, r.name, "throughput", r.streams);
     w.Field("min_load_fraction_of_line", spec.min_load);
     w.Field("max_load_fraction_of_line", spec.max_load);
     if (spec.search == config::TestSpec::Search::kBinary) {
@@ -191,17 +217,29 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
 }
 
 std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s) {
-  return absl::StrFormat(
-      "  %s trial %d (%s): load %.3f %% of line for %s: %s sent, %s received, loss %.4f %%%s; "
-      "%.1f s elapsed\n",
-      test, t.index, t.phase, t.load * 100, FormatDuration(static_cast<int64_t>(t.duration_s * 1e9)),
-      FormatCount(t.tx_frames), FormatCount(t.rx_frames), t.loss_ratio * 100,
-      t.included ? "" : " (not counted: " + t.excluded_because + ")", elapsed_s);
+  const std::string what = t.burst_frames != 0 ? absl::StrFormat("bursts of %d frames", t.burst_frames)
+                                               : absl::StrFormat("load %.3f %% of line", t.load * 100);
+  return absl::StrFormat("  %s trial %d (%s): %s for %s: %s sent, %s received, loss %.4f %%%s; %.1f s elapsed\n", test,
+                         t.index, t.phase, what, FormatDuration(static_cast<int64_t>(t.duration_s * 1e9)),
+                         FormatCount(t.tx_frames), FormatCount(t.rx_frames), t.loss_ratio * 100,
+                         t.included ? "" : " (not counted: " + t.excluded_because + ")", elapsed_s);
 }
 
 std::string TestsSummary(const std::vector<TestOutcome>& results) {
   std::string out;
   for (const TestOutcome& o : results) {
+    if (o.kind == config::TestSpec::Kind::kBurst) {
+      const methods::BurstResult& r = o.burst;
+      out += absl::StrFormat(
+          "test %s (burst, incast %d:1%s, %d repetitions per length): %s%s\n", r.name, r.senders,
+          r.virtual_senders ? absl::StrFormat(", %d virtual senders", r.virtual_senders) : "", r.repetitions,
+          r.found ? absl::StrFormat("absorbs %d frames per sender; %s", r.absorbed_frames,
+                                    r.first_loss_frames ? absl::StrFormat("first loss at %d", r.first_loss_frames)
+                                                        : "no loss up to the maximum")
+                  : "loses frames even at the shortest burst",
+          r.complete ? "" : ", INCOMPLETE: " + r.stopped_because);
+      continue;
+    }
     if (o.kind == config::TestSpec::Kind::kLatency) {
       const methods::LatencyResult& r = o.latency;
       const stats::LatencyHistogram& h = r.pooled;

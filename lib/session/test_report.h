@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "methods/burst.h"
 #include "methods/latency.h"
 #include "methods/throughput.h"
 #include "session/session.h"
@@ -29,7 +30,14 @@ struct TestOutcome {
   config::TestSpec::Kind kind = config::TestSpec::Kind::kThroughput;
   methods::ThroughputResult throughput;
   methods::LatencyResult latency;
-  bool complete() const { return kind == config::TestSpec::Kind::kThroughput ? throughput.complete : latency.complete; }
+  methods::BurstResult burst;
+  bool complete() const {
+    switch (kind) {
+      case config::TestSpec::Kind::kLatency: return latency.complete;
+      case config::TestSpec::Kind::kBurst: return burst.complete;
+      default: return throughput.complete;
+    }
+  }
 };
 
 std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& results, const std::string& started_utc,

@@ -184,6 +184,16 @@ class RunTest(Workdir):
                 self.assertGreater(tr["tx_frames"], 0)
                 if not tr["included"]:
                     self.assertTrue(tr["excluded_because"])
+            if t["kind"] == "burst":
+                self.assertTrue(t["found"], plan)
+                self.assertEqual(t["absorbed_burst_frames_per_sender"], t["parameters"]["max_frames"], plan)
+                self.assertEqual(t["first_loss_burst_frames_per_sender"], 0, plan)
+                self.assertEqual(t["incast_ratio"], "%d:1" % len(t["streams"]), plan)
+                self.assertEqual(t["virtual_senders_sharing_a_port"], len(t["streams"]), plan)  # one port
+                for tr in t["trials"]:
+                    self.assertEqual(tr["tx_frames"], tr["burst_frames_per_sender"] * len(t["streams"]) *
+                                     (t["parameters"]["repetitions"] if tr["included"] else 1), plan)
+                continue
             if t["kind"] == "latency":
                 # Every received frame is a sample; the pool holds all counted runs.
                 self.assertEqual(t["pooled"]["samples"], sum(r["samples"] for r in t["runs"]), plan)

@@ -22,13 +22,16 @@ CAPACITY_FPS = RATE / (TBF_LEN * 8)  # 16,512 frames/s
 LINE = 10e9           # af_packet ports report 10 Gbit/s; loads are shares of it
 TOLERANCE = 0.02      # issue 5: capacity within +/-2 %
 
-PLAN = """
-name: tbf capacity
-ports:
+# The tester's two af_packet ports on the lab's veth ends (TbfPath).
+PORTS = """ports:
   - {name: a, device: "net_af_packet0,iface=ta"}
   - {name: b, device: "net_af_packet1,iface=tb"}
-streams:
-  - {name: s, port: a, rx_port: b, rate: 10 kpps, frame: {size: %d B}}
+"""
+
+PLAN = """
+name: tbf capacity
+%(ports)sstreams:
+  - {name: s, port: a, rx_port: b, rate: 10 kpps, frame: {size: %(frame)d B}}
 tests:
   - throughput: {name: ndr-binary, search: binary, min: 0.5 %%, max: 5 %%, precision: 0.02 %%,
                  trial_duration: 2 s, warmup: 500 ms}
@@ -43,7 +46,7 @@ tests:
       initial_duration: 500 ms
       warmup: none
       goals: [{name: NDR, loss: 0 %%, width: 1 %%}, {name: PDR, loss: 0.5 %%, width: 1 %%}]
-""" % FRAME
+""" % {"frame": FRAME, "ports": PORTS}
 
 
 def tbf_dropped(stats):
@@ -112,15 +115,12 @@ class TbfCapacityTest(unittest.TestCase):
 
 LATENCY_PLAN = """
 name: tbf queueing delay
-ports:
-  - {name: a, device: "net_af_packet0,iface=ta"}
-  - {name: b, device: "net_af_packet1,iface=tb"}
-streams:
-  - {name: s, port: a, rx_port: b, rate: 10 kpps, frame: {size: %d B}}
+%(ports)sstreams:
+  - {name: s, port: a, rx_port: b, rate: 10 kpps, frame: {size: %(frame)d B}}
 tests:
   - latency: {name: base, load: 0.5 %%, runs: 3, trial_duration: 1 s, warmup: 200 ms}
   - latency: {name: queued, load: 1.2 %%, runs: 3, trial_duration: 2 s, warmup: 1 s}
-""" % FRAME
+""" % {"frame": FRAME, "ports": PORTS}
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
@@ -152,6 +152,47 @@ class TbfQueueDelayTest(unittest.TestCase):
         self.assertLess(abs(queued / truth - 1), 0.05)
         self.assertEqual(tests["base"]["runs"][0]["loss_ratio"], 0)  # unloaded: the queue never filled
         self.assertGreater(tests["queued"]["runs"][0]["loss_ratio"], 0)  # loaded: the queue stayed full
+
+
+BURST_PLAN = """
+name: tbf buffer
+drain: 300 ms
+%(ports)sstreams:
+  - {name: s, port: a, rx_port: b, rate: 1 kpps, frame: {size: %(frame)d B}}
+tests:
+  - burst: {name: buffer, min_frames: 1, max_frames: 64, repetitions: 5, gap: 300 ms, warmup: 100 ms}
+""" % {"frame": FRAME, "ports": PORTS}
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class TbfBufferTest(unittest.TestCase):
+    """A known buffer: tbf at 1 Mbit/s with 1,600 B of tokens and a 30,000 B queue
+    passes floor(1600 / 1514) = 1 frame of a burst at once and queues
+    floor(30000 / 1514) = 19, so it absorbs 20 back-to-back frames (the queue
+    drains 0.01 frame during a burst that arrives in ~0.3 ms; 300 ms gaps empty it
+    between bursts). Issue 5: within +/-1 frame of the truth."""
+
+    def test_the_burst_search_finds_the_buffer(self):
+        truth = 1600 // TBF_LEN + 30000 // TBF_LEN
+        with tempfile.TemporaryDirectory(prefix="fabricgen-lab-") as tmp:
+            plan = os.path.join(tmp, "plan.yaml")
+            with open(plan, "w") as f:
+                f.write(BURST_PLAN)
+            out = os.path.join(tmp, "out")
+            with TbfPath(1e6, burst=1600, limit=30000) as lab:
+                r = lab.run_fabricgen(FABRICGEN, "run", plan, "--out", out)
+                dropped = tbf_dropped(lab.qdisc_stats())
+            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+            with open(os.path.join(out, "report.json")) as f:
+                t = json.load(f)["tests"][0]
+        sys.stderr.write("burst: absorbed %d frames, first loss at %d; truth %d\n"
+                         % (t["absorbed_burst_frames_per_sender"], t["first_loss_burst_frames_per_sender"], truth))
+        self.assertTrue(t["found"])
+        self.assertLessEqual(abs(t["absorbed_burst_frames_per_sender"] - truth), 1)
+        self.assertEqual(t["first_loss_burst_frames_per_sender"], t["absorbed_burst_frames_per_sender"] + 1)
+        self.assertEqual(t["incast_ratio"], "1:1")
+        lost = sum(tr["tx_frames"] - tr["rx_frames_unique"] for tr in t["trials"])
+        self.assertEqual(lost, dropped)
 
 
 if __name__ == "__main__":

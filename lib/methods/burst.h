@@ -1,0 +1,42 @@
+// methods/burst.h: back-to-back burst absorption, with incast.
+//
+// Every stream of the test sends a burst of N frames back to back at line
+// rate at the same moment (N senders to one receiver when the streams share
+// an RX port: incast N:1), then stays silent for `gap` so the DUT's buffer
+// drains; `repetitions` bursts make one trial, and N passes when no frame of
+// any of them is lost. A binary search over N between min_frames and
+// max_frames finds the longest burst the path absorbs. Streams that share a
+// TX port are virtual senders (their frames leave one port interleaved), and
+// the report says how many there were.
+//
+//   auto r = fg::methods::RunBurst(eal, ports, streams, plan.tests[2], opt);
+//   if (r->found) printf("absorbs %u frames per sender\n", r->absorbed_frames);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "methods/load.h"
+
+namespace fg::methods {
+
+struct BurstResult {
+  std::string name;
+  std::vector<std::string> streams;
+  int senders = 0;          // incast ratio senders:1
+  int virtual_senders = 0;  // of them, sharing a TX port with another
+  int repetitions = 0;
+  bool found = false;              // some burst length lost nothing
+  uint32_t absorbed_frames = 0;    // the longest burst (per sender) no repetition lost a frame of
+  uint32_t first_loss_frames = 0;  // the shortest burst that lost (0: none up to max_frames)
+  std::vector<TrialRecord> trials;
+  bool complete = true;
+  std::string stopped_because;
+};
+
+absl::StatusOr<BurstResult> RunBurst(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                     const std::vector<stream::CompiledStream>& streams, const config::TestSpec& test,
+                                     const MethodOptions& options);
+
+}  // namespace fg::methods

@@ -23,6 +23,8 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcivetweb-dev
   # tests: independent decoders, the namespace lab, sanitizers and fuzzers
   python3 python3-scapy tshark tcpdump iproute2 nftables clang libclang-rt-14-dev
+  # reports: figures (matplotlib) and the headless browser that checks them
+  python3-matplotlib chromium
 )
 
 install_packages() {

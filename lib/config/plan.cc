@@ -168,8 +168,10 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(Opt(n, "initial_duration", t.initial_duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(ParseWarmup(n, t));
   if (t.trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
-  if (t.initial_duration_ns <= 0 || t.initial_duration_ns > t.trial_duration_ns) {
-    return n.At("initial_duration").Error("initial_duration must be > 0 and at most trial_duration");
+  if (!n.Optional("initial_duration")) {
+    t.initial_duration_ns = std::min(t.initial_duration_ns, t.trial_duration_ns);  // default: 1 s or shorter
+  } else if (t.initial_duration_ns > t.trial_duration_ns) {
+    return n.At("initial_duration").Error("initial_duration must be at most trial_duration");
   }
   if (auto g = n.Optional("goals")) {
     if (t.search != TestSpec::Search::kMultiGoal) return g->Error("goals belong to search: multi_goal");
@@ -238,7 +240,8 @@ absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n) {
 }
 
 absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
-  FG_RETURN_IF_ERROR(root.CheckKeys({"version", "name", "eal", "duration", "drain", "ports", "streams", "tests"}));
+  FG_RETURN_IF_ERROR(root.CheckKeys(
+      {"version", "name", "dut", "host", "topology", "eal", "duration", "drain", "ports", "streams", "tests"}));
   Plan plan;
   plan.file = file;
   if (auto v = root.Optional("version")) {
@@ -246,6 +249,12 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
     (void)version;
   }
   FG_RETURN_IF_ERROR(Opt(root, "name", plan.name, [](const Node& n) { return n.String(); }));
+  FG_RETURN_IF_ERROR(Opt(root, "topology", plan.topology, [](const Node& n) { return n.String(); }));
+  for (auto [key, out] : {std::pair{"dut", &plan.dut}, std::pair{"host", &plan.host}}) {
+    if (auto m = root.Optional(key)) {
+      FG_ASSIGN_OR_RETURN(*out, m->StringPairs());
+    }
+  }
   if (auto e = root.Optional("eal")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> items, e->Items());
     for (const Node& i : items) {

@@ -105,6 +105,10 @@ struct TestSpec {
 struct Plan {
   std::string file;
   std::string name;
+  // For the report (the draft's sections 1, 2 and 5): free-form "key: value"
+  // pairs describing the DUT and the tester host, and the topology in words.
+  std::vector<std::pair<std::string, std::string>> dut, host;
+  std::string topology;
   std::vector<std::string> eal;         // extra EAL arguments
   int64_t duration_ns = 1'000'000'000;  // upper bound of one run
   int64_t drain_ns = 100'000'000;       // wait for in-flight frames after TX stops

@@ -51,6 +51,13 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
         "only controls the run");
   }
   const TscClock clock(eal.tsc_hz());
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (streams[i].index != i) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("stream %s: index %d at position %d; a trial's streams are numbered by their position",
+                          streams[i].name, streams[i].index, i));
+    }
+  }
 
   const int tag_off = port::TxTemplateTagOffset();
   // TX: one task per (port, queue) that carries streams.

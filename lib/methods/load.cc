@@ -20,6 +20,7 @@ absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vec
           "test %s: stream %s has a burst schedule; this test paces its streams at a load", test.name, s.name));
     }
     r.base_.push_back(s);
+    r.base_.back().index = static_cast<uint32_t>(r.base_.size() - 1);  // the engine indexes results by it
     ++r.per_port_[s.tx_port];
     r.names_.push_back(s.name);
   }

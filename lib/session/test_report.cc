@@ -81,6 +81,18 @@ void WriteLatency(report::JsonWriter& w, const methods::LatencyResult& r, const 
     w.Field(key, h.Percentile(p));
   }
   w.Field("max_ns", h.max());
+  // The non-empty buckets: [lowest ns, width ns, samples] (log-linear, <= 0.4 % wide).
+  w.Key("histogram_ns");
+  w.BeginArray();
+  for (size_t i = 0; i < h.counts().size(); ++i) {
+    if (h.counts()[i] == 0) continue;
+    w.BeginArray();
+    w.Uint(stats::LatencyHistogram::BucketLow(i));
+    w.Uint(stats::LatencyHistogram::BucketWidth(i));
+    w.Uint(h.counts()[i]);
+    w.EndArray();
+  }
+  w.EndArray();
   w.EndObject();
   w.Field("cv_of_run_p50", r.cv_p50);
   w.Key("runs");
@@ -136,6 +148,13 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
   for (const auto& r : results) complete = complete && r.complete();
   w.Field("complete", complete);
   w.Field("interrupted", interrupted);
+  for (auto [key, pairs] : {std::pair{"dut", &plan.dut}, std::pair{"host", &plan.host}}) {
+    w.Key(key);
+    w.BeginObject();
+    for (const auto& [k, v] : *pairs) w.Field(k, v);
+    w.EndObject();
+  }
+  w.Field("topology", plan.topology);
   w.Key("environment");
   w.BeginObject();
   WriteEalFields(w, session);

@@ -109,6 +109,19 @@ absl::StatusOr<std::vector<Node>> Node::Items() const {
   return out;
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Node::StringPairs() const {
+  if (auto s = ExpectMap(); !s.ok()) return s;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.as<std::string>();
+    const Node value = Child(kv.second, path_.empty() ? key : path_ + "." + key);
+    auto v = value.Scalar("a text value (key: value pairs describe it)");
+    if (!v.ok()) return v.status();
+    out.emplace_back(key, *v);
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> Node::Scalar(std::string_view expected) const {
   if (!node_.IsScalar()) return Error(absl::StrFormat("expected %s, found %s", expected, KindName(node_)));
   return node_.Scalar();

@@ -41,6 +41,8 @@ class Node {
 
   // Sequence access.
   absl::StatusOr<std::vector<Node>> Items() const;
+  // A map of scalars, in file order (free-form descriptions).
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> StringPairs() const;
 
   // Scalars.
   absl::StatusOr<std::string> String() const;

@@ -1,0 +1,285 @@
+#!/usr/bin/python3
+"""Render a fabricgen tests report (report.json, "schema": "tests") as
+report.md and report.html with figures, in the ten sections the draft asks
+for. report.json stays the source of truth: every number here is read from it.
+
+usage: tools/report.py REPORT_JSON [--out DIR]   (default: the JSON's directory)
+
+Figures (PNG, also embedded in the HTML): throughput vs frame size, the latency
+histogram and CDF of each latency test, absorbed burst vs incast ratio.
+Needs Debian's python3-matplotlib (run with /usr/bin/python3).
+"""
+import argparse
+import base64
+import html
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+SECTIONS = [
+    "1. DUT identification", "2. Test topology", "3. Test configuration", "4. Observation points",
+    "5. Host configuration", "6. Results", "7. Anomalies", "8. Trial accounting", "9. Repeatability",
+    "10. Comparability",
+]
+
+
+# Counts the figures that loaded and are not blank (more than 1 % of their
+# pixels differ from white) and says so in the page title, so a headless
+# browser's dump shows whether every figure rendered.
+CHECK_SCRIPT = """<script>
+window.addEventListener('load', function () {
+  var imgs = document.querySelectorAll('img.fig'), ok = 0;
+  imgs.forEach(function (img) {
+    if (!img.complete || img.naturalWidth === 0) return;
+    var c = document.createElement('canvas');
+    c.width = img.naturalWidth; c.height = img.naturalHeight;
+    var g = c.getContext('2d'); g.drawImage(img, 0, 0);
+    var px = g.getImageData(0, 0, c.width, c.height).data, ink = 0;
+    for (var i = 0; i < px.length; i += 4) if (px[i] < 250 || px[i + 1] < 250 || px[i + 2] < 250) ink++;
+    if (ink > c.width * c.height / 100) { ok++; img.setAttribute('data-rendered', 'yes'); }
+  });
+  document.title = 'fabricgen report: ' + ok + ' of ' + imgs.length + ' figures rendered';
+});
+</script>"""
+
+
+def fmt_bps(v):
+    for unit, div in (("Tbit/s", 1e12), ("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if v >= div:
+            return "%.3f %s" % (v / div, unit)
+    return "%.0f bit/s" % v
+
+
+def fmt_ns(v):
+    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if v >= div:
+            return "%.3f %s" % (v / div, unit)
+    return "%.0f ns" % v
+
+
+class Doc:
+    """Markdown and HTML written side by side."""
+
+    def __init__(self):
+        self.md, self.html = [], []
+
+    def h(self, level, text):
+        self.md.append("%s %s\n" % ("#" * level, text))
+        self.html.append("<h%d>%s</h%d>" % (level, html.escape(text), level))
+
+    def p(self, text):
+        self.md.append(text + "\n")
+        self.html.append("<p>%s</p>" % html.escape(text))
+
+    def table(self, head, rows):
+        self.md.append("| " + " | ".join(head) + " |")
+        self.md.append("|" + "---|" * len(head))
+        for r in rows:
+            self.md.append("| " + " | ".join(str(c) for c in r) + " |")
+        self.md.append("")
+        cells = "".join("<th>%s</th>" % html.escape(str(c)) for c in head)
+        body = "".join("<tr>" + "".join("<td>%s</td>" % html.escape(str(c)) for c in r) + "</tr>" for r in rows)
+        self.html.append("<table><tr>%s</tr>%s</table>" % (cells, body))
+
+    def figure(self, path, caption):
+        self.md.append("![%s](%s)\n" % (caption, os.path.basename(path)))
+        with open(path, "rb") as f:
+            data = base64.b64encode(f.read()).decode()
+        self.html.append('<figure><img class="fig" alt="%s" src="data:image/png;base64,%s"><figcaption>%s</figcaption>'
+                         "</figure>" % (html.escape(caption), data, html.escape(caption)))
+
+
+def save(fig, out, name):
+    path = os.path.join(out, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def throughput_figure(tests, out):
+    """Throughput (L1) of every goal against the tests' mean frame size."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    series = {}
+    for t in tests:
+        for g in t["goals"]:
+            if g["found"]:
+                series.setdefault(g["name"], []).append((t["mean_frame_size_bytes"], g["throughput_bps_l1"] / 1e9))
+    for name, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    line = max(t["line_rate_bps_l1"] for t in tests) / 1e9
+    ax.axhline(line, color="grey", linestyle="--", label="line rate")
+    ax.set_xlabel("frame size (bytes, FCS included)")
+    ax.set_ylabel("throughput (Gbit/s, L1)")
+    ax.set_ylim(0, line * 1.1)
+    ax.legend()
+    ax.set_title("Throughput vs frame size")
+    return save(fig, out, "throughput.png")
+
+
+def latency_figure(t, out, index):
+    buckets = t["pooled"]["histogram_ns"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    lows = [b[0] for b in buckets]
+    counts = [b[2] for b in buckets]
+    a1.bar(lows, counts, width=[b[1] for b in buckets], align="edge")
+    a1.set_xscale("log")
+    a1.set_xlabel("latency (ns)")
+    a1.set_ylabel("samples")
+    a1.set_title("Histogram: %s" % t["name"])
+    total = float(sum(counts)) or 1.0
+    cum, acc = [], 0
+    for c in counts:
+        acc += c
+        cum.append(acc / total)
+    a2.step([b[0] + b[1] for b in buckets], cum, where="post")
+    a2.set_xscale("log")
+    a2.set_xlabel("latency (ns)")
+    a2.set_ylabel("fraction of samples <= x")
+    a2.set_ylim(0, 1.02)
+    a2.set_title("CDF: %s" % t["name"])
+    return save(fig, out, "latency-%d.png" % index)
+
+
+def burst_figure(tests, out):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    pts = sorted((t["senders"], t["absorbed_burst_frames_per_sender"]) for t in tests)
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o")
+    ax.set_xlabel("incast ratio (senders : 1)")
+    ax.set_ylabel("absorbed burst (frames per sender)")
+    ax.set_xticks([p[0] for p in pts])
+    ax.set_ylim(0, max(p[1] for p in pts) * 1.2 + 1)
+    ax.set_title("Burst absorption vs incast ratio")
+    return save(fig, out, "burst.png")
+
+
+def render(rep, out):
+    d = Doc()
+    tests = rep["tests"]
+    by_kind = {k: [t for t in tests if t["kind"] == k] for k in ("throughput", "latency", "burst")}
+    d.h(1, "fabricgen report: %s" % (rep["plan"]["name"] or rep["plan"]["file"]))
+    d.p("Plan %s, started %s, fabricgen %s. %s" % (
+        rep["plan"]["file"], rep["started_utc"], rep["tool"]["version"],
+        "Complete." if rep["complete"] else "INCOMPLETE: the run was interrupted or a test stopped early."))
+    d.p("Indicative values from the draft are context only; nothing in this report is a pass/fail verdict.")
+
+    d.h(2, SECTIONS[0])
+    if rep["dut"]:
+        d.table(["field", "value"], sorted(rep["dut"].items()))
+    else:
+        d.p("Not given (plan key dut:).")
+    d.h(2, SECTIONS[1])
+    d.p(rep["topology"] or "Not given (plan key topology:).")
+    d.table(["port", "device", "driver", "line rate (L1)"],
+            [(p["name"], p["device"], p["driver"], fmt_bps(p["line_rate_bps_l1"])) for p in rep["environment"]["ports"]])
+    d.h(2, SECTIONS[2])
+    rows = []
+    for t in tests:
+        params = ", ".join("%s=%s" % kv for kv in t["parameters"].items())
+        rows.append((t["name"], t["kind"], ", ".join(t["streams"]), params))
+    d.table(["test", "kind", "streams", "parameters"], rows)
+    d.h(2, SECTIONS[3])
+    d.table(["test", "observation point"], [(t["name"], t["observation_point"]) for t in tests])
+    d.table(["port", "RX timestamps"], [(p["name"], p["rx_timestamps"]) for p in rep["environment"]["ports"]])
+    d.h(2, SECTIONS[4])
+    host = [("EAL arguments", " ".join(rep["environment"]["eal_args"])), ("memory", rep["environment"]["memory"]),
+            ("TSC", "%d Hz" % rep["environment"]["tsc_hz"])] + sorted(rep["host"].items())
+    d.table(["field", "value"], host)
+
+    d.h(2, SECTIONS[5])
+    figures = 0
+    if by_kind["throughput"]:
+        d.h(3, "Throughput")
+        rows = []
+        for t in by_kind["throughput"]:
+            for g in t["goals"]:
+                rows.append((t["name"], t["search"], "%.0f B" % t["mean_frame_size_bytes"], g["name"],
+                             "%.3f %%" % (g["loss_ratio_goal"] * 100),
+                             "%.3f %%" % (g["lower_bound_fraction_of_line"] * 100) if g["found"] else "not found",
+                             fmt_bps(g["throughput_bps_l1"]), fmt_bps(g["throughput_bps_l2"]),
+                             "%.0f" % g["throughput_pps"]))
+        d.table(["test", "search", "frame", "goal", "loss goal", "load (% of line)", "L1", "L2 (FCS incl.)",
+                 "frames/s"], rows)
+        d.figure(throughput_figure(by_kind["throughput"], out), "Throughput vs frame size")
+        figures += 1
+    for i, t in enumerate(by_kind["latency"]):
+        d.h(3, "Latency: %s" % t["name"])
+        p = t["pooled"]
+        d.table(["samples", "min", "mean", "P50", "P95", "P99", "P99.9", "P99.99", "max"],
+                [(p["samples"], fmt_ns(p["min_ns"]), fmt_ns(p["mean_ns"]), fmt_ns(p["p50_ns"]), fmt_ns(p["p95_ns"]),
+                  fmt_ns(p["p99_ns"]), fmt_ns(p["p99_9_ns"]), fmt_ns(p["p99_99_ns"]), fmt_ns(p["max_ns"]))])
+        d.table(["run", "samples", "min", "P50", "P99", "max", "loss"],
+                [(r["trial_index"], r["samples"], fmt_ns(r["min_ns"]), fmt_ns(r["p50_ns"]), fmt_ns(r["p99_ns"]),
+                  fmt_ns(r["max_ns"]), "%.4f %%" % (r["loss_ratio"] * 100)) for r in t["runs"]])
+        d.figure(latency_figure(t, out, i), "Latency histogram and CDF: %s" % t["name"])
+        figures += 1
+    if by_kind["burst"]:
+        d.h(3, "Burst absorption")
+        d.table(["test", "incast", "virtual senders", "absorbed (frames per sender)", "first loss"],
+                [(t["name"], t["incast_ratio"], t["virtual_senders_sharing_a_port"],
+                  t["absorbed_burst_frames_per_sender"] if t["found"] else "none",
+                  t["first_loss_burst_frames_per_sender"] or "none up to max") for t in by_kind["burst"]])
+        d.figure(burst_figure(by_kind["burst"], out), "Absorbed burst vs incast ratio")
+        figures += 1
+
+    d.h(2, SECTIONS[6])
+    anomalies = [(t["name"], t.get("stopped_because", "")) for t in tests if not t["complete"]]
+    for t in by_kind["latency"]:
+        lossy = [r for r in t["runs"] if r["loss_ratio"] > 0]
+        if lossy:
+            anomalies.append((t["name"], "%d of %d runs lost frames" % (len(lossy), len(t["runs"]))))
+    if anomalies:
+        d.table(["test", "anomaly"], anomalies)
+    else:
+        d.p("None recorded.")
+    d.h(2, SECTIONS[7])
+    d.table(["test", "attempted", "included", "excluded", "why excluded", "counted trial-seconds"],
+            [(t["name"], t["trial_accounting"]["attempted"], t["trial_accounting"]["included"],
+              t["trial_accounting"]["excluded"],
+              "; ".join(sorted({x["excluded_because"] for x in t["trials"] if not x["included"]})) or "-",
+              "%.1f" % t["trial_accounting"]["included_trial_seconds"]) for t in tests])
+    d.h(2, SECTIONS[8])
+    rows = [(t["name"], len(t["runs"]), "%.2f %%" % (t["cv_of_run_p50"] * 100)) for t in by_kind["latency"]]
+    if rows:
+        d.table(["latency test", "runs", "CV of the runs' P50"], rows)
+    d.p("Throughput and burst searches repeat each trial only as the search requires; repeat the plan to measure "
+        "their variation.")
+    d.h(2, SECTIONS[9])
+    d.p("When comparing fabrics, state for both: the number of hosts and accelerators per node and their "
+        "placement, the per-accelerator bandwidth, oversubscription, the collective and message size, the transport "
+        "and service, the load-balancing strategy, and the observation point above.")
+
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(d.md) + "\n")
+    page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>fabricgen report</title><style>"
+            "body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;margin:8px 0}"
+            "td,th{border:1px solid #bbb;padding:3px 6px;font-size:13px}img.fig{max-width:100%%}</style></head>"
+            "<body data-figures='%d'>%s%s</body></html>" % (figures, "\n".join(d.html), CHECK_SCRIPT))
+    with open(os.path.join(out, "report.html"), "w") as f:
+        f.write(page)
+    return figures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("report")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    with open(a.report) as f:
+        rep = json.load(f)
+    if rep.get("schema") != "tests":
+        sys.exit("report.py: %s is not a tests report (a plan with tests: writes one)" % a.report)
+    out = a.out or os.path.dirname(os.path.abspath(a.report))
+    os.makedirs(out, exist_ok=True)
+    n = render(rep, out)
+    print("wrote %s and %s with %d figure(s)" % (os.path.join(out, "report.md"), os.path.join(out, "report.html"), n))
+
+
+if __name__ == "__main__":
+    main()

@@ -149,7 +149,7 @@ def latency_figure(t, out, index):
 
 def burst_figure(tests, out):
     fig, ax = plt.subplots(figsize=(7, 4))
-    pts = sorted((t["senders"], t["absorbed_burst_frames_per_sender"]) for t in tests)
+    pts = sorted((p["senders"], p["absorbed_burst_frames_per_sender"]) for t in tests for p in t["incast"])
     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o")
     ax.set_xlabel("incast ratio (senders : 1)")
     ax.set_ylabel("absorbed burst (frames per sender)")
@@ -217,14 +217,19 @@ def render(rep, out):
         d.table(["run", "samples", "min", "P50", "P99", "max", "loss"],
                 [(r["trial_index"], r["samples"], fmt_ns(r["min_ns"]), fmt_ns(r["p50_ns"]), fmt_ns(r["p99_ns"]),
                   fmt_ns(r["max_ns"]), "%.4f %%" % (r["loss_ratio"] * 100)) for r in t["runs"]])
+        if "increase_factor" in t:
+            f = t["increase_factor"]
+            d.p("Latency increase factor against %s: P50 x%.2f, P99 x%.2f." % (f["against"], f["p50_ratio"],
+                                                                                f["p99_ratio"]))
         d.figure(latency_figure(t, out, i), "Latency histogram and CDF: %s" % t["name"])
         figures += 1
     if by_kind["burst"]:
         d.h(3, "Burst absorption")
         d.table(["test", "incast", "virtual senders", "absorbed (frames per sender)", "first loss"],
-                [(t["name"], t["incast_ratio"], t["virtual_senders_sharing_a_port"],
-                  t["absorbed_burst_frames_per_sender"] if t["found"] else "none",
-                  t["first_loss_burst_frames_per_sender"] or "none up to max") for t in by_kind["burst"]])
+                [(t["name"], p["incast_ratio"], p["virtual_senders_sharing_a_port"],
+                  p["absorbed_burst_frames_per_sender"] if p["found"] else "none",
+                  p["first_loss_burst_frames_per_sender"] or "none up to max")
+                 for t in by_kind["burst"] for p in t["incast"]])
         d.figure(burst_figure(by_kind["burst"], out), "Absorbed burst vs incast ratio")
         figures += 1
 

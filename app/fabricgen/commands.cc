@@ -139,6 +139,9 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
   const config::Plan& plan = session.plan();
   std::vector<session::TestOutcome> results;
   const auto t0 = std::chrono::steady_clock::now();
+  double planned = 0;  // estimated seconds of every test, for "~s left"
+  for (const config::TestSpec& t : plan.tests) planned += session::EstimateTestSeconds(t, plan.drain_ns);
+  double before_test = 0;  // estimate of the tests already done
   bool interrupted = false;
   for (size_t i = 0; i < plan.tests.size() && !interrupted; ++i) {
     const config::TestSpec& test = plan.tests[i];
@@ -158,10 +161,15 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     methods::MethodOptions opt;
     opt.drain_ns = plan.drain_ns;
     opt.interrupt = interrupt;
+    const double test_started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!args.quiet) {
       opt.on_trial = [&](const methods::TrialRecord& t) {
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::cout << session::TrialLine(test.name, t, elapsed) << std::flush;
+        // What is left of this test's estimate, plus the tests after it.
+        const double this_test = session::EstimateTestSeconds(test, plan.drain_ns);
+        const double left =
+            std::max(0.0, planned - before_test - this_test) + std::max(0.0, this_test - (elapsed - test_started));
+        std::cout << session::TrialLine(test.name, t, elapsed, left) << std::flush;
       };
     }
     session::TestOutcome o;
@@ -174,6 +182,11 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
       auto r = methods::RunLatency(session.eal(), session.ports(), streams, test, opt);
       if (!r.ok()) return Fail(r.status());
       o.latency = *std::move(r);
+      for (const session::TestOutcome& earlier : results) {
+        if (earlier.kind == config::TestSpec::Kind::kLatency && earlier.latency.name == test.compare_to) {
+          methods::CompareLatency(o.latency, earlier.latency);
+        }
+      }
     } else {
       auto r = methods::RunThroughput(session.eal(), session.ports(), streams, test, opt);
       if (!r.ok()) return Fail(r.status());
@@ -181,6 +194,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     }
     interrupted = interrupt != nullptr && interrupt->load();
     results.push_back(std::move(o));
+    before_test += session::EstimateTestSeconds(test, plan.drain_ns);
   }
   const std::string json = session::TestsReportJson(session, results, started, interrupted);
   const std::string path = out_dir + "/report.json";

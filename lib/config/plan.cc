@@ -198,7 +198,7 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
 }
 
 absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup", "compare_to"}));
   TestSpec t;
   t.kind = TestSpec::Kind::kLatency;
   t.line = n.line();
@@ -208,13 +208,23 @@ absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
   FG_RETURN_IF_ERROR(Opt(n, "load", t.load, [](const Node& x) { return x.Percent(0.0001, 100); }));
   FG_RETURN_IF_ERROR(Opt(n, "runs", t.runs, IntIn(1, 10000)));
+  if (auto c = n.Optional("compare_to")) {
+    FG_ASSIGN_OR_RETURN(t.compare_to, c->String());
+    auto it = std::find_if(plan.tests.begin(), plan.tests.end(), [&](const TestSpec& x) {
+      return x.kind == TestSpec::Kind::kLatency && x.name == t.compare_to;
+    });
+    if (it == plan.tests.end()) {
+      return c->Error(absl::StrFormat("no earlier latency test named '%s' to compare with", t.compare_to));
+    }
+  }
   FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(ParseWarmup(n, t));
   return t;
 }
 
 absl::StatusOr<TestSpec> ParseBurst(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "min_frames", "max_frames", "repetitions", "gap", "warmup"}));
+  FG_RETURN_IF_ERROR(
+      n.CheckKeys({"name", "streams", "min_frames", "max_frames", "repetitions", "gap", "warmup", "incast"}));
   TestSpec t;
   t.kind = TestSpec::Kind::kBurst;
   t.line = n.line();
@@ -227,6 +237,13 @@ absl::StatusOr<TestSpec> ParseBurst(const Plan& plan, const Node& n) {
   if (t.min_frames > t.max_frames) return n.At("min_frames").Error("min_frames must not be above max_frames");
   FG_RETURN_IF_ERROR(Opt(n, "repetitions", t.repetitions, IntIn(1, 100000)));
   FG_RETURN_IF_ERROR(Opt(n, "gap", t.gap_ns, DurationIn()));
+  if (auto list = n.Optional("incast")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(int64_t k, i.Int(1, static_cast<int64_t>(t.streams.size())));
+      t.incast.push_back(static_cast<int>(k));
+    }
+  }
   FG_RETURN_IF_ERROR(ParseWarmup(n, t));
   return t;
 }

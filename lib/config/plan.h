@@ -94,11 +94,13 @@ struct TestSpec {
   // latency: `runs` trials of trial_duration at `load`; percentiles from the pooled samples.
   double load = 0.5;
   int runs = 20;
+  std::string compare_to;  // latency: an earlier (e.g. unloaded, single-QP) latency test: the increase factor
   // burst: back-to-back bursts at line rate from every stream at once (incast
   // when several), searched for the longest one no repetition loses a frame of.
   uint32_t min_frames = 1, max_frames = 10'000;
   int repetitions = 50;
   int64_t gap_ns = 100'000'000;  // after each burst, for the DUT's buffer to drain
+  std::vector<int> incast;       // burst: sender counts to sweep (the test's first N streams); empty: all at once
   int line = 0;
 };
 

@@ -10,51 +10,61 @@ absl::StatusOr<BurstResult> RunBurst(const port::Eal& eal, const std::vector<por
   BurstResult out;
   out.name = test.name;
   out.repetitions = test.repetitions;
-  FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, test, /*bursts=*/true));
-  out.streams = runner.stream_names();
-  out.senders = static_cast<int>(out.streams.size());
-  out.virtual_senders = runner.virtual_senders();
-  // One trial: true when no frame of any repetition was lost.
-  auto passes = [&](uint32_t frames, int reps, bool counted) -> absl::StatusOr<bool> {
-    auto r = runner.RunBursts(frames, reps, test.gap_ns, options);
-    if (!r.ok()) {
-      out.complete = false;
-      out.stopped_because = std::string(r.status().message());
-      return r.status();
+  FG_ASSIGN_OR_RETURN(const LoadRunner all, LoadRunner::Make(eal, ports, streams, test, /*bursts=*/true));
+  out.streams = all.stream_names();
+  const std::vector<int> ratios =
+      test.incast.empty() ? std::vector<int>{static_cast<int>(test.streams.size())} : test.incast;
+  for (int senders : ratios) {
+    config::TestSpec sub = test;
+    sub.streams.assign(test.streams.begin(), test.streams.begin() + senders);
+    FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, sub, /*bursts=*/true));
+    BurstPoint point;
+    point.senders = senders;
+    point.virtual_senders = runner.virtual_senders();
+    // One trial: true when no frame of any repetition was lost.
+    auto passes = [&](uint32_t frames, int reps, bool counted) -> absl::StatusOr<bool> {
+      auto r = runner.RunBursts(frames, reps, test.gap_ns, options);
+      if (!r.ok()) {
+        out.complete = false;
+        out.stopped_because = std::string(r.status().message());
+        return r.status();
+      }
+      const double secs = r->duration_ns / 1e9;
+      TrialRecord t = runner.Record(*r, 1.0, secs, counted ? "burst" : "warm-up", static_cast<int>(out.trials.size()));
+      t.burst_frames = frames;
+      t.senders = senders;
+      if (!counted) {
+        t.included = false;
+        t.excluded_because = "warm-up: fills address tables before the first counted burst";
+      }
+      out.trials.push_back(t);
+      if (options.on_trial) options.on_trial(t);
+      return t.tx_frames <= t.rx_frames;
+    };
+    if (test.warmup_ns > 0 && senders == ratios.front()) {
+      if (!passes(test.min_frames, 1, false).ok()) return out;
     }
-    const double secs = r->duration_ns / 1e9;
-    TrialRecord t = runner.Record(*r, 1.0, secs, counted ? "burst" : "warm-up", static_cast<int>(out.trials.size()));
-    t.burst_frames = frames;
-    if (!counted) {
-      t.included = false;
-      t.excluded_because = "warm-up: fills address tables before the first counted burst";
+    // Binary search for the longest passing N: lo passes (or is below min), hi fails (or is above max).
+    uint32_t lo = 0, hi = test.max_frames + 1;
+    auto at_max = passes(test.max_frames, test.repetitions, true);
+    if (!at_max.ok()) return out;
+    if (*at_max) {
+      lo = test.max_frames;
+    } else {
+      hi = test.max_frames;
+      lo = test.min_frames - 1;
+      while (hi - lo > 1) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        auto p = passes(mid, test.repetitions, true);
+        if (!p.ok()) return out;
+        (*p ? lo : hi) = mid;
+      }
     }
-    out.trials.push_back(t);
-    if (options.on_trial) options.on_trial(t);
-    return t.tx_frames > t.rx_frames ? false : true;
-  };
-  if (test.warmup_ns > 0) {
-    if (!passes(test.min_frames, 1, false).ok()) return out;
+    point.found = lo >= test.min_frames;
+    point.absorbed_frames = point.found ? lo : 0;
+    point.first_loss_frames = hi <= test.max_frames ? hi : 0;
+    out.points.push_back(point);
   }
-  // Binary search for the longest passing N: lo passes (or is below min), hi fails (or is above max).
-  uint32_t lo = 0, hi = test.max_frames + 1;
-  auto at_max = passes(test.max_frames, test.repetitions, true);
-  if (!at_max.ok()) return out;
-  if (*at_max) {
-    lo = test.max_frames;
-  } else {
-    hi = test.max_frames;
-    lo = test.min_frames - 1;
-    while (hi - lo > 1) {
-      const uint32_t mid = lo + (hi - lo) / 2;
-      auto p = passes(mid, test.repetitions, true);
-      if (!p.ok()) return out;
-      (*p ? lo : hi) = mid;
-    }
-  }
-  out.found = lo >= test.min_frames;
-  out.absorbed_frames = out.found ? lo : 0;
-  out.first_loss_frames = hi <= test.max_frames ? hi : 0;
   return out;
 }
 

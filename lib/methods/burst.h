@@ -7,10 +7,11 @@
 // any of them is lost. A binary search over N between min_frames and
 // max_frames finds the longest burst the path absorbs. Streams that share a
 // TX port are virtual senders (their frames leave one port interleaved), and
-// the report says how many there were.
+// the report says how many there were. With `incast: [1, 2, 4]` the search
+// runs once per ratio with the test's first N streams.
 //
 //   auto r = fg::methods::RunBurst(eal, ports, streams, plan.tests[2], opt);
-//   if (r->found) printf("absorbs %u frames per sender\n", r->absorbed_frames);
+//   for (const auto& p : r->points) printf("%d:1 absorbs %u frames per sender\n", p.senders, p.absorbed_frames);
 #pragma once
 
 #include <string>
@@ -21,15 +22,20 @@
 
 namespace fg::methods {
 
-struct BurstResult {
-  std::string name;
-  std::vector<std::string> streams;
-  int senders = 0;          // incast ratio senders:1
-  int virtual_senders = 0;  // of them, sharing a TX port with another
-  int repetitions = 0;
+// The search's outcome at one incast ratio.
+struct BurstPoint {
+  int senders = 0;                 // incast ratio senders:1
+  int virtual_senders = 0;         // of them, sharing a TX port with another
   bool found = false;              // some burst length lost nothing
   uint32_t absorbed_frames = 0;    // the longest burst (per sender) no repetition lost a frame of
   uint32_t first_loss_frames = 0;  // the shortest burst that lost (0: none up to max_frames)
+};
+
+struct BurstResult {
+  std::string name;
+  std::vector<std::string> streams;
+  int repetitions = 0;
+  std::vector<BurstPoint> points;  // one per incast ratio swept (one when the test sweeps none)
   std::vector<TrialRecord> trials;
   bool complete = true;
   std::string stopped_because;

@@ -6,6 +6,13 @@
 
 namespace fg::methods {
 
+void CompareLatency(LatencyResult& loaded, const LatencyResult& base) {
+  loaded.compared_to = base.name;
+  const double b50 = base.pooled.Percentile(50), b99 = base.pooled.Percentile(99);
+  loaded.increase_p50 = b50 > 0 ? loaded.pooled.Percentile(50) / b50 : 0;
+  loaded.increase_p99 = b99 > 0 ? loaded.pooled.Percentile(99) / b99 : 0;
+}
+
 absl::StatusOr<LatencyResult> RunLatency(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                          const std::vector<stream::CompiledStream>& streams,
                                          const config::TestSpec& test, const MethodOptions& options) {

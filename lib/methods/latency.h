@@ -37,10 +37,16 @@ struct LatencyResult {
   std::vector<TrialRecord> trials;  // every trial, warm-up included
   stats::LatencyHistogram pooled;   // all counted runs' samples
   double cv_p50 = 0;                // standard deviation / mean of the runs' P50
+  // With `compare_to` (e.g. the unloaded, single-QP test): this P50 and P99 over that test's.
+  std::string compared_to;
+  double increase_p50 = 0, increase_p99 = 0;
   std::string observation_point;
   bool complete = true;
   std::string stopped_because;
 };
+
+// Fills the latency increase factor of `loaded` against `base`.
+void CompareLatency(LatencyResult& loaded, const LatencyResult& base);
 
 absl::StatusOr<LatencyResult> RunLatency(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                          const std::vector<stream::CompiledStream>& streams,

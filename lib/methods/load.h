@@ -33,6 +33,7 @@ struct TrialRecord {
   std::string phase;          // "warm-up", "max", "binary", "min", "short", "final", "run"
   double load = 0;            // fraction of line rate (L1); bursts: 1 (line rate)
   uint32_t burst_frames = 0;  // burst tests: frames per burst and stream
+  int senders = 0;            // burst tests: streams bursting at once
   double duration_s = 0;
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
   double loss_ratio = 0;

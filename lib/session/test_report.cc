@@ -1,5 +1,8 @@
 #include "session/test_report.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_format.h"
 #include "base/units.h"
 #include "report/json.h"
@@ -14,7 +17,10 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   w.Field("index", t.index);
   w.Field("phase", t.phase);
   w.Field("load_fraction_of_line", t.load);
-  if (t.burst_frames != 0) w.Field("burst_frames_per_sender", t.burst_frames);
+  if (t.burst_frames != 0) {
+    w.Field("burst_frames_per_sender", t.burst_frames);
+    w.Field("senders", t.senders);
+  }
   w.Field("duration_s", t.duration_s);
   w.Field("tx_frames", t.tx_frames);
   w.Field("rx_frames_unique", t.rx_frames);
@@ -95,6 +101,14 @@ void WriteLatency(report::JsonWriter& w, const methods::LatencyResult& r, const 
   w.EndArray();
   w.EndObject();
   w.Field("cv_of_run_p50", r.cv_p50);
+  if (!r.compared_to.empty()) {
+    w.Key("increase_factor");
+    w.BeginObject();
+    w.Field("against", r.compared_to);
+    w.Field("p50_ratio", r.increase_p50);
+    w.Field("p99_ratio", r.increase_p99);
+    w.EndObject();
+  }
   w.Key("runs");
   w.BeginArray();
   for (const methods::LatencyRun& run : r.runs) {
@@ -119,18 +133,29 @@ void WriteBurst(report::JsonWriter& w, const methods::BurstResult& r, const conf
   w.Field("max_frames", spec.max_frames);
   w.Field("repetitions", spec.repetitions);
   w.Field("gap_s", spec.gap_ns / 1e9);
+  w.Key("incast");
+  w.BeginArray();
+  for (int n : spec.incast) w.Int(n);
+  w.EndArray();
   w.EndObject();
-  w.Field("incast_ratio", absl::StrFormat("%d:1", r.senders));
-  w.Field("senders", r.senders);
-  w.Field("virtual_senders_sharing_a_port", r.virtual_senders);
   w.Field("observation_point",
           "fabricgen analyzer at the fabric boundary: a burst length passes when every frame "
           "of every repetition arrives");
   w.Field("complete", r.complete);
   if (!r.complete) w.Field("stopped_because", r.stopped_because);
-  w.Field("found", r.found);
-  w.Field("absorbed_burst_frames_per_sender", r.absorbed_frames);
-  w.Field("first_loss_burst_frames_per_sender", r.first_loss_frames);
+  w.Key("incast");
+  w.BeginArray();
+  for (const methods::BurstPoint& p : r.points) {
+    w.BeginObject();
+    w.Field("incast_ratio", absl::StrFormat("%d:1", p.senders));
+    w.Field("senders", p.senders);
+    w.Field("virtual_senders_sharing_a_port", p.virtual_senders);
+    w.Field("found", p.found);
+    w.Field("absorbed_burst_frames_per_sender", p.absorbed_frames);
+    w.Field("first_loss_burst_frames_per_sender", p.first_loss_frames);
+    w.EndObject();
+  }
+  w.EndArray();
   WriteAccounting(w, r.trials);
 }
 
@@ -235,13 +260,39 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
   return w.Take();
 }
 
-std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s) {
+double EstimateTestSeconds(const config::TestSpec& t, int64_t drain_ns) {
+  const double drain = drain_ns / 1e9, trial = t.trial_duration_ns / 1e9, warm = t.warmup_ns / 1e9;
+  auto halvings = [](double range) { return range > 1 ? std::ceil(std::log2(range)) : 1.0; };
+  switch (t.kind) {
+    case config::TestSpec::Kind::kLatency: return warm + t.runs * (trial + drain);
+    case config::TestSpec::Kind::kBurst: {
+      const double per_trial = t.repetitions * (t.gap_ns / 1e9) + drain;
+      const double ratios = t.incast.empty() ? 1 : static_cast<double>(t.incast.size());
+      return warm + ratios * (1 + halvings(t.max_frames - t.min_frames + 1)) * per_trial;
+    }
+    default:
+      if (t.search == config::TestSpec::Search::kBinary) {
+        return warm + (2 + halvings((t.max_load - t.min_load) / t.precision)) * (trial + drain);
+      }
+      double finals = 0;
+      double narrowest = 1;
+      for (const config::GoalSpec& g : t.goals) {
+        finals += 2 * (g.final_duration_ns / 1e9 + drain);
+        narrowest = std::min(narrowest, g.width);
+      }
+      return warm + finals +
+             halvings((t.max_load - t.min_load) / (narrowest * t.max_load)) * (t.initial_duration_ns / 1e9 + drain);
+  }
+}
+
+std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s, double left_s) {
   const std::string what = t.burst_frames != 0 ? absl::StrFormat("bursts of %d frames", t.burst_frames)
                                                : absl::StrFormat("load %.3f %% of line", t.load * 100);
-  return absl::StrFormat("  %s trial %d (%s): %s for %s: %s sent, %s received, loss %.4f %%%s; %.1f s elapsed\n", test,
-                         t.index, t.phase, what, FormatDuration(static_cast<int64_t>(t.duration_s * 1e9)),
+  return absl::StrFormat("  %s trial %d (%s): %s for %s: %s sent, %s received, loss %.4f %%%s; %.1f s elapsed%s\n",
+                         test, t.index, t.phase, what, FormatDuration(static_cast<int64_t>(t.duration_s * 1e9)),
                          FormatCount(t.tx_frames), FormatCount(t.rx_frames), t.loss_ratio * 100,
-                         t.included ? "" : " (not counted: " + t.excluded_because + ")", elapsed_s);
+                         t.included ? "" : " (not counted: " + t.excluded_because + ")", elapsed_s,
+                         left_s < 0 ? "" : absl::StrFormat(", ~%.0f s left (estimate)", left_s));
 }
 
 std::string TestsSummary(const std::vector<TestOutcome>& results) {
@@ -249,14 +300,17 @@ std::string TestsSummary(const std::vector<TestOutcome>& results) {
   for (const TestOutcome& o : results) {
     if (o.kind == config::TestSpec::Kind::kBurst) {
       const methods::BurstResult& r = o.burst;
-      out += absl::StrFormat(
-          "test %s (burst, incast %d:1%s, %d repetitions per length): %s%s\n", r.name, r.senders,
-          r.virtual_senders ? absl::StrFormat(", %d virtual senders", r.virtual_senders) : "", r.repetitions,
-          r.found ? absl::StrFormat("absorbs %d frames per sender; %s", r.absorbed_frames,
-                                    r.first_loss_frames ? absl::StrFormat("first loss at %d", r.first_loss_frames)
-                                                        : "no loss up to the maximum")
-                  : "loses frames even at the shortest burst",
-          r.complete ? "" : ", INCOMPLETE: " + r.stopped_because);
+      out += absl::StrFormat("test %s (burst, %d repetitions per length)%s\n", r.name, r.repetitions,
+                             r.complete ? "" : ", INCOMPLETE: " + r.stopped_because);
+      for (const methods::BurstPoint& p : r.points) {
+        out += absl::StrFormat(
+            "  incast %d:1%s: %s\n", p.senders,
+            p.virtual_senders ? absl::StrFormat(" (%d virtual senders)", p.virtual_senders) : "",
+            p.found ? absl::StrFormat("absorbs %d frames per sender; %s", p.absorbed_frames,
+                                      p.first_loss_frames ? absl::StrFormat("first loss at %d", p.first_loss_frames)
+                                                          : "no loss up to the maximum")
+                    : "loses frames even at the shortest burst");
+      }
       continue;
     }
     if (o.kind == config::TestSpec::Kind::kLatency) {
@@ -270,6 +324,10 @@ std::string TestsSummary(const std::vector<TestOutcome>& results) {
           r.complete ? "" : ", INCOMPLETE: " + r.stopped_because, d(static_cast<double>(h.min())), d(h.mean()),
           d(h.Percentile(50)), d(h.Percentile(95)), d(h.Percentile(99)), d(h.Percentile(99.9)), d(h.Percentile(99.99)),
           d(static_cast<double>(h.max())), r.cv_p50 * 100, r.observation_point);
+      if (!r.compared_to.empty()) {
+        out += absl::StrFormat("  latency increase against %s: P50 x%.2f, P99 x%.2f\n", r.compared_to, r.increase_p50,
+                               r.increase_p99);
+      }
       continue;
     }
     const methods::ThroughputResult& r = o.throughput;

@@ -43,7 +43,10 @@ struct TestOutcome {
 std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& results, const std::string& started_utc,
                             bool interrupted);
 std::string TestsSummary(const std::vector<TestOutcome>& results);
-// One progress line per trial.
-std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s);
+// One progress line per trial; `left_s` < 0: no estimate.
+std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s, double left_s = -1);
+// An estimate of a test's run time from its parameters, for progress lines:
+// the most trials its search can take (multi-goal: a typical count).
+double EstimateTestSeconds(const config::TestSpec& test, int64_t drain_ns);
 
 }  // namespace fg::session

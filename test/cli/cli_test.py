@@ -185,14 +185,17 @@ class RunTest(Workdir):
                 if not tr["included"]:
                     self.assertTrue(tr["excluded_because"])
             if t["kind"] == "burst":
-                self.assertTrue(t["found"], plan)
-                self.assertEqual(t["absorbed_burst_frames_per_sender"], t["parameters"]["max_frames"], plan)
-                self.assertEqual(t["first_loss_burst_frames_per_sender"], 0, plan)
-                self.assertEqual(t["incast_ratio"], "%d:1" % len(t["streams"]), plan)
-                n = len(t["streams"])
-                self.assertEqual(t["virtual_senders_sharing_a_port"], n if n > 1 else 0, plan)  # one port
+                ratios = t["parameters"]["incast"] or [len(t["streams"])]
+                self.assertEqual([p["senders"] for p in t["incast"]], ratios, plan)
+                for p in t["incast"]:
+                    self.assertTrue(p["found"], plan)
+                    self.assertEqual(p["absorbed_burst_frames_per_sender"], t["parameters"]["max_frames"], plan)
+                    self.assertEqual(p["first_loss_burst_frames_per_sender"], 0, plan)
+                    self.assertEqual(p["incast_ratio"], "%d:1" % p["senders"], plan)
+                    n = p["senders"]
+                    self.assertEqual(p["virtual_senders_sharing_a_port"], n if n > 1 else 0, plan)  # one port
                 for tr in t["trials"]:
-                    self.assertEqual(tr["tx_frames"], tr["burst_frames_per_sender"] * len(t["streams"]) *
+                    self.assertEqual(tr["tx_frames"], tr["burst_frames_per_sender"] * tr["senders"] *
                                      (t["parameters"]["repetitions"] if tr["included"] else 1), plan)
                 continue
             if t["kind"] == "latency":
@@ -235,17 +238,17 @@ class ReportHtmlTest(Workdir):
         r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools/report.py"), os.path.join(out, "report.json")],
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("with 3 figure(s)", r.stdout)
+        self.assertIn("with 4 figure(s)", r.stdout)
         with open(os.path.join(out, "report.md")) as f:
             md = f.read()
         for section in ("1. DUT identification", "2. Test topology", "3. Test configuration", "4. Observation points",
                         "5. Host configuration", "6. Results", "7. Anomalies", "8. Trial accounting",
                         "9. Repeatability", "10. Comparability"):
             self.assertIn("## " + section, md)
-        for png in ("throughput.png", "latency-0.png", "burst.png"):
+        for png in ("throughput.png", "latency-0.png", "latency-1.png", "burst.png"):
             self.assertGreater(os.path.getsize(os.path.join(out, png)), 5000, png)
         page = os.path.join(out, "report.html")
-        self.assertEqual(self.chromium_title(page), "fabricgen report: 3 of 3 figures rendered")
+        self.assertEqual(self.chromium_title(page), "fabricgen report: 4 of 4 figures rendered")
         # The check can fail: a blank (white) figure in place of the first one is not counted.
         with open(page) as f:
             text = f.read()
@@ -262,7 +265,7 @@ class ReportHtmlTest(Workdir):
         broken = os.path.join(out, "broken.html")
         with open(broken, "w") as f:
             f.write(text[:first] + blank + text[end:])
-        self.assertEqual(self.chromium_title(broken), "fabricgen report: 2 of 3 figures rendered")
+        self.assertEqual(self.chromium_title(broken), "fabricgen report: 3 of 4 figures rendered")
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for a network namespace")

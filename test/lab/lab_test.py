@@ -185,12 +185,13 @@ class TbfBufferTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
             with open(os.path.join(out, "report.json")) as f:
                 t = json.load(f)["tests"][0]
+        p = t["incast"][0]
         sys.stderr.write("burst: absorbed %d frames, first loss at %d; truth %d\n"
-                         % (t["absorbed_burst_frames_per_sender"], t["first_loss_burst_frames_per_sender"], truth))
-        self.assertTrue(t["found"])
-        self.assertLessEqual(abs(t["absorbed_burst_frames_per_sender"] - truth), 1)
-        self.assertEqual(t["first_loss_burst_frames_per_sender"], t["absorbed_burst_frames_per_sender"] + 1)
-        self.assertEqual(t["incast_ratio"], "1:1")
+                         % (p["absorbed_burst_frames_per_sender"], p["first_loss_burst_frames_per_sender"], truth))
+        self.assertTrue(p["found"])
+        self.assertLessEqual(abs(p["absorbed_burst_frames_per_sender"] - truth), 1)
+        self.assertEqual(p["first_loss_burst_frames_per_sender"], p["absorbed_burst_frames_per_sender"] + 1)
+        self.assertEqual(p["incast_ratio"], "1:1")
         lost = sum(tr["tx_frames"] - tr["rx_frames_unique"] for tr in t["trials"])
         self.assertEqual(lost, dropped)
 

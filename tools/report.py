@@ -103,23 +103,36 @@ def save(fig, out, name):
 
 
 def throughput_figure(tests, out):
-    """Throughput (L1) of every goal against the tests' mean frame size."""
+    """Throughput (L1) of every goal against the message size of a matrix cell
+    (else the test's mean frame size), one line per goal, QP count and direction."""
     fig, ax = plt.subplots(figsize=(7, 4))
     series = {}
+    matrix = any("matrix_cell" in t for t in tests)
+    if matrix:  # one axis: the matrix's message sizes
+        tests = [t for t in tests if "matrix_cell" in t]
     for t in tests:
+        cell = t.get("matrix_cell", {})
+        x = cell.get("message_size_bytes") or t["mean_frame_size_bytes"]
         for g in t["goals"]:
             if g["found"]:
-                series.setdefault(g["name"], []).append((t["mean_frame_size_bytes"], g["throughput_bps_l1"] / 1e9))
+                key = g["name"]
+                if cell.get("qps"):
+                    key += ", %d QPs" % cell["qps"]
+                if "direction" in cell and any(c.get("matrix_cell", {}).get("direction") == "bi" for c in tests):
+                    key += ", " + cell["direction"]
+                series.setdefault(key, []).append((x, g["throughput_bps_l1"] / 1e9))
     for name, pts in sorted(series.items()):
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
     line = max(t["line_rate_bps_l1"] for t in tests) / 1e9
     ax.axhline(line, color="grey", linestyle="--", label="line rate")
-    ax.set_xlabel("frame size (bytes, FCS included)")
+    ax.set_xlabel("message size (bytes)" if matrix else "frame size (bytes, FCS included)")
+    if matrix:
+        ax.set_xscale("log")
     ax.set_ylabel("throughput (Gbit/s, L1)")
     ax.set_ylim(0, line * 1.1)
     ax.legend()
-    ax.set_title("Throughput vs frame size")
+    ax.set_title("Throughput vs message size" if matrix else "Throughput vs frame size")
     return save(fig, out, "throughput.png")
 
 

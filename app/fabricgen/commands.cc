@@ -12,6 +12,7 @@
 #include "config/plan.h"
 #include "drivers/registry.h"
 #include "engine/engine.h"
+#include "methods/matrix.h"
 #include "methods/throughput.h"
 #include "report/atomic_file.h"
 #include "session/run_report.h"
@@ -174,6 +175,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     }
     session::TestOutcome o;
     o.kind = test.kind;
+    o.test_index = i;
     if (test.kind == config::TestSpec::Kind::kBurst) {
       auto r = methods::RunBurst(session.eal(), session.ports(), streams, test, opt);
       if (!r.ok()) return Fail(r.status());
@@ -188,9 +190,31 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
         }
       }
     } else {
-      auto r = methods::RunThroughput(session.eal(), session.ports(), streams, test, opt);
-      if (!r.ok()) return Fail(r.status());
-      o.throughput = *std::move(r);
+      // One search per matrix cell (message size x QP count x direction).
+      const std::vector<methods::MatrixCell> cells = methods::ExpandMatrix(plan, test);
+      std::vector<double> lines;
+      for (port::Port* p : session.ports()) lines.push_back(p->capabilities().line_bps());
+      for (size_t c = 0; c < cells.size(); ++c) {
+        auto cell_streams = stream::Compile(cells[c].plan, lines);
+        if (!cell_streams.ok()) return Fail(cell_streams.status());
+        auto r = methods::RunThroughput(session.eal(), session.ports(), *cell_streams, cells[c].test, opt);
+        if (!r.ok()) return Fail(r.status());
+        r->cell = cells[c].label;
+        r->message_size = cells[c].message_size;
+        r->qps = cells[c].qps;
+        r->bidirectional = cells[c].bidirectional;
+        if (!cells[c].label.empty()) r->name = test.name + " [" + cells[c].label + "]";
+        if (c + 1 == cells.size()) {
+          o.throughput = *std::move(r);
+        } else {
+          session::TestOutcome cell;
+          cell.kind = test.kind;
+          cell.throughput = *std::move(r);
+          cell.test_index = i;
+          results.push_back(std::move(cell));
+        }
+        if (interrupt != nullptr && interrupt->load()) break;
+      }
     }
     interrupted = interrupt != nullptr && interrupt->load();
     results.push_back(std::move(o));

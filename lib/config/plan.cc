@@ -146,14 +146,36 @@ absl::Status ParseWarmup(const Node& n, TestSpec& t) {
 }
 
 absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance",
-                                  "trial_duration", "initial_duration", "goals", "warmup"}));
+  FG_RETURN_IF_ERROR(
+      n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance", "trial_duration",
+                   "initial_duration", "goals", "warmup", "message_sizes", "qps", "directions"}));
   TestSpec t;
   t.kind = TestSpec::Kind::kThroughput;
   t.line = n.line();
   t.name = "throughput";
   FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
   FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
+  if (auto list = n.Optional("message_sizes")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(uint64_t b, i.Bytes(1, uint64_t{1} << 31));
+      t.message_sizes.push_back(b);
+    }
+  }
+  if (auto list = n.Optional("qps")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(int64_t q, i.Int(1, 1 << 24));
+      t.qps.push_back(static_cast<uint32_t>(q));
+    }
+  }
+  if (auto list = n.Optional("directions")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(std::string d, i.OneOf({"uni", "bi"}));
+      t.bidirectional.push_back(d == "bi");
+    }
+  }
   if (auto s = n.Optional("search")) {
     FG_ASSIGN_OR_RETURN(std::string v, s->OneOf({"binary", "multi_goal"}));
     t.search = v == "binary" ? TestSpec::Search::kBinary : TestSpec::Search::kMultiGoal;

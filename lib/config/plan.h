@@ -91,6 +91,11 @@ struct TestSpec {
   int64_t initial_duration_ns = 1'000'000'000;  // multi-goal: the short trials
   std::vector<GoalSpec> goals;                  // multi-goal; default NDR 0 %, PDR 0.5 %
   int64_t warmup_ns = 1'000'000'000;            // traffic before the first trial (learning, ARP), not counted
+  // throughput: a matrix of searches, one per message size x QP count x
+  // direction (empty: the streams as planned, one direction).
+  std::vector<uint64_t> message_sizes;  // RoCE/UET message bytes, or UDP frame size
+  std::vector<uint32_t> qps;            // flows per stream (QPs, PDCs)
+  std::vector<bool> bidirectional;      // false: as planned; true: each stream also runs back from its rx_port
   // latency: `runs` trials of trial_duration at `load`; percentiles from the pooled samples.
   double load = 0.5;
   int runs = 20;

@@ -70,6 +70,13 @@ class LoadRunner {
   double line_l1_bps() const { return line_l1_bps_; }  // sum over the TX ports the load refers to
   double mean_frame_size() const { return mean_frame_size_; }
   const std::vector<std::string>& stream_names() const { return names_; }
+  // The TX ports the load refers to: name and L1 line rate.
+  std::vector<std::pair<std::string, double>> tx_ports() const {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& [index, n] : per_port_)
+      out.emplace_back(ports_[index]->name(), ports_[index]->capabilities().line_bps());
+    return out;
+  }
 
  private:
   LoadRunner() = default;

@@ -14,6 +14,7 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
   FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, test));
   out.streams = runner.stream_names();
   out.line_l1_bps = runner.line_l1_bps();
+  out.tx_ports = runner.tx_ports();
   out.mean_frame_size = runner.mean_frame_size();
 
   auto run = [&](double load, double duration_s, const std::string& phase) -> absl::StatusOr<TrialRecord> {

@@ -41,9 +41,15 @@ struct GoalOutcome {
 
 struct ThroughputResult {
   std::string name;
+  // The matrix cell (message size x QP count x direction) this search ran; 0 / false: as planned.
+  std::string cell;
+  uint64_t message_size = 0;
+  uint32_t qps = 0;
+  bool bidirectional = false;
   std::string search;  // "binary" or "multi_goal"
   std::vector<std::string> streams;
-  double line_l1_bps = 0;  // sum of the line rates the load refers to
+  double line_l1_bps = 0;                                // sum of the line rates the load refers to
+  std::vector<std::pair<std::string, double>> tx_ports;  // each TX port and its L1 line rate
   double mean_frame_size = 0;
   std::vector<GoalOutcome> goals;  // binary: one, named "throughput"
   std::vector<TrialRecord> trials;

@@ -169,7 +169,7 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
   w.Field("schema", "tests");
   w.Field("schema_version", kTestsReportSchemaVersion);
   WriteReportHeader(w, session, started_utc);
-  bool complete = !interrupted && results.size() == plan.tests.size();
+  bool complete = !interrupted && !results.empty() && results.back().test_index + 1 == plan.tests.size();
   for (const auto& r : results) complete = complete && r.complete();
   w.Field("complete", complete);
   w.Field("interrupted", interrupted);
@@ -202,7 +202,7 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
   w.Key("tests");
   w.BeginArray();
   for (size_t ti = 0; ti < results.size(); ++ti) {
-    const config::TestSpec& spec = plan.tests[ti];
+    const config::TestSpec& spec = plan.tests[results[ti].test_index];
     w.BeginObject();
     if (results[ti].kind == config::TestSpec::Kind::kLatency) {
       WriteLatency(w, results[ti].latency, spec);
@@ -216,6 +216,15 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
     }
     const methods::ThroughputResult& r = results[ti].throughput;
     w.Field("search", r.search);
+    if (!r.cell.empty()) {
+      w.Key("matrix_cell");
+      w.BeginObject();
+      w.Field("label", r.cell);
+      w.Field("message_size_bytes", r.message_size);
+      w.Field("qps", r.qps);
+      w.Field("direction", r.bidirectional ? "bi" : "uni");
+      w.EndObject();
+    }
     BeginTest(w, r.name, "throughput", r.streams);
     w.Field("min_load_fraction_of_line", spec.min_load);
     w.Field("max_load_fraction_of_line", spec.max_load);
@@ -249,6 +258,17 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
       w.Field("throughput_bps_l2", g.lower_bound_l2_bps);
       w.Field("throughput_pps", g.lower_bound_pps);
       w.Field("conditional_throughput_fraction_of_line", g.conditional_throughput);
+      // Measured over theoretical: the share of the line rate (L1) the goal holds at.
+      w.Field("efficiency_of_line_rate", g.lower_bound);
+      w.Key("per_port");
+      w.BeginArray();
+      for (const auto& [port, line] : r.tx_ports) {
+        w.BeginObject();
+        w.Field("port", port);
+        w.Field("throughput_bps_l1", g.lower_bound * line);
+        w.EndObject();
+      }
+      w.EndArray();
       w.EndObject();
     }
     w.EndArray();

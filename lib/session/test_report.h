@@ -28,6 +28,7 @@ inline constexpr int kTestsReportSchemaVersion = 1;
 // What one test of the plan produced (the member its kind names).
 struct TestOutcome {
   config::TestSpec::Kind kind = config::TestSpec::Kind::kThroughput;
+  size_t test_index = 0;  // in Plan::tests (a throughput matrix gives several outcomes per test)
   methods::ThroughputResult throughput;
   methods::LatencyResult latency;
   methods::BurstResult burst;

@@ -1,0 +1,51 @@
+#include "methods/matrix.h"
+
+#include <gtest/gtest.h>
+
+namespace fg::methods {
+namespace {
+
+TEST(Matrix, EveryMessageSizeQpCountAndDirectionIsACell) {
+  auto plan = config::ParsePlan("m.yaml", R"(
+ports: [{name: a}, {name: b}]
+streams:
+  - {name: w, port: a, rx_port: b, rate: 1 Mpps, frame: {roce: {op: WRITE, message: 4096}}}
+  - {name: u, port: a, rx_port: b, rate: 1 Mpps, frame: {size: 64}}
+tests:
+  - throughput: {streams: [w], message_sizes: [256, 1 MiB], qps: [1, 32], directions: [uni, bi]}
+  - throughput: {streams: [u], message_sizes: [128]}
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<MatrixCell> cells = ExpandMatrix(*plan, plan->tests[0]);
+  ASSERT_EQ(cells.size(), 8u);
+  EXPECT_EQ(cells[0].label, "msg=256 B, qps=1, uni");
+  EXPECT_EQ(cells[7].label, "msg=1048576 B, qps=32, bi");
+  for (const MatrixCell& c : cells) {
+    const config::StreamSpec& w = c.plan.streams[0];
+    EXPECT_EQ(w.frame.roce.message, c.message_size);
+    EXPECT_EQ(w.flows, c.qps);
+    EXPECT_EQ(c.plan.streams[1].frame.size, 64u);  // not in the test: untouched
+    if (c.bidirectional) {
+      ASSERT_EQ(c.test.streams.size(), 2u);
+      const config::StreamSpec& back = c.plan.streams[c.test.streams[1]];
+      EXPECT_EQ(back.name, "w-reverse");
+      EXPECT_EQ(back.port, w.rx_port);
+      EXPECT_EQ(back.rx_port, w.port);
+      EXPECT_EQ(back.frame.roce.message, c.message_size);
+    } else {
+      EXPECT_EQ(c.test.streams, std::vector<size_t>{0});
+    }
+  }
+  // UDP: the message size is the frame size. No matrix: one cell, no label.
+  const auto udp = ExpandMatrix(*plan, plan->tests[1]);
+  ASSERT_EQ(udp.size(), 1u);
+  EXPECT_EQ(udp[0].plan.streams[1].frame.size, 128u);
+  config::TestSpec plain = plan->tests[1];
+  plain.message_sizes.clear();
+  const auto one = ExpandMatrix(*plan, plain);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].label, "");
+}
+
+}  // namespace
+}  // namespace fg::methods

@@ -266,8 +266,11 @@ def render(rep, out):
     rows = [(t["name"], len(t["runs"]), "%.2f %%" % (t["cv_of_run_p50"] * 100)) for t in by_kind["latency"]]
     if rows:
         d.table(["latency test", "runs", "CV of the runs' P50"], rows)
-    d.p("Throughput and burst searches repeat each trial only as the search requires; repeat the plan to measure "
-        "their variation.")
+    rows = [(t["name"], g["name"], t["parameters"]["repetitions"], "%.2f %%" % (g["cv_of_repetitions"] * 100))
+            for t in by_kind["throughput"] for g in t["goals"]]
+    if rows:
+        d.table(["throughput test", "goal", "searches", "CV of their results"], rows)
+    d.p("Burst searches judge every length over all its repetitions at once (one lost frame fails it).")
     d.h(2, SECTIONS[9])
     d.p("When comparing fabrics, state for both: the number of hosts and accelerators per node and their "
         "placement, the per-accelerator bandwidth, oversubscription, the collective and message size, the transport "

@@ -148,7 +148,7 @@ absl::Status ParseWarmup(const Node& n, TestSpec& t) {
 absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(
       n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance", "trial_duration",
-                   "initial_duration", "goals", "warmup", "message_sizes", "qps", "directions"}));
+                   "initial_duration", "goals", "warmup", "message_sizes", "qps", "directions", "repetitions"}));
   TestSpec t;
   t.kind = TestSpec::Kind::kThroughput;
   t.line = n.line();
@@ -186,6 +186,7 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
   if (t.min_load > t.max_load) return n.At("min").Error("min must not be above max");
   FG_RETURN_IF_ERROR(Opt(n, "precision", t.precision, pct(0.0001, 100)));
   FG_RETURN_IF_ERROR(Opt(n, "loss_tolerance", t.loss_tolerance, pct(0, 99.9)));
+  FG_RETURN_IF_ERROR(Opt(n, "repetitions", t.search_repetitions, IntIn(1, 1000)));
   FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(Opt(n, "initial_duration", t.initial_duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(ParseWarmup(n, t));

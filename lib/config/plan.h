@@ -90,6 +90,7 @@ struct TestSpec {
   int64_t trial_duration_ns = 60'000'000'000;
   int64_t initial_duration_ns = 1'000'000'000;  // multi-goal: the short trials
   std::vector<GoalSpec> goals;                  // multi-goal; default NDR 0 %, PDR 0.5 %
+  int search_repetitions = 1;                   // throughput: searches whose results are averaged (CV reported)
   int64_t warmup_ns = 1'000'000'000;            // traffic before the first trial (learning, ARP), not counted
   // throughput: a matrix of searches, one per message size x QP count x
   // direction (empty: the streams as planned, one direction).

@@ -1,5 +1,8 @@
 #include "methods/throughput.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 
@@ -62,24 +65,23 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     return g;
   };
 
-  if (test.search == config::TestSpec::Search::kBinary) {
-    const search::BinarySpec spec{.min_load = test.min_load,
-                                  .max_load = test.max_load,
-                                  .precision = test.precision,
-                                  .loss_tolerance = test.loss_tolerance,
-                                  .duration_s = test.trial_duration_ns / 1e9};
-    auto r = search::Rfc2544Binary(spec, fn);
-    if (!r.ok()) {
-      out.complete = false;
-      out.stopped_because = std::string(r.status().message());
-      return out;
+  // One search; its goals' outcomes.
+  auto search_once = [&]() -> absl::StatusOr<std::vector<GoalOutcome>> {
+    std::vector<GoalOutcome> goals;
+    if (test.search == config::TestSpec::Search::kBinary) {
+      const search::BinarySpec spec{.min_load = test.min_load,
+                                    .max_load = test.max_load,
+                                    .precision = test.precision,
+                                    .loss_tolerance = test.loss_tolerance,
+                                    .duration_s = test.trial_duration_ns / 1e9};
+      FG_ASSIGN_OR_RETURN(search::BinaryResult r, search::Rfc2544Binary(spec, fn));
+      double loss_at = 0;
+      for (const search::Trial& t : r.trials) {
+        if (t.load == r.throughput) loss_at = t.m.loss_ratio();
+      }
+      goals.push_back(to_outcome("throughput", test.loss_tolerance, r.found, r.throughput, r.upper, loss_at));
+      return goals;
     }
-    double loss_at = 0;
-    for (const search::Trial& t : r->trials) {
-      if (t.load == r->throughput) loss_at = t.m.loss_ratio();
-    }
-    out.goals.push_back(to_outcome("throughput", test.loss_tolerance, r->found, r->throughput, r->upper, loss_at));
-  } else {
     search::MultiGoalSpec spec{.min_load = test.min_load,
                                .max_load = test.max_load,
                                .initial_duration_s = test.initial_duration_ns / 1e9,
@@ -88,17 +90,51 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
       spec.goals.push_back(search::Goal{
           .name = g.name, .loss_ratio = g.loss_ratio, .final_duration_s = g.final_duration_ns / 1e9, .width = g.width});
     }
-    auto r = search::MultiGoalSearch(spec, fn);
-    if (!r.ok()) {
-      out.complete = false;
-      out.stopped_because = std::string(r.status().message());
-      return out;
-    }
-    for (size_t i = 0; i < r->goals.size(); ++i) {
-      const search::GoalResult& g = r->goals[i];
-      out.goals.push_back(
+    FG_ASSIGN_OR_RETURN(search::MultiGoalResult r, search::MultiGoalSearch(spec, fn));
+    for (size_t i = 0; i < r.goals.size(); ++i) {
+      const search::GoalResult& g = r.goals[i];
+      goals.push_back(
           to_outcome(g.name, spec.goals[i].loss_ratio, g.found, g.lower_bound, g.upper_bound, g.loss_ratio_at_lower));
     }
+    return goals;
+  };
+
+  // `repetitions` searches: each goal's result is the mean of their lower
+  // bounds (found when every search found it), with their spread.
+  std::vector<std::vector<GoalOutcome>> reps;
+  for (int k = 0; k < test.search_repetitions; ++k) {
+    auto goals = search_once();
+    if (!goals.ok()) {
+      out.complete = false;
+      out.stopped_because = std::string(goals.status().message());
+      break;
+    }
+    reps.push_back(*std::move(goals));
+  }
+  if (reps.empty()) return out;
+  out.goals = reps[0];
+  for (size_t g = 0; g < out.goals.size(); ++g) {
+    GoalOutcome& o = out.goals[g];
+    double sum = 0, cond = 0;
+    o.repetition_lower_bounds.clear();
+    for (const auto& r : reps) {
+      o.found = o.found && r[g].found;
+      o.repetition_lower_bounds.push_back(r[g].lower_bound);
+      sum += r[g].lower_bound;
+      cond += r[g].conditional_throughput;
+      o.upper_bound = std::max(o.upper_bound, r[g].upper_bound);
+    }
+    const double n = static_cast<double>(reps.size());
+    const double mean = sum / n;
+    double sq = 0;
+    for (double x : o.repetition_lower_bounds) sq += (x - mean) * (x - mean);
+    o.cv = reps.size() > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean : 0;
+    const GoalOutcome averaged = to_outcome(o.name, o.loss_ratio, o.found, mean, o.upper_bound, 0);
+    o.lower_bound = averaged.lower_bound;
+    o.lower_bound_l1_bps = averaged.lower_bound_l1_bps;
+    o.lower_bound_l2_bps = averaged.lower_bound_l2_bps;
+    o.lower_bound_pps = averaged.lower_bound_pps;
+    o.conditional_throughput = cond / n;
   }
   return out;
 }

@@ -37,6 +37,10 @@ struct GoalOutcome {
   double lower_bound_l1_bps = 0;      // the lower bound as aggregate L1 bit/s
   double lower_bound_l2_bps = 0;      // ... and without preamble and inter-frame gap
   double lower_bound_pps = 0;
+  // With repetitions: each search's lower bound (the fields above hold their mean) and their
+  // coefficient of variation.
+  std::vector<double> repetition_lower_bounds;
+  double cv = 0;
 };
 
 struct ThroughputResult {

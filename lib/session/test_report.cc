@@ -236,6 +236,7 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
     }
     w.Field("trial_duration_s", spec.trial_duration_ns / 1e9);
     w.Field("warmup_s", spec.warmup_ns / 1e9);
+    w.Field("repetitions", spec.search_repetitions);
     w.EndObject();
     w.Field("line_rate_bps_l1", r.line_l1_bps);
     w.Field("mean_frame_size_bytes", r.mean_frame_size);
@@ -260,6 +261,11 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
       w.Field("conditional_throughput_fraction_of_line", g.conditional_throughput);
       // Measured over theoretical: the share of the line rate (L1) the goal holds at.
       w.Field("efficiency_of_line_rate", g.lower_bound);
+      w.Key("repetitions_lower_bound_fraction_of_line");
+      w.BeginArray();
+      for (double x : g.repetition_lower_bounds) w.Double(x);
+      w.EndArray();
+      w.Field("cv_of_repetitions", g.cv);
       w.Key("per_port");
       w.BeginArray();
       for (const auto& [port, line] : r.tx_ports) {

@@ -213,6 +213,10 @@ class RunTest(Workdir):
                 continue
             for g in t["goals"]:
                 self.assertTrue(g["found"], plan + " " + g["name"])
+                reps = g["repetitions_lower_bound_fraction_of_line"]
+                self.assertEqual(len(reps), t["parameters"]["repetitions"], plan)
+                self.assertAlmostEqual(sum(reps) / len(reps), g["lower_bound_fraction_of_line"], places=9)
+                self.assertEqual(g["cv_of_repetitions"], 0.0, plan)  # the loopback is the same every time
                 self.assertEqual(g["lower_bound_fraction_of_line"], t["parameters"]["max_load_fraction_of_line"])
                 self.assertAlmostEqual(g["throughput_bps_l1"], t["line_rate_bps_l1"] * g["lower_bound_fraction_of_line"], delta=1)
 

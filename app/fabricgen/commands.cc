@@ -152,9 +152,11 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
         std::cout << absl::StrFormat("test %d of %d: %s (burst, %d..%d frames, %d repetitions per length)\n", i + 1,
                                      plan.tests.size(), test.name, test.min_frames, test.max_frames, test.repetitions);
       } else
-        std::cout << (latency ? absl::StrFormat("test %d of %d: %s (latency, %d runs of %s at %.3f %% of line)\n",
-                                                i + 1, plan.tests.size(), test.name, test.runs,
-                                                FormatDuration(test.trial_duration_ns), test.load * 100)
+        std::cout << (latency ? absl::StrFormat(
+                                    "test %d of %d: %s (latency, %d runs of %s at %s)\n", i + 1, plan.tests.size(),
+                                    test.name, test.runs, FormatDuration(test.trial_duration_ns),
+                                    test.load_from.empty() ? absl::StrFormat("%.3f %% of line", test.load * 100)
+                                                           : "the throughput of " + test.load_from)
                               : absl::StrFormat(
                                     "test %d of %d: %s (throughput, %s search)\n", i + 1, plan.tests.size(), test.name,
                                     test.search == config::TestSpec::Search::kBinary ? "binary" : "multi-goal"));
@@ -181,7 +183,21 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
       if (!r.ok()) return Fail(r.status());
       o.burst = *std::move(r);
     } else if (latency) {
-      auto r = methods::RunLatency(session.eal(), session.ports(), streams, test, opt);
+      // RFC 2544 26.2: at the throughput an earlier test found, when named.
+      config::TestSpec at = test;
+      if (!test.load_from.empty()) {
+        for (const session::TestOutcome& earlier : results) {
+          if (earlier.kind == config::TestSpec::Kind::kThroughput &&
+              plan.tests[earlier.test_index].name == test.load_from && !earlier.throughput.goals.empty() &&
+              earlier.throughput.goals[0].found) {
+            at.load = earlier.throughput.goals[0].lower_bound;
+          }
+        }
+        if (!args.quiet) {
+          std::cout << absl::StrFormat("  at the throughput of %s: %.3f %% of line\n", test.load_from, at.load * 100);
+        }
+      }
+      auto r = methods::RunLatency(session.eal(), session.ports(), streams, at, opt);
       if (!r.ok()) return Fail(r.status());
       o.latency = *std::move(r);
       for (const session::TestOutcome& earlier : results) {

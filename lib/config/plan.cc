@@ -221,7 +221,8 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
 }
 
 absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup", "compare_to"}));
+  FG_RETURN_IF_ERROR(
+      n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup", "compare_to", "at_throughput_of"}));
   TestSpec t;
   t.kind = TestSpec::Kind::kLatency;
   t.line = n.line();
@@ -231,6 +232,15 @@ absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
   FG_RETURN_IF_ERROR(Opt(n, "load", t.load, [](const Node& x) { return x.Percent(0.0001, 100); }));
   FG_RETURN_IF_ERROR(Opt(n, "runs", t.runs, IntIn(1, 10000)));
+  if (auto a = n.Optional("at_throughput_of")) {
+    if (n.Optional("load")) return a->Error("a latency test has either a load or at_throughput_of, not both");
+    FG_ASSIGN_OR_RETURN(t.load_from, a->String());
+    if (std::none_of(plan.tests.begin(), plan.tests.end(), [&](const TestSpec& x) {
+          return x.kind == TestSpec::Kind::kThroughput && x.name == t.load_from;
+        })) {
+      return a->Error(absl::StrFormat("no earlier throughput test named '%s'", t.load_from));
+    }
+  }
   if (auto c = n.Optional("compare_to")) {
     FG_ASSIGN_OR_RETURN(t.compare_to, c->String());
     auto it = std::find_if(plan.tests.begin(), plan.tests.end(), [&](const TestSpec& x) {

@@ -101,6 +101,7 @@ struct TestSpec {
   double load = 0.5;
   int runs = 20;
   std::string compare_to;  // latency: an earlier (e.g. unloaded, single-QP) latency test: the increase factor
+  std::string load_from;   // latency: run at the throughput an earlier throughput test found (its first goal)
   // burst: back-to-back bursts at line rate from every stream at once (incast
   // when several), searched for the longest one no repetition loses a frame of.
   uint32_t min_frames = 1, max_frames = 10'000;

@@ -143,6 +143,35 @@ class RunTest(Workdir):
         self.assertEqual(st["rx_packets"], st["tx_packets"])
 
 
+    def test_ctrl_c_during_tests_writes_the_trials_so_far_marked_incomplete(self):
+        plan = self.write("tests.yaml", "streams: [{name: s, rate: 1 kpps}]\n"
+                          "tests:\n  - latency: {load: 1 %, runs: 20, trial_duration: 2 s, warmup: none}\n")
+        out = os.path.join(self.dir, "out")
+        p = subprocess.Popen([FABRICGEN, "run", plan, "--out", out], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            line = p.stdout.readline()
+            while line and "trial 0 (run)" not in line:  # one run done, the second under way
+                line = p.stdout.readline()
+            time.sleep(0.5)
+            p.send_signal(signal.SIGINT)
+            stdout, stderr = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        self.assertEqual(p.returncode, 1, stderr)
+        self.assertIn("interrupted: marked incomplete", stdout)
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        self.assertFalse(rep["complete"])
+        self.assertTrue(rep["interrupted"])
+        t = rep["tests"][0]
+        self.assertFalse(t["complete"])
+        self.assertEqual(t["stopped_because"], "interrupted")
+        self.assertGreaterEqual(len(t["runs"]), 1)
+        self.assertLess(len(t["runs"]), 20)
+        self.assertEqual(t["pooled"]["samples"], sum(r["samples"] for r in t["runs"]))
+
     def test_every_example_plan_runs_on_the_loopback(self):
         plans = []
         for d, _, files in os.walk(os.path.join(ROOT, "configs")):

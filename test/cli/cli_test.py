@@ -115,23 +115,28 @@ class RunTest(Workdir):
         self.assertEqual(rep["streams"][0]["rx_packets"], 0)  # net_null drops what it is sent
 
 
-    def test_ctrl_c_stops_traffic_and_still_writes_an_incomplete_report(self):
-        plan = self.write("long.yaml", "streams: [{name: s, rate: 50 kpps, duration: 60 s}]\n")
-        out = os.path.join(self.dir, "out")
+    def interrupt_run(self, plan, out, ready, delay):
+        """Runs the plan, waits for a stdout line `ready` accepts and `delay` s more, then sends SIGINT."""
         p = subprocess.Popen([FABRICGEN, "run", plan, "--out", out], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
-            # Wait for traffic: the placement line is printed just before it starts.
             line = p.stdout.readline()
-            while line and not line.startswith("lcore "):
+            while line and not ready(line):
                 line = p.stdout.readline()
-            time.sleep(1.0)
+            time.sleep(delay)
             p.send_signal(signal.SIGINT)
             stdout, stderr = p.communicate(timeout=30)
         finally:
             if p.poll() is None:
                 p.kill()
-        self.assertEqual(p.returncode, 1, stderr)
+        return p.returncode, stdout, stderr
+
+    def test_ctrl_c_stops_traffic_and_still_writes_an_incomplete_report(self):
+        plan = self.write("long.yaml", "streams: [{name: s, rate: 50 kpps, duration: 60 s}]\n")
+        out = os.path.join(self.dir, "out")
+        # Wait for traffic: the placement line is printed just before it starts.
+        rc, stdout, stderr = self.interrupt_run(plan, out, lambda line: line.startswith("lcore "), 1.0)
+        self.assertEqual(rc, 1, stderr)
         self.assertIn("interrupted: report marked incomplete", stdout)
         with open(os.path.join(out, "report.json")) as f:
             rep = json.load(f)
@@ -147,19 +152,9 @@ class RunTest(Workdir):
         plan = self.write("tests.yaml", "streams: [{name: s, rate: 1 kpps}]\n"
                           "tests:\n  - latency: {load: 1 %, runs: 20, trial_duration: 2 s, warmup: none}\n")
         out = os.path.join(self.dir, "out")
-        p = subprocess.Popen([FABRICGEN, "run", plan, "--out", out], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        try:
-            line = p.stdout.readline()
-            while line and "trial 0 (run)" not in line:  # one run done, the second under way
-                line = p.stdout.readline()
-            time.sleep(0.5)
-            p.send_signal(signal.SIGINT)
-            stdout, stderr = p.communicate(timeout=30)
-        finally:
-            if p.poll() is None:
-                p.kill()
-        self.assertEqual(p.returncode, 1, stderr)
+        # One run done, the second under way.
+        rc, stdout, stderr = self.interrupt_run(plan, out, lambda line: "trial 0 (run)" in line, 0.5)
+        self.assertEqual(rc, 1, stderr)
         self.assertIn("interrupted: marked incomplete", stdout)
         with open(os.path.join(out, "report.json")) as f:
             rep = json.load(f)

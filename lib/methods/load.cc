@@ -106,6 +106,24 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   const double secs = r.duration_ns > 0 ? r.duration_ns / 1e9 : duration_s;
   t.offered_l1_bps = tx_l1_bits / secs;
   t.received_l1_bps = rx_l1_bits / secs;
+  for (const engine::PortResult& p : r.ports) {
+    t.rx_other_frames += p.rx_unknown_packets;
+    for (const auto& [key, v] :
+         {std::pair{"hw_tx_packets", p.hw.tx_packets}, std::pair{"hw_rx_packets", p.hw.rx_packets},
+          std::pair{"hw_rx_missed", p.hw.rx_missed}, std::pair{"hw_rx_errors", p.hw.rx_errors},
+          std::pair{"hw_tx_errors", p.hw.tx_errors}}) {
+      t.port_counters.emplace_back(p.name + "." + key, v);
+    }
+    for (const port::Xstat& x : p.xstats) {
+      if (x.value == 0) continue;
+      for (const char* word : {"pause", "pfc", "prio", "xon", "xoff", "drop", "discard", "error", "nombuf"}) {
+        if (x.name.find(word) != std::string::npos) {
+          t.port_counters.emplace_back(p.name + "." + x.name, x.value);
+          break;
+        }
+      }
+    }
+  }
   t.loss_ratio = t.tx_frames == 0 ? 0
                                   : static_cast<double>(t.tx_frames - std::min(t.tx_frames, t.rx_frames)) /
                                         static_cast<double>(t.tx_frames);

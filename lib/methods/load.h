@@ -36,10 +36,15 @@ struct TrialRecord {
   int senders = 0;            // burst tests: streams bursting at once
   double duration_s = 0;
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
+  uint64_t rx_other_frames = 0;           // received without a signature of the test (ARP, LLDP, ...)
   double loss_ratio = 0;
   double offered_l1_bps = 0, received_l1_bps = 0;  // aggregate over the test's streams
   bool included = true;
   std::string excluded_because;  // why a trial does not count (warm-up)
+  // The ports' own view of the trial (a second observation point): the PMD's
+  // packet and miss counters, and every non-zero xstat about pause/PFC
+  // frames, drops, discards or errors. Keys "port.counter".
+  std::vector<std::pair<std::string, uint64_t>> port_counters;
 };
 
 struct MethodOptions {

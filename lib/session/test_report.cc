@@ -24,11 +24,16 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   w.Field("duration_s", t.duration_s);
   w.Field("tx_frames", t.tx_frames);
   w.Field("rx_frames_unique", t.rx_frames);
+  w.Field("rx_frames_other", t.rx_other_frames);
   w.Field("loss_ratio", t.loss_ratio);
   w.Field("offered_bps_l1", t.offered_l1_bps);
   w.Field("received_bps_l1", t.received_l1_bps);
   w.Field("included", t.included);
   if (!t.included) w.Field("excluded_because", t.excluded_because);
+  w.Key("port_counters");
+  w.BeginObject();
+  for (const auto& [k, v] : t.port_counters) w.Field(k, v);
+  w.EndObject();
   w.EndObject();
 }
 

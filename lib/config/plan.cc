@@ -200,7 +200,7 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
     if (t.search != TestSpec::Search::kMultiGoal) return g->Error("goals belong to search: multi_goal");
     FG_ASSIGN_OR_RETURN(std::vector<Node> items, g->Items());
     for (const Node& i : items) {
-      FG_RETURN_IF_ERROR(i.CheckKeys({"name", "loss", "final_duration", "width"}));
+      FG_RETURN_IF_ERROR(i.CheckKeys({"name", "loss", "final_duration", "width", "exceed_ratio", "duration_sum"}));
       GoalSpec goal;
       FG_ASSIGN_OR_RETURN(Node name, i.Required("name"));
       FG_ASSIGN_OR_RETURN(goal.name, name.String());
@@ -208,6 +208,8 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
       FG_ASSIGN_OR_RETURN(goal.loss_ratio, loss.Percent(0, 99.9));
       FG_RETURN_IF_ERROR(Opt(i, "final_duration", goal.final_duration_ns, DurationIn()));
       FG_RETURN_IF_ERROR(Opt(i, "width", goal.width, pct(0.0001, 50)));
+      FG_RETURN_IF_ERROR(Opt(i, "exceed_ratio", goal.exceed_ratio, pct(0, 99)));
+      FG_RETURN_IF_ERROR(Opt(i, "duration_sum", goal.duration_sum_ns, DurationIn()));
       t.goals.push_back(goal);
     }
     if (t.goals.empty()) return g->Error("goals: list is empty");

@@ -73,6 +73,8 @@ struct GoalSpec {
   double loss_ratio = 0;          // a trial exceeds the goal above this (0.005 = 0.5 %)
   int64_t final_duration_ns = 0;  // 0: the test's trial_duration
   double width = 0.005;           // relative width at which the goal is done
+  double exceed_ratio = 0;        // share of duration_sum that exceeding trials may take at a lower bound
+  int64_t duration_sum_ns = 0;    // 0: final_duration
 };
 
 // One test of the plan's `tests:` list.

@@ -87,8 +87,11 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
                                .initial_duration_s = test.initial_duration_ns / 1e9,
                                .goals = {}};
     for (const config::GoalSpec& g : test.goals) {
-      spec.goals.push_back(search::Goal{
-          .name = g.name, .loss_ratio = g.loss_ratio, .final_duration_s = g.final_duration_ns / 1e9, .width = g.width});
+      search::Goal goal{
+          .name = g.name, .loss_ratio = g.loss_ratio, .final_duration_s = g.final_duration_ns / 1e9, .width = g.width};
+      goal.exceed_ratio = g.exceed_ratio;
+      goal.duration_sum_s = g.duration_sum_ns / 1e9;
+      spec.goals.push_back(goal);
     }
     FG_ASSIGN_OR_RETURN(search::MultiGoalResult r, search::MultiGoalSearch(spec, fn));
     for (size_t i = 0; i < r.goals.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_format.h"
@@ -95,32 +96,55 @@ namespace {
 
 // What the trials so far say about one goal.
 struct GoalState {
-  double hi;  // lowest load with an exceeding trial (any duration); max_load + if none
+  double hi;  // lowest upper-bound load; max_load if none
   bool hi_seen = false;
-  std::optional<double> lo_final;  // highest load below hi met by a final-duration trial
-  const Trial* lo_trial = nullptr;
-  std::optional<double> lo_short;  // highest load below hi met by a short trial only
+  std::optional<double> lo_final;    // highest lower-bound load below hi
+  const Trial* lo_trial = nullptr;   // a final-duration pass there (for the conditional throughput)
+  std::optional<double> lo_pending;  // highest undecided load below hi that some trial met the goal at
 };
 
 GoalState Classify(const Goal& g, const std::vector<Trial>& trials, double max_load) {
+  const double sum = std::max(g.duration_sum_s, g.final_duration_s);
+  const double allowed = g.exceed_ratio * sum;  // seconds of exceeding trials a lower bound may have
+  struct LoadTotals {
+    double exceeding = 0, passing_final = 0;
+    bool passed = false;
+    const Trial* final_pass = nullptr;
+  };
+  std::map<double, LoadTotals> by_load;
+  for (const Trial& t : trials) {
+    LoadTotals& l = by_load[t.load];
+    if (t.m.loss_ratio() > g.loss_ratio) {
+      l.exceeding += t.duration_s;
+    } else {
+      l.passed = true;
+      if (t.duration_s >= g.final_duration_s) {
+        l.passing_final += t.duration_s;
+        l.final_pass = &t;
+      }
+    }
+  }
   GoalState s;
   s.hi = max_load;
-  for (const Trial& t : trials) {
-    if (t.m.loss_ratio() > g.loss_ratio && (!s.hi_seen || t.load < s.hi)) {
-      s.hi = t.load;
+  auto upper = [&](const LoadTotals& l) { return allowed == 0 ? l.exceeding > 0 : l.exceeding > allowed; };
+  for (const auto& [load, l] : by_load) {
+    if (upper(l) && (!s.hi_seen || load < s.hi)) {
+      s.hi = load;
       s.hi_seen = true;
     }
   }
-  for (const Trial& t : trials) {
-    if (t.m.loss_ratio() > g.loss_ratio) continue;
-    if (s.hi_seen && t.load >= s.hi) continue;  // a pass at or above a known failure says nothing new
-    if (t.duration_s >= g.final_duration_s) {
-      if (!s.lo_final || t.load > *s.lo_final) {
-        s.lo_final = t.load;
-        s.lo_trial = &t;
+  for (const auto& [load, l] : by_load) {
+    if ((s.hi_seen && load >= s.hi) || upper(l) || !l.passed) continue;
+    // Pessimistic: every second of the duration sum not yet tried at full length exceeds.
+    const bool lower =
+        l.passing_final > 0 && l.exceeding + std::max(0.0, sum - l.passing_final - l.exceeding) <= allowed;
+    if (lower) {
+      if (!s.lo_final || load > *s.lo_final) {
+        s.lo_final = load;
+        s.lo_trial = l.final_pass;
       }
-    } else if (!s.lo_short || t.load > *s.lo_short) {
-      s.lo_short = t.load;
+    } else if (!s.lo_pending || load > *s.lo_pending) {
+      s.lo_pending = load;
     }
   }
   return s;
@@ -152,7 +176,7 @@ absl::StatusOr<MultiGoalResult> MultiGoalSearch(const MultiGoalSpec& spec, const
     for (const Goal& g : spec.goals) {
       const GoalState s = Classify(g, rec.trials(), spec.max_load);
       if (s.hi_seen && s.hi <= spec.min_load) continue;  // nothing passes: done, not found
-      const double lo_any = std::max({s.lo_final.value_or(0), s.lo_short.value_or(0), 0.0});
+      const double lo_any = std::max({s.lo_final.value_or(0), s.lo_pending.value_or(0), 0.0});
       std::pair<double, double> want;
       if (!s.hi_seen && !s.lo_final) {
         want = {g.final_duration_s, spec.max_load};  // max passed short: confirm it at full duration

@@ -15,7 +15,9 @@
 //    trial is classified against every goal, so one trial narrows them all.
 //    Short trials narrow first (a short trial that exceeds a goal's loss
 //    ratio is an upper bound: more time only loses more); then only trials
-//    of the goal's final duration can make a load a lower bound. A goal is
+//    of the goal's final duration can make a load a lower bound, repeated at
+//    one load until its exceed ratio over the goal's duration sum decides
+//    it (a noisy DUT may lose in some trials and not others). A goal is
 //    done when its lower bound is a final-duration pass and its upper bound
 //    is within the goal width above it; its conditional throughput is the
 //    forwarding rate measured at the lower bound.
@@ -78,6 +80,14 @@ struct Goal {
   double loss_ratio = 0;  // a trial exceeds the goal when its loss ratio is above this
   double final_duration_s = 60;
   double width = 0.005;  // relative: done when (upper - lower) / upper <= width
+  // MLRsearch's goal exceed ratio and duration sum: a load is an upper bound
+  // once its exceeding trials last more than exceed_ratio x duration_sum, and
+  // a lower bound once even the pessimistic view (every second not yet tried
+  // exceeding) stays within that, counting final-duration passes only.
+  // 0 and 0 (duration_sum = final duration): one exceeding trial makes an
+  // upper bound, one final-duration pass a lower bound.
+  double exceed_ratio = 0;
+  double duration_sum_s = 0;
 };
 
 struct MultiGoalSpec {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 namespace fg::search {
 namespace {
@@ -148,6 +149,39 @@ TEST(MultiGoalSearch, ShortTrialsThatABufferFoolsAreNotTrusted) {
   for (const Trial& t : r->trials)
     short_passed_above |= t.duration_s == 1 && t.m.loss_ratio() == 0 && t.load > c * 1.01;
   EXPECT_TRUE(short_passed_above);
+}
+
+// A noisy DUT: up to `clean` it never loses; up to `noisy` every other trial
+// at a load loses; above, every trial does. With exceed ratio 0 one losing
+// trial makes an upper bound; with 50 % over a duration sum of two final
+// trials, a load that lost in one of two counts as met, as MLRsearch says.
+TEST(MultiGoalSearch, ExceedRatioDecidesLoadsThatLoseSometimes) {
+  const double clean = 1e6, noisy = 1.1e6;
+  std::map<double, int> seen;
+  auto dut = [&](double load, double secs, const std::string&) -> absl::StatusOr<Measurement> {
+    const uint64_t tx = static_cast<uint64_t>(load * secs);
+    const bool lose = load > noisy || (load > clean && seen[load]++ % 2 == 1);
+    return Measurement{tx, lose ? tx - tx / 100 : tx};
+  };
+  for (double exceed : {0.0, 0.5}) {
+    seen.clear();
+    Goal g{.name = "NDR", .loss_ratio = 0, .final_duration_s = 10, .width = 0.005};
+    g.exceed_ratio = exceed;
+    g.duration_sum_s = 20;
+    auto r = MultiGoalSearch({.min_load = 1e4, .max_load = 2e6, .initial_duration_s = 1, .goals = {g}}, dut);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const GoalResult& ndr = r->goals[0];
+    ASSERT_TRUE(ndr.found);
+    const double truth = exceed == 0 ? clean : noisy;
+    EXPECT_LE(ndr.lower_bound, truth) << exceed;
+    EXPECT_GE(ndr.lower_bound, truth * (1 - 0.006)) << exceed;
+    if (exceed > 0) {
+      // The lower bound rests on two final trials (the duration sum) at that load.
+      int finals = 0;
+      for (const Trial& t : r->trials) finals += t.load == ndr.lower_bound && t.duration_s == 10;
+      EXPECT_GE(finals, 2);
+    }
+  }
 }
 
 TEST(MultiGoalSearch, NothingPassesAtTheFloor) {

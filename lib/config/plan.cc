@@ -145,16 +145,31 @@ absl::Status ParseWarmup(const Node& n, TestSpec& t) {
   return absl::OkStatus();
 }
 
+// What every test has: its kind, line, name (default `kind_name`) and streams.
+absl::StatusOr<TestSpec> TestHead(const Plan& plan, const Node& n, TestSpec::Kind kind, const char* kind_name) {
+  TestSpec t;
+  t.kind = kind;
+  t.line = n.line();
+  t.name = kind_name;
+  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
+  FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
+  return t;
+}
+
+// The name at `key`, which must be an earlier test of `kind`.
+absl::Status EarlierTest(const Plan& plan, const Node& n, TestSpec::Kind kind, const char* what, std::string& out) {
+  FG_ASSIGN_OR_RETURN(out, n.String());
+  for (const TestSpec& x : plan.tests) {
+    if (x.kind == kind && x.name == out) return absl::OkStatus();
+  }
+  return n.Error(absl::StrFormat("no earlier %s test named '%s'", what, out));
+}
+
 absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(
       n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance", "trial_duration",
                    "initial_duration", "goals", "warmup", "message_sizes", "qps", "directions", "repetitions"}));
-  TestSpec t;
-  t.kind = TestSpec::Kind::kThroughput;
-  t.line = n.line();
-  t.name = "throughput";
-  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
-  FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
+  FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kThroughput, "throughput"));
   if (auto list = n.Optional("message_sizes")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
     for (const Node& i : items) {
@@ -225,32 +240,16 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
 absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(
       n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup", "compare_to", "at_throughput_of"}));
-  TestSpec t;
-  t.kind = TestSpec::Kind::kLatency;
-  t.line = n.line();
-  t.name = "latency";
+  FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kLatency, "latency"));
   t.trial_duration_ns = 120'000'000'000;  // RFC 2544 26.2
-  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
-  FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
   FG_RETURN_IF_ERROR(Opt(n, "load", t.load, [](const Node& x) { return x.Percent(0.0001, 100); }));
   FG_RETURN_IF_ERROR(Opt(n, "runs", t.runs, IntIn(1, 10000)));
   if (auto a = n.Optional("at_throughput_of")) {
     if (n.Optional("load")) return a->Error("a latency test has either a load or at_throughput_of, not both");
-    FG_ASSIGN_OR_RETURN(t.load_from, a->String());
-    if (std::none_of(plan.tests.begin(), plan.tests.end(), [&](const TestSpec& x) {
-          return x.kind == TestSpec::Kind::kThroughput && x.name == t.load_from;
-        })) {
-      return a->Error(absl::StrFormat("no earlier throughput test named '%s'", t.load_from));
-    }
+    FG_RETURN_IF_ERROR(EarlierTest(plan, *a, TestSpec::Kind::kThroughput, "throughput", t.load_from));
   }
   if (auto c = n.Optional("compare_to")) {
-    FG_ASSIGN_OR_RETURN(t.compare_to, c->String());
-    auto it = std::find_if(plan.tests.begin(), plan.tests.end(), [&](const TestSpec& x) {
-      return x.kind == TestSpec::Kind::kLatency && x.name == t.compare_to;
-    });
-    if (it == plan.tests.end()) {
-      return c->Error(absl::StrFormat("no earlier latency test named '%s' to compare with", t.compare_to));
-    }
+    FG_RETURN_IF_ERROR(EarlierTest(plan, *c, TestSpec::Kind::kLatency, "latency", t.compare_to));
   }
   FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(ParseWarmup(n, t));
@@ -260,13 +259,8 @@ absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
 absl::StatusOr<TestSpec> ParseBurst(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(
       n.CheckKeys({"name", "streams", "min_frames", "max_frames", "repetitions", "gap", "warmup", "incast"}));
-  TestSpec t;
-  t.kind = TestSpec::Kind::kBurst;
-  t.line = n.line();
-  t.name = "burst";
+  FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kBurst, "burst"));
   t.warmup_ns = 0;
-  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
-  FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
   FG_RETURN_IF_ERROR(Opt(n, "min_frames", t.min_frames, IntIn(1, 1 << 24)));
   FG_RETURN_IF_ERROR(Opt(n, "max_frames", t.max_frames, IntIn(1, 1 << 24)));
   if (t.min_frames > t.max_frames) return n.At("min_frames").Error("min_frames must not be above max_frames");

@@ -116,6 +116,7 @@ class TbfCapacityTest(unittest.TestCase):
                 self.assertEqual(c["a.hw_rx_packets"] + c["b.hw_rx_packets"], t["rx_frames_unique"] + t["rx_frames_other"],
                                  test["name"])
         lost = sum(t["tx_frames"] - t["rx_frames_unique"] for test in self.report["tests"] for t in test["trials"])
+        sys.stderr.write("lost over all trials: %d by our count, %d by the qdisc's\n" % (lost, tbf_dropped(self.qdisc)))
         self.assertEqual(lost, tbf_dropped(self.qdisc), self.qdisc)
         self.assertGreater(lost, 0)
 

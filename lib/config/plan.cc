@@ -287,8 +287,11 @@ absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n) {
 
 absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
   FG_RETURN_IF_ERROR(root.CheckKeys(
-      {"version", "name", "dut", "host", "topology", "eal", "duration", "drain", "ports", "streams", "tests"}));
+      {"version", "name", "dut", "host", "topology", "eal", "duration", "drain", "ports", "streams", "tests", "lab"}));
   Plan plan;
+  // The lab (tools/lab.py builds it and validates its contents) is the
+  // tester's surroundings, not something fabricgen runs.
+  if (auto lab = root.Optional("lab")) FG_RETURN_IF_ERROR(lab->ExpectMap());
   plan.file = file;
   if (auto v = root.Optional("version")) {
     FG_ASSIGN_OR_RETURN(int64_t version, v->Int(kPlanVersion, kPlanVersion));

@@ -170,6 +170,8 @@ class RunTest(Workdir):
     def test_every_example_plan_runs_on_the_loopback(self):
         plans = []
         for d, _, files in os.walk(os.path.join(ROOT, "configs")):
+            if os.path.basename(d) == "lab":
+                continue  # configs/lab/ plans need their namespace lab: the lab suite runs them
             plans += [os.path.join(d, f) for f in sorted(files) if f.endswith(".yaml")]
         self.assertGreaterEqual(len(plans), 7)
         for plan in plans:

@@ -1,0 +1,299 @@
+// fabricgen-impair: the lab's own impairment stage, for what the kernel here
+// cannot do (no netem, no RED): a fixed delay with jitter, and reordering.
+//
+// It sits between two veth ends in a namespace of its own (tools/lab.py puts it
+// there) and copies every frame from --in to --out and back from --out to --in.
+// Frames from --in are impaired; every one of them gets a line in the decision
+// log, written in the order the frames leave, so the log is the truth a test
+// compares fabricgen's analyzer with:
+//
+//   out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent
+//
+// in_ns is the kernel's receive time of the frame (SO_TIMESTAMPNS), out_ns the
+// time just before it is sent, both CLOCK_REALTIME; held_ns = out_ns - in_ns.
+// action is `pass` (no reordering: the frame left after its delay, in arrival
+// order) or `reorder` (held back until `extent` later frames had left; extent
+// is how many actually did). Decisions come from one seeded generator, so the
+// same seed and the same arrivals give the same decisions.
+//
+// Delay: delay_ns + a uniform draw in [-jitter_ns, +jitter_ns] (never < 0),
+// in FIFO order (a frame never leaves before the one ahead of it, as on a
+// link), so jitter alone does not reorder.
+//
+// Prints "ready" on stdout once both sockets are open; on SIGTERM/SIGINT it
+// sends (and logs) every frame it still holds, then exits.
+#include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+struct Options {
+  std::string in, out, log;
+  int64_t delay_ns = 0, jitter_ns = 0;
+  double reorder = 0;
+  int extent = 1;
+  uint64_t seed = 1;
+};
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "fabricgen-impair: %s\n", what.c_str());
+  std::exit(2);
+}
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+int OpenPort(const std::string& name) {
+  const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+  if (fd < 0) Die("socket(AF_PACKET): " + std::string(std::strerror(errno)) + " (needs root)");
+  const unsigned index = if_nametoindex(name.c_str());
+  if (index == 0) Die("no interface '" + name + "'");
+  sockaddr_ll sll{};
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons(ETH_P_ALL);
+  sll.sll_ifindex = static_cast<int>(index);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0) {
+    Die("bind " + name + ": " + std::strerror(errno));
+  }
+  const int one = 1;
+  // Our own transmissions on this device are not arrivals.
+  if (setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) != 0) {
+    Die("PACKET_IGNORE_OUTGOING: " + std::string(std::strerror(errno)));
+  }
+  if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0) {
+    Die("SO_TIMESTAMPNS: " + std::string(std::strerror(errno)));
+  }
+  const int buf = 8 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  return fd;
+}
+
+struct Frame {
+  std::vector<uint8_t> bytes;
+  uint64_t in_index = 0;
+  int64_t in_ns = 0;
+  int64_t release_ns = 0;
+  int wait = 0;  // reorder: later frames still to leave before this one
+  int passed = 0;
+};
+
+// Receives one frame; false when none is waiting.
+bool Receive(int fd, std::vector<uint8_t>& buf, Frame& f) {
+  iovec iov{buf.data(), buf.size()};
+  alignas(cmsghdr) char control[256];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  const ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR) return false;
+    Die(std::string("recvmsg: ") + std::strerror(errno));
+  }
+  if (static_cast<size_t>(n) > buf.size()) Die("a frame of " + std::to_string(n) + " B is larger than 64 KiB");
+  f.bytes.assign(buf.begin(), buf.begin() + n);
+  f.in_ns = NowNs();
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec ts;
+      std::memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+      f.in_ns = int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+    }
+  }
+  return true;
+}
+
+void Send(int fd, const std::vector<uint8_t>& bytes) {
+  for (;;) {
+    if (send(fd, bytes.data(), bytes.size(), 0) >= 0) return;
+    if (errno == EAGAIN || errno == ENOBUFS || errno == EINTR) continue;  // the veth is busy: wait, never drop
+    Die(std::string("send: ") + std::strerror(errno));
+  }
+}
+
+class Stage {
+ public:
+  Stage(const Options& o, int out_fd, FILE* log) : o_(o), out_(out_fd), log_(log), rng_(o.seed) {
+    std::fprintf(log_, "out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent\n");
+  }
+
+  void Arrive(Frame f) {
+    f.in_index = next_in_++;
+    int64_t d = o_.delay_ns;
+    if (o_.jitter_ns > 0) d += std::uniform_int_distribution<int64_t>(-o_.jitter_ns, o_.jitter_ns)(rng_);
+    f.release_ns = std::max(f.in_ns + std::max<int64_t>(d, 0), last_release_);
+    last_release_ = f.release_ns;
+    if (o_.reorder > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < o_.reorder) {
+      f.wait = o_.extent;
+      held_.push_back(std::move(f));
+    } else {
+      fifo_.push_back(std::move(f));
+    }
+  }
+
+  // Sends what is due; returns the time of the next release (or -1).
+  int64_t Service(int64_t now, bool flush) {
+    while (!fifo_.empty() && (flush || fifo_.front().release_ns <= now)) {
+      Frame f = std::move(fifo_.front());
+      fifo_.pop_front();
+      Emit(f, "pass", 0);
+      // Frames held back for reordering leave once `extent` later ones have.
+      for (auto it = held_.begin(); it != held_.end();) {
+        if (it->in_index < f.in_index && ++it->passed >= it->wait) {
+          Emit(*it, "reorder", it->passed);
+          it = held_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    // A held frame whose followers never came (the traffic stopped) leaves
+    // 10 ms after its release time with the extent it reached.
+    for (auto it = held_.begin(); it != held_.end();) {
+      if (flush || now >= it->release_ns + 10'000'000) {
+        Emit(*it, "reorder", it->passed);
+        it = held_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    int64_t next = -1;
+    if (!fifo_.empty()) next = fifo_.front().release_ns;
+    for (const Frame& f : held_) {
+      const int64_t t = f.release_ns + 10'000'000;
+      if (next < 0 || t < next) next = t;
+    }
+    return next;
+  }
+
+  uint64_t received() const { return next_in_; }
+
+ private:
+  void Emit(const Frame& f, const char* action, int extent) {
+    const int64_t out_ns = NowNs();
+    Send(out_, f.bytes);
+    std::fprintf(log_, "%llu,%llu,%zu,%lld,%lld,%lld,%s,%d\n", static_cast<unsigned long long>(next_out_++),
+                 static_cast<unsigned long long>(f.in_index), f.bytes.size(), static_cast<long long>(f.in_ns),
+                 static_cast<long long>(out_ns), static_cast<long long>(out_ns - f.in_ns), action, extent);
+  }
+
+  const Options& o_;
+  int out_;
+  FILE* log_;
+  std::mt19937_64 rng_;
+  std::deque<Frame> fifo_;
+  std::vector<Frame> held_;
+  uint64_t next_in_ = 0, next_out_ = 0;
+  int64_t last_release_ = 0;
+};
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  auto need = [&](int& i) -> std::string_view {
+    if (i + 1 >= argc) Die(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  auto number = [&](int& i) -> double {
+    const std::string_view flag = argv[i];
+    const std::string v(need(i));
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0' || d < 0) Die(std::string(flag) + ": not a non-negative number: " + v);
+    return d;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--in") {
+      o.in = need(i);
+    } else if (a == "--out") {
+      o.out = need(i);
+    } else if (a == "--log") {
+      o.log = need(i);
+    } else if (a == "--delay-ns") {
+      o.delay_ns = static_cast<int64_t>(number(i));
+    } else if (a == "--jitter-ns") {
+      o.jitter_ns = static_cast<int64_t>(number(i));
+    } else if (a == "--reorder") {
+      o.reorder = number(i);
+      if (o.reorder > 1) Die("--reorder is a probability 0..1");
+    } else if (a == "--extent") {
+      o.extent = static_cast<int>(number(i));
+      if (o.extent < 1) Die("--extent is at least 1");
+    } else if (a == "--seed") {
+      o.seed = static_cast<uint64_t>(number(i));
+    } else {
+      Die("unknown argument '" + std::string(a) +
+          "'; usage: fabricgen-impair --in IF --out IF --log FILE [--delay-ns N] [--jitter-ns N] [--reorder P] "
+          "[--extent K] [--seed S]");
+    }
+  }
+  if (o.in.empty() || o.out.empty() || o.log.empty()) Die("--in, --out and --log are required");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = Parse(argc, argv);
+  std::signal(SIGTERM, [](int) { g_stop = 1; });
+  std::signal(SIGINT, [](int) { g_stop = 1; });
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // wake on time, not up to 50 us late
+  FILE* log = std::fopen(o.log.c_str(), "w");
+  if (log == nullptr) Die("cannot write " + o.log + ": " + std::strerror(errno));
+  const int in = OpenPort(o.in), out = OpenPort(o.out);
+  Stage stage(o, out, log);
+  std::printf("ready\n");
+  std::fflush(stdout);
+
+  std::vector<uint8_t> buf(65536);
+  uint64_t reverse = 0;
+  int64_t next = -1;
+  while (!g_stop) {
+    pollfd fds[2] = {{in, POLLIN, 0}, {out, POLLIN, 0}};
+    timespec timeout{1, 0};
+    if (next >= 0) {
+      const int64_t wait = std::max<int64_t>(next - NowNs(), 0);
+      timeout = {static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
+    }
+    if (ppoll(fds, 2, &timeout, nullptr) < 0 && errno != EINTR) Die(std::string("ppoll: ") + std::strerror(errno));
+    Frame f;
+    while (Receive(in, buf, f)) stage.Arrive(std::move(f));
+    while (Receive(out, buf, f)) {  // the other direction passes untouched
+      Send(in, f.bytes);
+      ++reverse;
+    }
+    next = stage.Service(NowNs(), false);
+  }
+  stage.Service(NowNs(), true);
+  std::fclose(log);
+  std::fprintf(stderr, "fabricgen-impair: %llu frames impaired, %llu passed back\n",
+               static_cast<unsigned long long>(stage.received()), static_cast<unsigned long long>(reverse));
+  return 0;
+}

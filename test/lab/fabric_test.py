@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+"""Lab suite: the example plans of configs/lab/ in their namespace fabrics
+(tools/lab.py), each truth injected by the kernel or recorded by our
+impairment stage's decision log, recovered by fabricgen's analyzer within the
+tolerance written beside each assertion. Needs root.
+
+usage: fabric_test.py FABRICGEN SOURCE_ROOT
+"""
+import csv
+import json
+import math
+import os
+import struct
+import sys
+import tempfile
+import unittest
+
+FABRICGEN, ROOT = "", ""
+
+
+def load_lab():
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import lab  # noqa: E402
+    return lab
+
+
+class LabRun(unittest.TestCase):
+    """Runs one configs/lab plan in its lab once per class."""
+
+    PLAN = None
+    CAPTURES = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lab = load_lab()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="fabricgen-lab-")
+        plan = os.path.join(ROOT, "configs", "lab", cls.PLAN)
+        out = os.path.join(cls.tmp.name, "out")
+        with cls.lab.Lab(cls.lab.LabSpec.load(plan), workdir=cls.tmp.name) as lab:
+            cls.result, cls.truth = lab.run([FABRICGEN, "run", plan, "--out", out], captures=cls.CAPTURES)
+            lab.stop_stages()
+        cls.report = None
+        if cls.result.returncode == 0:
+            with open(os.path.join(out, "report.json")) as f:
+                cls.report = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr + self.result.stdout)
+        self.streams = {s["name"]: s for s in self.report["streams"]}
+        self.imps = self.truth["impairments"]
+
+    def say(self, fmt, *args):
+        sys.stderr.write("  " + (fmt % args) + "\n")
+
+
+def binomial_interval(n, p, z=3.2905):
+    """The 99.9 % interval of a binomial count (normal approximation, +/-0.5 continuity)."""
+    sd = math.sqrt(n * p * (1 - p))
+    return n * p - z * sd - 0.5, n * p + z * sd + 0.5
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class NftTruthsTest(LabRun):
+    """configs/lab/nft-truths.yaml: one stream per nftables rule on leaf3's
+    link to b (and an htb bottleneck on its link to c) in a 2-spine x 4-leaf
+    fabric. Every rule's counter is exact truth for its stream's figure."""
+
+    PLAN = "nft-truths.yaml"
+
+    def counter(self, i):
+        return self.imps[i]["counter"]["packets"]
+
+    def test_random_loss_equals_the_rule_counter_and_falls_in_the_binomial_interval(self):
+        s, dropped = self.streams["random-loss"], self.counter(0)
+        lo, hi = binomial_interval(s["tx_packets"], 0.01)
+        self.say("random loss: lost %d, nft dropped %d, 99.9 %% interval of 1 %% of %d: %.0f..%.0f",
+                 s["lost_packets"], dropped, s["tx_packets"], lo, hi)
+        self.assertEqual(s["lost_packets"], dropped)  # exact
+        self.assertTrue(lo <= dropped <= hi, (lo, dropped, hi))
+
+    def test_psn_pattern_loss_is_exact(self):
+        # drop_psn mask 0xff value 7: every flow's PSN starts at 0 and flows
+        # take turns, so flow i sent n_i frames and lost those with PSN % 256 == 7.
+        s = self.streams["psn-pattern"]
+        n, flows = s["tx_packets"], s["flows"]
+        expected = sum((n // flows + (1 if i < n % flows else 0) + 248) // 256 for i in range(flows))
+        self.say("PSN pattern: lost %d in %d loss events; nft dropped %d; expected %d",
+                 s["lost_packets"], s["loss_events"], self.counter(1), expected)
+        self.assertEqual(self.counter(1), expected)
+        self.assertEqual(s["lost_packets"], expected)
+        self.assertEqual(s["loss_events"], expected)  # 256 apart: every loss is an event of its own
+
+    def test_duplicates_equal_the_dup_rule_counter(self):
+        s = self.streams["duplicated"]
+        self.say("duplicates: %d; nft dup %d", s["duplicate_packets"], self.counter(2))
+        self.assertEqual(s["duplicate_packets"], self.counter(2))
+        self.assertEqual(s["lost_packets"], 0)
+        self.assertEqual(s["rx_packets"], s["tx_packets"] + self.counter(2))
+        lo, hi = binomial_interval(s["tx_packets"], 0.02)
+        self.assertTrue(lo <= self.counter(2) <= hi)
+
+    def test_ce_marks_equal_the_rule_counters_ipv4_and_ipv6(self):
+        for name, i, p in (("ce-marked", 3, 0.10), ("ce-marked-v6", 4, 0.05)):
+            s = self.streams[name]
+            self.say("%s: %d CE-marked frames received; nft marked %d (%.2f %% of %d)", name, s["ecn_ce_packets"],
+                     self.counter(i), 100.0 * s["ecn_ce_packets"] / s["rx_packets"], s["rx_packets"])
+            self.assertEqual(s["ecn_ce_packets"], self.counter(i))
+            self.assertEqual(s["lost_packets"], 0)
+            lo, hi = binomial_interval(s["tx_packets"], p)
+            self.assertTrue(lo <= s["ecn_ce_packets"] <= hi, (name, lo, s["ecn_ce_packets"], hi))
+
+    def test_policer_rate_within_2_percent_and_drops_equal_its_counter(self):
+        s = self.streams["policed"]
+        rate = s["rx_packets"] / (s["duration_ns"] / 1e9)
+        self.say("policer 4,000 frames/s (burst 5): received %.1f frames/s (%+.2f %%); lost %d, nft dropped %d",
+                 rate, (rate / 4000 - 1) * 100, s["lost_packets"], self.counter(5))
+        self.assertEqual(s["lost_packets"], self.counter(5))
+        self.assertLess(abs(rate / 4000 - 1), 0.02)
+
+    def test_htb_bottleneck_rate_within_2_percent_and_drops_equal_the_qdisc(self):
+        s = self.streams["shaped"]
+        qdisc = {q["kind"]: q for q in self.imps[6]["qdisc"]}
+        # htb counts frames without FCS (1514 B), at 80 Mbit/s.
+        truth = 80e6 / (1514 * 8)
+        rate = s["rx_packets"] / (s["duration_ns"] / 1e9)
+        self.say("htb 80 Mbit/s = %.1f frames/s of 1518 B: received %.1f frames/s (%+.2f %%); lost %d, bfifo dropped %d",
+                 truth, rate, (rate / truth - 1) * 100, s["lost_packets"], qdisc["bfifo"]["drops"])
+        self.assertLess(abs(rate / truth - 1), 0.02)
+        self.assertEqual(s["lost_packets"], qdisc["bfifo"]["drops"])
+
+    def test_every_frame_of_a_crosses_one_spine_and_ecmp_uses_both(self):
+        links = self.truth["links"]
+        sent = self.report["ports"][0]["tx_packets"]
+        up = [links["leaf0-spine%d" % i]["tx_packets"] for i in range(2)]
+        self.say("leaf0 uplinks carried %s frames of the %d port a sent", up, sent)
+        self.assertEqual(sum(up), sent)
+        self.assertTrue(all(u > 0 for u in up))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class StageTest(LabRun):
+    """configs/lab/stage-delay-reorder.yaml: our impairment stage delays b's
+    frames (3 ms +/- 1 ms) and reorders c's; its decision logs are the truth."""
+
+    PLAN = "stage-delay-reorder.yaml"
+
+    def log(self, link):
+        path = next(i["log"] for i in self.imps if i["link"] == link)
+        with open(path) as f:
+            return list(csv.DictReader(f))
+
+    @staticmethod
+    def pct(values, q):
+        v = sorted(values)
+        return v[min(len(v) - 1, int(math.ceil(q * len(v))) - 1)]
+
+    def test_fixed_delay_within_5_percent(self):
+        held = [int(r["held_ns"]) for r in self.log("leaf0-b")]
+        s, base = self.streams["delayed"]["latency"], self.streams["baseline"]["latency"]
+        self.assertEqual(len(held), self.streams["delayed"]["tx_packets"])
+        truth = self.pct(held, 0.5) + base["p50_ns"]
+        self.say("delay: stage log P50 %.0f ns + baseline path P50 %.0f ns = %.0f ns; fabricgen P50 %.0f ns (%+.2f %%)",
+                 self.pct(held, 0.5), base["p50_ns"], truth, s["p50_ns"], (s["p50_ns"] / truth - 1) * 100)
+        self.assertLess(abs(s["p50_ns"] / truth - 1), 0.05)
+
+    def test_jitter_within_5_percent(self):
+        # The spread of the delay, P99 - P50, from the log and from fabricgen.
+        held = [int(r["held_ns"]) for r in self.log("leaf0-b")]
+        s = self.streams["delayed"]["latency"]
+        truth = self.pct(held, 0.99) - self.pct(held, 0.5)
+        got = s["p99_ns"] - s["p50_ns"]
+        self.say("jitter: stage log P99 - P50 %.0f ns; fabricgen %.0f ns (%+.2f %%)", truth, got,
+                 (got / truth - 1) * 100)
+        self.assertGreater(truth, 900e3)  # the +/-1 ms draw is there
+        self.assertLess(abs(got / truth - 1), 0.05)
+
+    def test_reordering_count_and_extent_are_exact(self):
+        rows = self.log("leaf0-c")
+        s = self.streams["reordered"]
+        # One flow whose sequence is its arrival order at the stage; in the
+        # order frames left, a frame is reordered when a later one left first,
+        # and its extent is how far below the highest sequence seen it is.
+        highest, reordered, extent = -1, 0, 0
+        for r in rows:
+            i = int(r["in_index"])
+            if i < highest:
+                reordered += 1
+                extent = max(extent, highest - i)
+            highest = max(highest, i)
+        held = sum(1 for r in rows if r["action"] == "reorder")
+        self.say("reordering: stage held back %d frames (extent 3); from its log %d reordered, max extent %d; "
+                 "fabricgen %d, max extent %d", held, reordered, extent, s["reordered_packets"],
+                 s["reorder_extent_max_packets"])
+        self.assertGreater(held, 0)
+        self.assertEqual(s["reordered_packets"], reordered)
+        self.assertEqual(s["reorder_extent_max_packets"], extent)
+        self.assertEqual(s["lost_packets"], 0)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class LinkDownTest(LabRun):
+    """configs/lab/link-down.yaml: leaf1's link to b is down for 300 ms
+    (rtnetlink, acknowledged: the interval is known within its uncertainty);
+    tcpdump on both tester ports confirms the frames lost."""
+
+    PLAN = "link-down.yaml"
+    CAPTURES = (("leaf0", "a"), ("tester", "fgb"))  # what enters the fabric, what reaches b
+
+    def test_loss_duration_and_packets_lost_match_the_down_interval(self):
+        s = self.streams["s"]
+        t = self.imps[0]
+        rate = s["set_rate_pps"]
+        gap_ns = 1e9 * s["flows"] / rate  # flows take turns: one flow's inter-packet gap
+        lo_ns, hi_ns = t["down_ns_min"], t["down_ns"]
+        self.say("link down %.3f..%.3f ms; fabricgen: longest loss %.3f ms (allowed up to %.3f ms), %d frames lost "
+                 "(%.0f..%.0f at %d frames/s)", lo_ns / 1e6, hi_ns / 1e6, s["loss_duration_max_ns"] / 1e6,
+                 (hi_ns + gap_ns + 1e6) / 1e6, s["lost_packets"], lo_ns * rate / 1e9, hi_ns * rate / 1e9, rate)
+        # Loss duration within one inter-packet gap + 1 ms of the down interval.
+        self.assertGreaterEqual(s["loss_duration_max_ns"], lo_ns - gap_ns - 1e6)
+        self.assertLessEqual(s["loss_duration_max_ns"], hi_ns + gap_ns + 1e6)
+        # Frames lost: what the port sent while the link was down (+/-1 per flow at the edges).
+        self.assertGreaterEqual(s["lost_packets"], math.floor(lo_ns * rate / 1e9) - s["flows"])
+        self.assertLessEqual(s["lost_packets"], math.ceil(hi_ns * rate / 1e9) + s["flows"])
+
+    def test_captures_at_both_ends_count_the_same_loss(self):
+        caps = self.truth["captures"]
+        lab = self.lab
+        counts = {}
+        for iface in ("leaf0-a", "tester-fgb"):
+            self.assertEqual(caps[iface]["kernel_dropped"], 0, iface)
+            frames = lab.pcap_frames(caps[iface]["pcap"])
+            # RoCEv2 over IPv4: EtherType 0x0800, UDP destination port 4791.
+            counts[iface] = sum(1 for f in frames if len(f) > 38 and f[12:14] == b"\x08\x00"
+                                and struct.unpack_from("!H", f, 14 + 4 * (f[14] & 15) + 2)[0] == 4791)
+        s = self.streams["s"]
+        self.say("tcpdump: %d frames entered leaf0 from a, %d reached b: %d lost; fabricgen: %d",
+                 counts["leaf0-a"], counts["tester-fgb"], counts["leaf0-a"] - counts["tester-fgb"], s["lost_packets"])
+        self.assertEqual(counts["leaf0-a"], s["tx_packets"])
+        self.assertEqual(counts["leaf0-a"] - counts["tester-fgb"], s["lost_packets"])
+
+
+if __name__ == "__main__":
+    FABRICGEN, ROOT = sys.argv[1], sys.argv[2]
+    unittest.main(argv=sys.argv[:1], verbosity=2)

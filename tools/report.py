@@ -175,7 +175,7 @@ def burst_figure(tests, out):
 def render(rep, out):
     d = Doc()
     tests = rep["tests"]
-    by_kind = {k: [t for t in tests if t["kind"] == k] for k in ("throughput", "latency", "burst")}
+    by_kind = {k: [t for t in tests if t["kind"] == k] for k in ("throughput", "latency", "burst", "load_balance")}
     d.h(1, "fabricgen report: %s" % (rep["plan"]["name"] or rep["plan"]["file"]))
     d.p("Plan %s, started %s, fabricgen %s. %s" % (
         rep["plan"]["file"], rep["started_utc"], rep["tool"]["version"],
@@ -248,6 +248,16 @@ def render(rep, out):
                  for t in by_kind["burst"] for p in t["incast"]])
         d.figure(burst_figure(by_kind["burst"], out), "Absorbed burst vs incast ratio")
         figures += 1
+    for t in by_kind["load_balance"]:
+        d.h(3, "Load balance: %s" % t["name"])
+        d.p("%d flows over %d parallel links; the DUT's own transmit counters (L_i = bytes on link i). "
+            "MMR = max L_i / mean L_i (1 is even), JFI = (sum L_i)^2 / (N sum L_i^2) (1/N to 1). "
+            "The links carried %d frames; the analyzer received %d."
+            % (t["flows"], len(t["links"]), t["link_packets"], t["rx_frames_unique"]))
+        total = sum(l["tx_bytes"] for l in t["links"]) or 1
+        d.table(["link", "frames", "bytes", "share"],
+                [(l["name"], l["tx_packets"], l["tx_bytes"], "%.2f %%" % (100.0 * l["tx_bytes"] / total))
+                 for l in t["links"]] + [("MMR %.4f" % t["mmr"], "", "", "JFI %.4f" % t["jfi"])])
 
     d.h(2, SECTIONS[6])
     anomalies = [(t["name"], t.get("stopped_because", "")) for t in tests if not t["complete"]]

@@ -15,6 +15,7 @@
 #include "methods/matrix.h"
 #include "methods/throughput.h"
 #include "report/atomic_file.h"
+#include "session/dut_counters.h"
 #include "session/run_report.h"
 #include "session/session.h"
 #include "session/test_report.h"
@@ -151,6 +152,11 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
       if (test.kind == config::TestSpec::Kind::kBurst) {
         std::cout << absl::StrFormat("test %d of %d: %s (burst, %d..%d frames, %d repetitions per length)\n", i + 1,
                                      plan.tests.size(), test.name, test.min_frames, test.max_frames, test.repetitions);
+      } else if (test.kind == config::TestSpec::Kind::kLoadBalance) {
+        std::cout << absl::StrFormat(
+            "test %d of %d: %s (load balance over %d links, %d runs of %s at %.3f %% of line)\n", i + 1,
+            plan.tests.size(), test.name, test.links.size(), test.runs, FormatDuration(test.trial_duration_ns),
+            test.load * 100);
       } else
         std::cout << (latency ? absl::StrFormat(
                                     "test %d of %d: %s (latency, %d runs of %s at %s)\n", i + 1, plan.tests.size(),
@@ -182,6 +188,11 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
       auto r = methods::RunBurst(session.eal(), session.ports(), streams, test, opt);
       if (!r.ok()) return Fail(r.status());
       o.burst = *std::move(r);
+    } else if (test.kind == config::TestSpec::Kind::kLoadBalance) {
+      auto r = methods::RunLoadBalance(session.eal(), session.ports(), streams, test, opt,
+                                       [&] { return session::ReadDutCounters(plan.dut_counters); });
+      if (!r.ok()) return Fail(r.status());
+      o.load_balance = *std::move(r);
     } else if (latency) {
       // RFC 2544 26.2: at the throughput an earlier test found, when named.
       config::TestSpec at = test;

@@ -277,17 +277,42 @@ absl::StatusOr<TestSpec> ParseBurst(const Plan& plan, const Node& n) {
   return t;
 }
 
+absl::StatusOr<TestSpec> ParseLoadBalance(const Plan& plan, const Node& n) {
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "links", "load", "runs", "trial_duration", "warmup"}));
+  FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kLoadBalance, "load_balance"));
+  if (plan.dut_counters.empty()) {
+    return n.Error("a load_balance test reads the DUT's link counters: give the plan `dut_counters` (a command)");
+  }
+  FG_ASSIGN_OR_RETURN(Node links, n.Required("links"));
+  FG_ASSIGN_OR_RETURN(std::vector<Node> items, links.Items());
+  if (items.size() < 2) return links.Error("links: name at least two parallel links (the DUT's counter names)");
+  std::set<std::string> seen;
+  for (const Node& i : items) {
+    FG_ASSIGN_OR_RETURN(std::string link, i.String());
+    if (!seen.insert(link).second) return i.Error(absl::StrFormat("link '%s' is listed twice", link));
+    t.links.push_back(link);
+  }
+  t.runs = 1;
+  t.trial_duration_ns = 10'000'000'000;
+  FG_RETURN_IF_ERROR(Opt(n, "load", t.load, [](const Node& x) { return x.Percent(0.0001, 100); }));
+  FG_RETURN_IF_ERROR(Opt(n, "runs", t.runs, IntIn(1, 10000)));
+  FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
+  FG_RETURN_IF_ERROR(ParseWarmup(n, t));
+  return t;
+}
+
 absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"throughput", "latency", "burst"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"throughput", "latency", "burst", "load_balance"}));
   if (auto t = n.Optional("throughput")) return ParseThroughput(plan, *t);
   if (auto t = n.Optional("latency")) return ParseLatency(plan, *t);
   if (auto t = n.Optional("burst")) return ParseBurst(plan, *t);
-  return n.Error("a test names its kind: throughput, latency or burst");
+  if (auto t = n.Optional("load_balance")) return ParseLoadBalance(plan, *t);
+  return n.Error("a test names its kind: throughput, latency, burst or load_balance");
 }
 
 absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
-  FG_RETURN_IF_ERROR(root.CheckKeys(
-      {"version", "name", "dut", "host", "topology", "eal", "duration", "drain", "ports", "streams", "tests", "lab"}));
+  FG_RETURN_IF_ERROR(root.CheckKeys({"version", "name", "dut", "host", "topology", "dut_counters", "eal", "duration",
+                                     "drain", "ports", "streams", "tests", "lab"}));
   Plan plan;
   // The lab (tools/lab.py builds it and validates its contents) is the
   // tester's surroundings, not something fabricgen runs.
@@ -302,6 +327,14 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
   for (auto [key, out] : {std::pair{"dut", &plan.dut}, std::pair{"host", &plan.host}}) {
     if (auto m = root.Optional(key)) {
       FG_ASSIGN_OR_RETURN(*out, m->StringPairs());
+    }
+  }
+  if (auto c = root.Optional("dut_counters")) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, c->Items());
+    if (items.empty()) return c->Error("dut_counters: give the command and its arguments, e.g. [lab.py, counters]");
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(std::string arg, i.String());
+      plan.dut_counters.push_back(arg);
     }
   }
   if (auto e = root.Optional("eal")) {

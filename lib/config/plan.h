@@ -79,7 +79,7 @@ struct GoalSpec {
 
 // One test of the plan's `tests:` list.
 struct TestSpec {
-  enum class Kind { kThroughput, kLatency, kBurst } kind = Kind::kThroughput;
+  enum class Kind { kThroughput, kLatency, kBurst, kLoadBalance } kind = Kind::kThroughput;
   std::string name;
   std::vector<size_t> streams;  // indices into Plan::streams; all when the plan lists none
   enum class Search { kBinary, kMultiGoal } search = Search::kBinary;
@@ -110,6 +110,9 @@ struct TestSpec {
   int repetitions = 50;
   int64_t gap_ns = 100'000'000;  // after each burst, for the DUT's buffer to drain
   std::vector<int> incast;       // burst: sender counts to sweep (the test's first N streams); empty: all at once
+  // load_balance: `runs` trials at `load`; the DUT's counters of these
+  // parallel links (Plan::dut_counters) give each link's share: MMR and JFI.
+  std::vector<std::string> links;
   int line = 0;
 };
 
@@ -120,6 +123,10 @@ struct Plan {
   // pairs describing the DUT and the tester host, and the topology in words.
   std::vector<std::pair<std::string, std::string>> dut, host;
   std::string topology;
+  // A command (argv; the first word found on PATH) that prints the DUT's
+  // per-link counters as JSON: {"LINK": {"tx_packets": N, "tx_bytes": N}, ...}.
+  // load_balance tests read it before and after every trial.
+  std::vector<std::string> dut_counters;
   std::vector<std::string> eal;         // extra EAL arguments
   int64_t duration_ns = 1'000'000'000;  // upper bound of one run
   int64_t drain_ns = 100'000'000;       // wait for in-flight frames after TX stops

@@ -30,14 +30,10 @@ absl::StatusOr<LatencyResult> RunLatency(const port::Eal& eal, const std::vector
     }
     return r;
   };
-  if (test.warmup_ns > 0) {
-    auto w = trial(test.warmup_ns / 1e9);
-    if (!w.ok()) return out;
-    TrialRecord t = runner.Record(*w, test.load, test.warmup_ns / 1e9, "warm-up", 0);
-    t.included = false;
-    t.excluded_because = "warm-up: fills address tables and queues before the first counted run";
-    out.trials.push_back(t);
-    if (options.on_trial) options.on_trial(t);
+  if (absl::Status w = RunWarmup(runner, test, test.load, options, out.trials); !w.ok()) {
+    out.complete = false;
+    out.stopped_because = std::string(w.message());
+    return out;
   }
   const double secs = test.trial_duration_ns / 1e9;
   for (int i = 0; i < test.runs; ++i) {

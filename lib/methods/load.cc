@@ -130,4 +130,18 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   return t;
 }
 
+absl::Status RunWarmup(const LoadRunner& runner, const config::TestSpec& test, double load,
+                       const MethodOptions& options, std::vector<TrialRecord>& trials) {
+  if (test.warmup_ns <= 0) return absl::OkStatus();
+  const double secs = test.warmup_ns / 1e9;
+  auto w = runner.Run(load, secs, options);
+  if (!w.ok()) return w.status();
+  TrialRecord t = runner.Record(*w, load, secs, "warm-up", static_cast<int>(trials.size()));
+  t.included = false;
+  t.excluded_because = "warm-up: fills address tables and queues before the first counted run";
+  trials.push_back(t);
+  if (options.on_trial) options.on_trial(t);
+  return absl::OkStatus();
+}
+
 }  // namespace fg::methods

@@ -93,4 +93,9 @@ class LoadRunner {
   double line_l1_bps_ = 0, mean_frame_size_ = 0;
 };
 
+// The test's warm-up, when it has one: traffic at `load` for warmup_ns,
+// appended to `trials` as not counted (and shown through on_trial).
+absl::Status RunWarmup(const LoadRunner& runner, const config::TestSpec& test, double load,
+                       const MethodOptions& options, std::vector<TrialRecord>& trials);
+
 }  // namespace fg::methods

@@ -164,6 +164,56 @@ void WriteBurst(report::JsonWriter& w, const methods::BurstResult& r, const conf
   WriteAccounting(w, r.trials);
 }
 
+void WriteLinks(report::JsonWriter& w, const std::vector<methods::LinkLoad>& links) {
+  w.Key("links");
+  w.BeginArray();
+  for (const methods::LinkLoad& l : links) {
+    w.BeginObject();
+    w.Field("name", l.name);
+    w.Field("tx_packets", l.tx_packets);
+    w.Field("tx_bytes", l.tx_bytes);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteLoadBalance(report::JsonWriter& w, const methods::LoadBalanceResult& r, const config::TestSpec& spec) {
+  BeginTest(w, r.name, "load_balance", r.streams);
+  w.Field("load_fraction_of_line", spec.load);
+  w.Field("runs", spec.runs);
+  w.Field("trial_duration_s", spec.trial_duration_ns / 1e9);
+  w.Field("warmup_s", spec.warmup_ns / 1e9);
+  w.Key("links");
+  w.BeginArray();
+  for (const std::string& l : spec.links) w.String(l);
+  w.EndArray();
+  w.EndObject();
+  w.Field("line_rate_bps_l1", r.line_l1_bps);
+  w.Field("flows", r.flows);
+  w.Field("observation_point",
+          "the DUT's own per-link transmit counters (plan dut_counters), read before and after each run; "
+          "L_i = bytes sent on link i");
+  w.Field("complete", r.complete);
+  if (!r.complete) w.Field("stopped_because", r.stopped_because);
+  w.Field("mmr", r.mmr);
+  w.Field("jfi", r.jfi);
+  w.Field("link_packets", r.link_packets);
+  w.Field("rx_frames_unique", r.rx_frames);
+  WriteLinks(w, r.links);
+  w.Key("runs");
+  w.BeginArray();
+  for (const methods::LoadBalanceRun& run : r.runs) {
+    w.BeginObject();
+    w.Field("trial_index", run.trial.index);
+    w.Field("mmr", run.mmr);
+    w.Field("jfi", run.jfi);
+    WriteLinks(w, run.links);
+    w.EndObject();
+  }
+  w.EndArray();
+  WriteAccounting(w, r.trials);
+}
+
 }  // namespace
 
 std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& results, const std::string& started_utc,
@@ -216,6 +266,11 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
     }
     if (results[ti].kind == config::TestSpec::Kind::kBurst) {
       WriteBurst(w, results[ti].burst, spec);
+      w.EndObject();
+      continue;
+    }
+    if (results[ti].kind == config::TestSpec::Kind::kLoadBalance) {
+      WriteLoadBalance(w, results[ti].load_balance, spec);
       w.EndObject();
       continue;
     }
@@ -295,7 +350,8 @@ double EstimateTestSeconds(const config::TestSpec& t, int64_t drain_ns) {
   const double drain = drain_ns / 1e9, trial = t.trial_duration_ns / 1e9, warm = t.warmup_ns / 1e9;
   auto halvings = [](double range) { return range > 1 ? std::ceil(std::log2(range)) : 1.0; };
   switch (t.kind) {
-    case config::TestSpec::Kind::kLatency: return warm + t.runs * (trial + drain);
+    case config::TestSpec::Kind::kLatency:
+    case config::TestSpec::Kind::kLoadBalance: return warm + t.runs * (trial + drain);
     case config::TestSpec::Kind::kBurst: {
       const double per_trial = t.repetitions * (t.gap_ns / 1e9) + drain;
       const double ratios = t.incast.empty() ? 1 : static_cast<double>(t.incast.size());
@@ -329,6 +385,19 @@ std::string TrialLine(const std::string& test, const methods::TrialRecord& t, do
 std::string TestsSummary(const std::vector<TestOutcome>& results) {
   std::string out;
   for (const TestOutcome& o : results) {
+    if (o.kind == config::TestSpec::Kind::kLoadBalance) {
+      const methods::LoadBalanceResult& r = o.load_balance;
+      out +=
+          absl::StrFormat("test %s (load balance at %.3f %% of line, %d flows over %d links)%s\n", r.name, r.load * 100,
+                          r.flows, r.links.size(), r.complete ? "" : ", INCOMPLETE: " + r.stopped_because);
+      for (const methods::LinkLoad& l : r.links) {
+        out += absl::StrFormat("  %-20s %s frames, %s bytes\n", l.name, FormatCount(l.tx_packets),
+                               FormatCount(l.tx_bytes));
+      }
+      out += absl::StrFormat("  MMR %.4f, JFI %.4f (of bytes); the links carried %s frames, the analyzer received %s\n",
+                             r.mmr, r.jfi, FormatCount(r.link_packets), FormatCount(r.rx_frames));
+      continue;
+    }
     if (o.kind == config::TestSpec::Kind::kBurst) {
       const methods::BurstResult& r = o.burst;
       out += absl::StrFormat("test %s (burst, %d repetitions per length)%s\n", r.name, r.repetitions,

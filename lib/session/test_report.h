@@ -18,6 +18,7 @@
 
 #include "methods/burst.h"
 #include "methods/latency.h"
+#include "methods/load_balance.h"
 #include "methods/throughput.h"
 #include "session/session.h"
 
@@ -32,10 +33,12 @@ struct TestOutcome {
   methods::ThroughputResult throughput;
   methods::LatencyResult latency;
   methods::BurstResult burst;
+  methods::LoadBalanceResult load_balance;
   bool complete() const {
     switch (kind) {
       case config::TestSpec::Kind::kLatency: return latency.complete;
       case config::TestSpec::Kind::kBurst: return burst.complete;
+      case config::TestSpec::Kind::kLoadBalance: return load_balance.complete;
       default: return throughput.complete;
     }
   }

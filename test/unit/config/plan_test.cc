@@ -153,7 +153,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"burst_without_gap", "streams:\n  - {name: s, burst: {frames: 10}}\n",
                 "streams[0].burst: missing required field 'streams[0].burst.gap'"},
         BadCase{"wrong_version", "version: 2\nstreams: [{name: s, rate: 1 kpps}]\n",
-                "bad.yaml:1:10: version: 2 is out of range"}),
+                "bad.yaml:1:10: version: 2 is out of range"},
+        BadCase{"load_balance_without_dut_counters",
+                "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - load_balance: {links: [x, y]}\n",
+                "bad.yaml:3:19: tests[0].load_balance: a load_balance test reads the DUT's link counters"},
+        BadCase{"load_balance_one_link",
+                "dut_counters: [c]\nstreams: [{name: s, rate: 1 kpps}]\ntests:\n  - load_balance: {links: [x]}\n",
+                "bad.yaml:4:27: tests[0].load_balance.links: links: name at least two parallel links"},
+        BadCase{"lab_not_a_map", "lab: 3\nstreams: [{name: s, rate: 1 kpps}]\n", "bad.yaml:1:6: lab:"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Plan, ThroughputTestsWithTheirDefaults) {
@@ -187,6 +194,25 @@ tests:
   EXPECT_EQ(m.goals[0].final_duration_ns, 60'000'000'000);  // the test's trial duration
   ASSERT_EQ(plan->tests[2].goals.size(), 2u);               // NDR 0 %, PDR 0.5 % by default
   EXPECT_EQ(plan->tests[2].goals[1].name, "PDR");
+}
+
+TEST(Plan, LoadBalanceTestAndDutCounters) {
+  auto plan = ParsePlan("t.yaml", R"(
+dut_counters: [lab.py, counters]
+streams: [{name: a, rate: 1 Mpps}]
+lab: {spines: 2}   # tools/lab.py's; fabricgen only checks it is a map
+tests:
+  - load_balance: {links: [l0, l1, l2], load: 2 %, runs: 3, trial_duration: 5 s}
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->dut_counters, (std::vector<std::string>{"lab.py", "counters"}));
+  const TestSpec& t = plan->tests[0];
+  EXPECT_EQ(t.kind, TestSpec::Kind::kLoadBalance);
+  EXPECT_EQ(t.name, "load_balance");
+  EXPECT_EQ(t.links, (std::vector<std::string>{"l0", "l1", "l2"}));
+  EXPECT_DOUBLE_EQ(t.load, 0.02);
+  EXPECT_EQ(t.runs, 3);
+  EXPECT_EQ(t.trial_duration_ns, 5'000'000'000);
 }
 
 TEST(Plan, RoceUetPfcLbnFramesParseWithTheirDefaults) {

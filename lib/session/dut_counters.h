@@ -1,0 +1,27 @@
+// session/dut_counters.h: the DUT's per-link counters, read through a command
+// the plan names (`dut_counters`): tools/lab.py in the namespace lab, or a
+// site's own script (SNMP, gNMI, a switch CLI over ssh).
+//
+// The command prints one JSON object on stdout:
+//   {"leaf0-spine0": {"tx_packets": 12, "tx_bytes": 3456, ...}, ...}
+// (other fields are ignored) and exits 0. It runs without a shell
+// (posix_spawnp: the first word is looked up on PATH).
+//
+//   auto c = fg::session::ReadDutCounters({"lab.py", "counters"});
+//   uint64_t bytes = (*c)["leaf0-spine0"].tx_bytes;
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "methods/load_balance.h"
+
+namespace fg::session {
+
+absl::StatusOr<std::map<std::string, methods::LinkCounters>> ReadDutCounters(const std::vector<std::string>& argv);
+// Parses the command's output (exposed for tests).
+absl::StatusOr<std::map<std::string, methods::LinkCounters>> ParseDutCounters(const std::string& json);
+
+}  // namespace fg::session

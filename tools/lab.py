@@ -306,12 +306,26 @@ class LabSpec:
                     raise v.error("missing field '%s'" % k)
             params = {"at_ns": g["at"].duration_ns(), "for_ns": g["for"].duration_ns()}
         else:  # stage
-            g = v.keys(["delay", "jitter", "reorder", "extent", "seed", "ecn_ce_above"])
+            g = v.keys(["delay", "jitter", "reorder", "extent", "seed", "rate", "limit", "ecn"])
             params = {"delay_ns": g["delay"].duration_ns() if "delay" in g else 0,
                       "jitter_ns": g["jitter"].duration_ns() if "jitter" in g else 0,
                       "reorder": g["reorder"].ratio() if "reorder" in g else 0.0,
                       "extent": g["extent"].int(1, 1000) if "extent" in g else 1,
-                      "seed": g["seed"].int(0, (1 << 63) - 1) if "seed" in g else 1}
+                      "seed": g["seed"].int(0, (1 << 53) - 1) if "seed" in g else 1,
+                      "rate_bps": g["rate"].bit_rate() if "rate" in g else 0,
+                      "limit": g["limit"].size_bytes() if "limit" in g else 1 << 20}
+            if "limit" in g and "rate" not in g:
+                raise g["limit"].error("a queue limit needs the queue's `rate`")
+            if "ecn" in g:
+                e = g["ecn"].keys(["kmin", "kmax", "pmax"])
+                for k in ("kmin", "kmax", "pmax"):
+                    if k not in e:
+                        raise g["ecn"].error("missing field '%s' (RED-style marking: kmin, kmax, pmax)" % k)
+                params.update(kmin=e["kmin"].size_bytes(), kmax=e["kmax"].size_bytes(), pmax=e["pmax"].ratio())
+                if "rate" not in g:
+                    raise g["ecn"].error("marking by queue depth needs the queue's `rate`")
+                if params["kmin"] >= params["kmax"]:
+                    raise e["kmax"].error("kmax must be above kmin")
         if match is not None and kind in ("shape", "down", "stage"):
             raise f["match"].error("`match` selects frames for nftables impairments only")
         return Impairment(i, link, parts[0], parts[1], kind, params, match, n)
@@ -517,6 +531,10 @@ class Lab:
             cmd = [self.impair_binary(), "--in", "in", "--out", "out", "--log", log,
                    "--delay-ns", p["delay_ns"], "--jitter-ns", p["jitter_ns"], "--reorder", p["reorder"],
                    "--extent", p["extent"], "--seed", p["seed"]]
+            if p["rate_bps"]:
+                cmd += ["--rate-bps", p["rate_bps"], "--limit-bytes", p["limit"]]
+            if "kmax" in p:
+                cmd += ["--ecn-kmin", p["kmin"], "--ecn-kmax", p["kmax"], "--ecn-pmax", p["pmax"]]
             proc = subprocess.Popen(["ip", "netns", "exec", imp.stage_ns] + [str(c) for c in cmd],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             if proc.stdout.readline().strip() != "ready":

@@ -7,18 +7,29 @@
 // log, written in the order the frames leave, so the log is the truth a test
 // compares fabricgen's analyzer with:
 //
-//   out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent
+//   out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce
 //
 // in_ns is the kernel's receive time of the frame (SO_TIMESTAMPNS), out_ns the
 // time just before it is sent, both CLOCK_REALTIME; held_ns = out_ns - in_ns.
 // action is `pass` (no reordering: the frame left after its delay, in arrival
-// order) or `reorder` (held back until `extent` later frames had left; extent
-// is how many actually did). Decisions come from one seeded generator, so the
+// order), `reorder` (held back until `extent` later frames had left; extent
+// is how many actually did) or a drop (`drop`, `drop_red`: out_index, out_ns
+// and held_ns are -1; logged when the frame arrives). Decisions come from one seeded generator, so the
 // same seed and the same arrivals give the same decisions.
 //
 // Delay: delay_ns + a uniform draw in [-jitter_ns, +jitter_ns] (never < 0),
 // in FIFO order (a frame never leaves before the one ahead of it, as on a
 // link), so jitter alone does not reorder.
+//
+// Queue (--rate-bps): a link of that rate (frame bytes as received, no FCS,
+// as tc counts them) with a FIFO of --limit-bytes; a frame that does not fit
+// is dropped (action `drop`). depth_bytes is what is queued ahead of a frame
+// when it arrives (the frame in transmission included). RED-style ECN
+// marking by that depth (--ecn-kmin/--ecn-kmax/--ecn-pmax): probability 0
+// below kmin, rising linearly to pmax at kmax, 1 from kmax on; a marked
+// ECN-capable frame gets CE (ce=1, IPv4 checksum kept valid), a marked
+// not-ECN-capable one is dropped (action `drop_red`), as RED does. The queue's
+// wait comes before the fixed delay.
 //
 // Prints "ready" on stdout once both sockets are open; on SIGTERM/SIGINT it
 // sends (and logs) every frame it still holds, then exits.
@@ -55,6 +66,10 @@ struct Options {
   double reorder = 0;
   int extent = 1;
   uint64_t seed = 1;
+  double rate_bps = 0;  // 0: no queue
+  uint64_t limit_bytes = 1 << 20;
+  uint64_t kmin = 0, kmax = 0;  // ECN marking thresholds (kmax 0: no marking)
+  double pmax = 0;
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -101,7 +116,40 @@ struct Frame {
   int64_t release_ns = 0;
   int wait = 0;  // reorder: later frames still to leave before this one
   int passed = 0;
+  uint64_t depth = 0;
+  bool ce = false;
 };
+
+// Sets CE in an Ethernet frame's IPv4 or IPv6 header (after up to two VLAN
+// tags); false when it is not IP or not ECN-capable (ECN field 00).
+bool MarkCe(std::vector<uint8_t>& b) {
+  size_t off = 12;
+  auto u16 = [&](size_t at) { return static_cast<unsigned>(b[at] << 8 | b[at + 1]); };
+  while (b.size() >= off + 2 && (u16(off) == 0x8100 || u16(off) == 0x88a8)) off += 4;
+  if (b.size() < off + 2) return false;
+  const unsigned type = u16(off);
+  const size_t ip = off + 2;
+  if (type == 0x0800 && b.size() >= ip + 20) {
+    if ((b[ip + 1] & 3) == 0) return false;
+    b[ip + 1] |= 3;
+    const size_t ihl = (b[ip] & 15u) * 4;
+    if (b.size() < ip + ihl) return false;
+    b[ip + 10] = b[ip + 11] = 0;
+    uint32_t sum = 0;
+    for (size_t i = 0; i < ihl; i += 2) sum += u16(ip + i);
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    b[ip + 10] = static_cast<uint8_t>(~sum >> 8);
+    b[ip + 11] = static_cast<uint8_t>(~sum);
+    return true;
+  }
+  if (type == 0x86dd && b.size() >= ip + 40) {
+    // Traffic class: the low 4 bits of byte 0 and the high 4 of byte 1; ECN is its low 2 bits.
+    if ((b[ip + 1] & 0x30) == 0) return false;
+    b[ip + 1] |= 0x30;
+    return true;
+  }
+  return false;
+}
 
 // Receives one frame; false when none is waiting.
 bool Receive(int fd, std::vector<uint8_t>& buf, Frame& f) {
@@ -141,14 +189,45 @@ void Send(int fd, const std::vector<uint8_t>& bytes) {
 class Stage {
  public:
   Stage(const Options& o, int out_fd, FILE* log) : o_(o), out_(out_fd), log_(log), rng_(o.seed) {
-    std::fprintf(log_, "out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent\n");
+    std::fprintf(log_, "out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce\n");
   }
 
   void Arrive(Frame f) {
     f.in_index = next_in_++;
+    int64_t queued_until = f.in_ns;  // when the frame has left the queue
+    if (o_.rate_bps > 0) {
+      while (!queue_.empty() && queue_.front().first <= f.in_ns) {
+        depth_ -= queue_.front().second;
+        queue_.pop_front();
+      }
+      f.depth = depth_;
+      if (depth_ + f.bytes.size() > o_.limit_bytes) {
+        Drop(f, "drop");
+        return;
+      }
+      if (o_.kmax > 0) {
+        double p = 0;
+        if (f.depth >= o_.kmax) {
+          p = 1;
+        } else if (f.depth >= o_.kmin) {
+          p = o_.pmax * static_cast<double>(f.depth - o_.kmin) / static_cast<double>(o_.kmax - o_.kmin);
+        }
+        if (p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p) {
+          if (!MarkCe(f.bytes)) {
+            Drop(f, "drop_red");
+            return;
+          }
+          f.ce = true;
+        }
+      }
+      const int64_t start = std::max(f.in_ns, queue_.empty() ? f.in_ns : queue_.back().first);
+      queued_until = start + static_cast<int64_t>(static_cast<double>(f.bytes.size()) * 8e9 / o_.rate_bps);
+      queue_.emplace_back(queued_until, f.bytes.size());
+      depth_ += f.bytes.size();
+    }
     int64_t d = o_.delay_ns;
     if (o_.jitter_ns > 0) d += std::uniform_int_distribution<int64_t>(-o_.jitter_ns, o_.jitter_ns)(rng_);
-    f.release_ns = std::max(f.in_ns + std::max<int64_t>(d, 0), last_release_);
+    f.release_ns = std::max(queued_until + std::max<int64_t>(d, 0), last_release_);
     last_release_ = f.release_ns;
     if (o_.reorder > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < o_.reorder) {
       f.wait = o_.extent;
@@ -199,9 +278,14 @@ class Stage {
   void Emit(const Frame& f, const char* action, int extent) {
     const int64_t out_ns = NowNs();
     Send(out_, f.bytes);
-    std::fprintf(log_, "%llu,%llu,%zu,%lld,%lld,%lld,%s,%d\n", static_cast<unsigned long long>(next_out_++),
+    Log(f, static_cast<long long>(next_out_++), out_ns, action, extent);
+  }
+  void Drop(const Frame& f, const char* action) { Log(f, -1, -1, action, 0); }
+  void Log(const Frame& f, long long out_index, int64_t out_ns, const char* action, int extent) {
+    std::fprintf(log_, "%lld,%llu,%zu,%lld,%lld,%lld,%s,%d,%llu,%d\n", out_index,
                  static_cast<unsigned long long>(f.in_index), f.bytes.size(), static_cast<long long>(f.in_ns),
-                 static_cast<long long>(out_ns), static_cast<long long>(out_ns - f.in_ns), action, extent);
+                 static_cast<long long>(out_ns), out_ns < 0 ? -1LL : static_cast<long long>(out_ns - f.in_ns), action,
+                 extent, static_cast<unsigned long long>(f.depth), f.ce ? 1 : 0);
   }
 
   const Options& o_;
@@ -212,6 +296,8 @@ class Stage {
   std::vector<Frame> held_;
   uint64_t next_in_ = 0, next_out_ = 0;
   int64_t last_release_ = 0;
+  std::deque<std::pair<int64_t, size_t>> queue_;  // (leaves the queue at, bytes)
+  uint64_t depth_ = 0;
 };
 
 Options Parse(int argc, char** argv) {
@@ -248,13 +334,27 @@ Options Parse(int argc, char** argv) {
       if (o.extent < 1) Die("--extent is at least 1");
     } else if (a == "--seed") {
       o.seed = static_cast<uint64_t>(number(i));
+    } else if (a == "--rate-bps") {
+      o.rate_bps = number(i);
+    } else if (a == "--limit-bytes") {
+      o.limit_bytes = static_cast<uint64_t>(number(i));
+    } else if (a == "--ecn-kmin") {
+      o.kmin = static_cast<uint64_t>(number(i));
+    } else if (a == "--ecn-kmax") {
+      o.kmax = static_cast<uint64_t>(number(i));
+    } else if (a == "--ecn-pmax") {
+      o.pmax = number(i);
+      if (o.pmax > 1) Die("--ecn-pmax is a probability 0..1");
     } else {
       Die("unknown argument '" + std::string(a) +
           "'; usage: fabricgen-impair --in IF --out IF --log FILE [--delay-ns N] [--jitter-ns N] [--reorder P] "
-          "[--extent K] [--seed S]");
+          "[--extent K] [--seed S] [--rate-bps R [--limit-bytes L] [--ecn-kmin B --ecn-kmax B --ecn-pmax P]]");
     }
   }
   if (o.in.empty() || o.out.empty() || o.log.empty()) Die("--in, --out and --log are required");
+  if (o.kmax > 0 && (o.rate_bps <= 0 || o.kmin >= o.kmax)) {
+    Die("ECN marking needs --rate-bps (a queue) and --ecn-kmin below --ecn-kmax");
+  }
   return o;
 }
 

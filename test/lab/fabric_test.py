@@ -201,6 +201,24 @@ class StageTest(LabRun):
         self.assertEqual(s["lost_packets"], 0)
 
 
+    def test_red_queue_ce_marks_and_drops_equal_the_log(self):
+        rows = self.log("leaf0-e")
+        s = self.streams["red-queue"]
+        marked = sum(int(r["ce"]) for r in rows)
+        dropped = sum(1 for r in rows if r["action"].startswith("drop"))
+        sent = [r for r in rows if not r["action"].startswith("drop")]
+        # The queue's rate: bytes it sent over the time it was busy (from the first departure to the last).
+        span = (int(sent[-1]["out_ns"]) - int(sent[0]["out_ns"])) / 1e9
+        rate = sum(int(r["bytes"]) for r in sent[1:]) * 8 / span
+        self.say("RED queue: log marked %d and dropped %d of %d; fabricgen: %d CE, %d lost; queue sent %.3f Mbit/s "
+                 "(20 Mbit/s)", marked, dropped, len(rows), s["ecn_ce_packets"], s["lost_packets"], rate / 1e6)
+        self.assertEqual(len(rows), s["tx_packets"])
+        self.assertEqual(s["ecn_ce_packets"], marked)
+        self.assertEqual(s["lost_packets"], dropped)
+        self.assertTrue(0 < marked < len(sent))
+        self.assertLess(abs(rate / 20e6 - 1), 0.02)
+
+
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class LinkDownTest(LabRun):
     """configs/lab/link-down.yaml: leaf1's link to b is down for 300 ms

@@ -7,60 +7,15 @@ tolerance written beside each assertion. Needs root.
 usage: fabric_test.py FABRICGEN SOURCE_ROOT
 """
 import csv
-import json
 import math
 import os
 import struct
 import sys
-import tempfile
 import unittest
 
-FABRICGEN, ROOT = "", ""
-
-
-def load_lab():
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    import lab  # noqa: E402
-    return lab
-
-
-class LabRun(unittest.TestCase):
-    """Runs one configs/lab plan in its lab once per class."""
-
-    PLAN = None
-    CAPTURES = ()
-
-    @classmethod
-    def setUpClass(cls):
-        cls.lab = load_lab()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="fabricgen-lab-")
-        plan = os.path.join(ROOT, "configs", "lab", cls.PLAN)
-        out = os.path.join(cls.tmp.name, "out")
-        with cls.lab.Lab(cls.lab.LabSpec.load(plan), workdir=cls.tmp.name) as lab:
-            cls.result, cls.truth = lab.run([FABRICGEN, "run", plan, "--out", out], captures=cls.CAPTURES)
-            lab.stop_stages()
-        cls.report = None
-        if cls.result.returncode == 0:
-            with open(os.path.join(out, "report.json")) as f:
-                cls.report = json.load(f)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def setUp(self):
-        self.assertEqual(self.result.returncode, 0, self.result.stderr + self.result.stdout)
-        self.streams = {s["name"]: s for s in self.report.get("streams", [])}
-        self.imps = self.truth["impairments"]
-
-    def say(self, fmt, *args):
-        sys.stderr.write("  " + (fmt % args) + "\n")
-
-
-def binomial_interval(n, p, z=3.2905):
-    """The 99.9 % interval of a binomial count (normal approximation, +/-0.5 continuity)."""
-    sd = math.sqrt(n * p * (1 - p))
-    return n * p - z * sd - 0.5, n * p + z * sd + 0.5
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labtest  # noqa: E402
+from labtest import LabRun, binomial_interval  # noqa: E402
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
@@ -246,11 +201,10 @@ class LinkDownTest(LabRun):
 
     def test_captures_at_both_ends_count_the_same_loss(self):
         caps = self.truth["captures"]
-        lab = self.lab
         counts = {}
         for iface in ("leaf0-a", "tester-fgb"):
             self.assertEqual(caps[iface]["kernel_dropped"], 0, iface)
-            frames = lab.pcap_frames(caps[iface]["pcap"])
+            frames = self.lab.pcap_frames(caps[iface]["pcap"])
             # RoCEv2 over IPv4: EtherType 0x0800, UDP destination port 4791.
             counts[iface] = sum(1 for f in frames if len(f) > 38 and f[12:14] == b"\x08\x00"
                                 and struct.unpack_from("!H", f, 14 + 4 * (f[14] & 15) + 2)[0] == 4791)
@@ -289,5 +243,5 @@ class EcmpSpreadTest(LabRun):
 
 
 if __name__ == "__main__":
-    FABRICGEN, ROOT = sys.argv[1], sys.argv[2]
+    labtest.setup(sys.argv)
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -4,16 +4,13 @@ fabricgen must recover (needs root; each test builds and removes its own lab).
 
 usage: lab_test.py FABRICGEN SOURCE_ROOT
 """
-import json
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab import TbfPath  # noqa: E402
-
-FABRICGEN = ""
+import labtest  # noqa: E402
+from labtest import LabRun  # noqa: E402
 
 FRAME = 1518          # bytes on the wire with FCS
 TBF_LEN = FRAME - 4   # tbf counts the frame without FCS
@@ -22,11 +19,29 @@ CAPACITY_FPS = RATE / (TBF_LEN * 8)  # 16,512 frames/s
 LINE = 10e9           # af_packet ports report 10 Gbit/s; loads are shares of it
 TOLERANCE = 0.02      # issue 5: capacity within +/-2 %
 
-# The tester's two af_packet ports on the lab's veth ends (TbfPath).
+# The tester's two af_packet ports on one router (the DUT) that forwards a's
+# frames to b through a tbf bottleneck on its link to b.
 PORTS = """ports:
   - {name: a, device: "net_af_packet0,iface=ta"}
   - {name: b, device: "net_af_packet1,iface=tb"}
 """
+
+
+def tbf_lab(rate, burst, limit):
+    return """lab:
+  spines: 0
+  leaves: 1
+  ipv6: false
+  hosts:
+    - {port: a, leaf: 0, prefixes: [198.18.0.0/24]}
+    - {port: b, leaf: 0, prefixes: [198.19.0.0/24]}
+  impairments:
+    - {link: leaf0-b, shape: {rate: %d bps, burst: %d B, limit: %d B}}
+""" % (rate, burst, limit)
+
+
+def tbf_dropped(truth):
+    return truth["impairments"][0]["qdisc"][0]["drops"]
 
 PLAN = """
 name: tbf capacity
@@ -47,41 +62,15 @@ tests:
       warmup: none
       goals: [{name: NDR, loss: 0 %%, width: 1 %%}, {name: PDR, loss: 0.5 %%, width: 1 %%}]
 """ % {"frame": FRAME, "ports": PORTS}
-
-
-def tbf_dropped(stats):
-    # "Sent 438530154 bytes 289651 pkt (dropped 62404, overlimits ..."
-    return int(stats.split("dropped ")[1].split(",")[0])
+# tbf burst 16 kB, queue 100 kB: room for the tester's scheduling jitter on a
+# shared host; over a 2 s trial it lets through 58 kB/s (0.23 %) more than the rate.
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
-class TbfCapacityTest(unittest.TestCase):
-    """A bridge in a namespace shaped by tbf at 200 Mbit/s: a DUT of known capacity."""
+class TbfCapacityTest(LabRun):
+    """A router shaped by tbf at 200 Mbit/s on its link to b: a DUT of known capacity."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="fabricgen-lab-")
-        plan = os.path.join(cls.tmp.name, "plan.yaml")
-        with open(plan, "w") as f:
-            f.write(PLAN)
-        out = os.path.join(cls.tmp.name, "out")
-        # tbf burst 16 kB, queue 100 kB: room for the tester's scheduling jitter
-        # on a shared host; over a 2 s trial it lets through 58 kB/s (0.23 %)
-        # more than the rate.
-        with TbfPath(RATE, burst=16000, limit=100000) as lab:
-            cls.run_result = lab.run_fabricgen(FABRICGEN, "run", plan, "--out", out)
-            cls.qdisc = lab.qdisc_stats()
-        if cls.run_result.returncode == 0:
-            with open(os.path.join(out, "report.json")) as f:
-                cls.report = json.load(f)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def setUp(self):
-        self.assertEqual(self.run_result.returncode, 0, self.run_result.stderr + self.run_result.stdout)
-        self.tests = {t["name"]: t for t in self.report["tests"]}
+    PLAN_TEXT = PLAN + tbf_lab(RATE, 16000, 100000)
 
     def goal(self, test, name):
         return {g["name"]: g for g in self.tests[test]["goals"]}[name]
@@ -89,9 +78,9 @@ class TbfCapacityTest(unittest.TestCase):
     def assert_capacity(self, g, truth_fps, what):
         self.assertTrue(g["found"], what)
         fps = g["throughput_pps"]
-        sys.stderr.write("%s: %.0f frames/s (%.3f Mbit/s L1, %.3f Mbit/s L2 with FCS) vs truth %.0f frames/s: %+.2f %%\n"
-                         % (what, fps, g["throughput_bps_l1"] / 1e6, g["throughput_bps_l2"] / 1e6, truth_fps,
-                            (fps / truth_fps - 1) * 100))
+        self.say("%s: %.0f frames/s (%.3f Mbit/s L1, %.3f Mbit/s L2 with FCS) vs truth %.0f frames/s: %+.2f %%",
+                 what, fps, g["throughput_bps_l1"] / 1e6, g["throughput_bps_l2"] / 1e6, truth_fps,
+                 (fps / truth_fps - 1) * 100)
         self.assertLess(abs(fps / truth_fps - 1), TOLERANCE, what)
 
     def test_binary_search_finds_the_tbf_capacity(self):
@@ -102,8 +91,8 @@ class TbfCapacityTest(unittest.TestCase):
         self.assert_capacity(self.goal("ndr-pdr", "NDR"), CAPACITY_FPS, "multi-goal NDR")
         self.assert_capacity(self.goal("ndr-pdr", "PDR"), CAPACITY_FPS / 0.995, "multi-goal PDR 0.5 %")
         seconds = {n: self.tests[n]["trial_accounting"]["included_trial_seconds"] for n in self.tests}
-        sys.stderr.write("trial-seconds: multi-goal %.1f vs binary NDR %.1f + binary PDR %.1f\n"
-                         % (seconds["ndr-pdr"], seconds["ndr-binary"], seconds["pdr-binary"]))
+        self.say("trial-seconds: multi-goal %.1f vs binary NDR %.1f + binary PDR %.1f",
+                 seconds["ndr-pdr"], seconds["ndr-binary"], seconds["pdr-binary"])
         self.assertLess(seconds["ndr-pdr"], seconds["ndr-binary"] + seconds["pdr-binary"])
 
     def test_every_lost_frame_is_one_the_kernel_dropped(self):
@@ -116,8 +105,8 @@ class TbfCapacityTest(unittest.TestCase):
                 self.assertEqual(c["a.hw_rx_packets"] + c["b.hw_rx_packets"], t["rx_frames_unique"] + t["rx_frames_other"],
                                  test["name"])
         lost = sum(t["tx_frames"] - t["rx_frames_unique"] for test in self.report["tests"] for t in test["trials"])
-        sys.stderr.write("lost over all trials: %d by our count, %d by the qdisc's\n" % (lost, tbf_dropped(self.qdisc)))
-        self.assertEqual(lost, tbf_dropped(self.qdisc), self.qdisc)
+        self.say("lost over all trials: %d by our count, %d by the qdisc's", lost, tbf_dropped(self.truth))
+        self.assertEqual(lost, tbf_dropped(self.truth))
         self.assertGreater(lost, 0)
 
 
@@ -132,34 +121,26 @@ tests:
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
-class TbfQueueDelayTest(unittest.TestCase):
+class TbfQueueDelayTest(LabRun):
     """A known added delay: tbf at 100 Mbit/s with a 150,000 B queue, kept full by
     an offered 120 Mbit/s, holds floor(150000 / 1514) = 99 frames, so a frame
     waits 99 x 1514 x 8 / 100e6 = 11.99 ms on top of the path's own latency
     (measured by the unloaded `base` test at 50 Mbit/s, where the queue stays
     empty). Issue 5: P50 within +/-5 % of base + delay."""
 
+    RATE, LIMIT = 100e6, 150000
+    PLAN_TEXT = LATENCY_PLAN + tbf_lab(RATE, 16000, LIMIT)
+
     def test_p50_is_the_base_latency_plus_the_queueing_delay(self):
-        rate, limit = 100e6, 150000
-        delay_ns = (limit // TBF_LEN) * TBF_LEN * 8 / rate * 1e9
-        with tempfile.TemporaryDirectory(prefix="fabricgen-lab-") as tmp:
-            plan = os.path.join(tmp, "plan.yaml")
-            with open(plan, "w") as f:
-                f.write(LATENCY_PLAN)
-            out = os.path.join(tmp, "out")
-            with TbfPath(rate, burst=16000, limit=limit) as lab:
-                r = lab.run_fabricgen(FABRICGEN, "run", plan, "--out", out)
-            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
-            with open(os.path.join(out, "report.json")) as f:
-                tests = {t["name"]: t for t in json.load(f)["tests"]}
-        base = tests["base"]["pooled"]["p50_ns"]
-        queued = tests["queued"]["pooled"]["p50_ns"]
+        delay_ns = (self.LIMIT // TBF_LEN) * TBF_LEN * 8 / self.RATE * 1e9
+        base = self.tests["base"]["pooled"]["p50_ns"]
+        queued = self.tests["queued"]["pooled"]["p50_ns"]
         truth = base + delay_ns
-        sys.stderr.write("latency: base P50 %.0f ns + queueing %.0f ns = %.0f ns; measured P50 %.0f ns (%+.2f %%)\n"
-                         % (base, delay_ns, truth, queued, (queued / truth - 1) * 100))
+        self.say("latency: base P50 %.0f ns + queueing %.0f ns = %.0f ns; measured P50 %.0f ns (%+.2f %%)",
+                 base, delay_ns, truth, queued, (queued / truth - 1) * 100)
         self.assertLess(abs(queued / truth - 1), 0.05)
-        self.assertEqual(tests["base"]["runs"][0]["loss_ratio"], 0)  # unloaded: the queue never filled
-        self.assertGreater(tests["queued"]["runs"][0]["loss_ratio"], 0)  # loaded: the queue stayed full
+        self.assertEqual(self.tests["base"]["runs"][0]["loss_ratio"], 0)  # unloaded: the queue never filled
+        self.assertGreater(self.tests["queued"]["runs"][0]["loss_ratio"], 0)  # loaded: the queue stayed full
 
 
 BURST_PLAN = """
@@ -173,37 +154,29 @@ tests:
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
-class TbfBufferTest(unittest.TestCase):
+class TbfBufferTest(LabRun):
     """A known buffer: tbf at 1 Mbit/s with 1,600 B of tokens and a 30,000 B queue
     passes floor(1600 / 1514) = 1 frame of a burst at once and queues
     floor(30000 / 1514) = 19, so it absorbs 20 back-to-back frames (the queue
     drains 0.01 frame during a burst that arrives in ~0.3 ms; 300 ms gaps empty it
     between bursts). Issue 5: within +/-1 frame of the truth."""
 
+    PLAN_TEXT = BURST_PLAN + tbf_lab(1e6, 1600, 30000)
+
     def test_the_burst_search_finds_the_buffer(self):
         truth = 1600 // TBF_LEN + 30000 // TBF_LEN
-        with tempfile.TemporaryDirectory(prefix="fabricgen-lab-") as tmp:
-            plan = os.path.join(tmp, "plan.yaml")
-            with open(plan, "w") as f:
-                f.write(BURST_PLAN)
-            out = os.path.join(tmp, "out")
-            with TbfPath(1e6, burst=1600, limit=30000) as lab:
-                r = lab.run_fabricgen(FABRICGEN, "run", plan, "--out", out)
-                dropped = tbf_dropped(lab.qdisc_stats())
-            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
-            with open(os.path.join(out, "report.json")) as f:
-                t = json.load(f)["tests"][0]
+        t = self.report["tests"][0]
         p = t["incast"][0]
-        sys.stderr.write("burst: absorbed %d frames, first loss at %d; truth %d\n"
-                         % (p["absorbed_burst_frames_per_sender"], p["first_loss_burst_frames_per_sender"], truth))
+        self.say("burst: absorbed %d frames, first loss at %d; truth %d",
+                 p["absorbed_burst_frames_per_sender"], p["first_loss_burst_frames_per_sender"], truth)
         self.assertTrue(p["found"])
         self.assertLessEqual(abs(p["absorbed_burst_frames_per_sender"] - truth), 1)
         self.assertEqual(p["first_loss_burst_frames_per_sender"], p["absorbed_burst_frames_per_sender"] + 1)
         self.assertEqual(p["incast_ratio"], "1:1")
         lost = sum(tr["tx_frames"] - tr["rx_frames_unique"] for tr in t["trials"])
-        self.assertEqual(lost, dropped)
+        self.assertEqual(lost, tbf_dropped(self.truth))
 
 
 if __name__ == "__main__":
-    FABRICGEN = sys.argv[1]
+    labtest.setup(sys.argv)
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,0 +1,66 @@
+"""Shared by the lab suite's tests: one plan run in its namespace lab
+(tools/lab.py) per test class. Needs root."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+import math
+
+FABRICGEN, ROOT = "", ""
+
+
+def setup(argv):
+    """usage: TEST.py FABRICGEN SOURCE_ROOT"""
+    global FABRICGEN, ROOT
+    FABRICGEN, ROOT = argv[1], argv[2]
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+
+class LabRun(unittest.TestCase):
+    """Runs one plan in its lab once per class: configs/lab/PLAN, or PLAN_TEXT."""
+
+    PLAN = None
+    PLAN_TEXT = None
+    CAPTURES = ()
+
+    @classmethod
+    def setUpClass(cls):
+        import lab
+        cls.lab = lab
+        cls.tmp = tempfile.TemporaryDirectory(prefix="fabricgen-lab-")
+        if cls.PLAN_TEXT is not None:
+            plan = os.path.join(cls.tmp.name, "plan.yaml")
+            with open(plan, "w") as f:
+                f.write(cls.PLAN_TEXT)
+        else:
+            plan = os.path.join(ROOT, "configs", "lab", cls.PLAN)
+        out = os.path.join(cls.tmp.name, "out")
+        with lab.Lab(lab.LabSpec.load(plan), workdir=cls.tmp.name) as l:
+            cls.result, cls.truth = l.run([FABRICGEN, "run", plan, "--out", out], captures=cls.CAPTURES)
+            l.stop_stages()
+        cls.report = None
+        if cls.result.returncode == 0:
+            with open(os.path.join(out, "report.json")) as f:
+                cls.report = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr + self.result.stdout)
+        self.streams = {s["name"]: s for s in self.report.get("streams", [])}
+        self.tests = {t["name"]: t for t in self.report.get("tests", [])}
+        self.imps = self.truth["impairments"]
+
+    def say(self, fmt, *args):
+        sys.stderr.write("  " + (fmt % args) + "\n")
+
+
+def binomial_interval(n, p, z=3.2905):
+    """The 99.9 % interval of a binomial count (normal approximation, +/-0.5 continuity)."""
+    sd = math.sqrt(n * p * (1 - p))
+    return n * p - z * sd - 0.5, n * p + z * sd + 0.5
+
+

@@ -10,7 +10,9 @@ usage:
         build, run COMMAND in the tester namespace (default: fabricgen run
         PLAN), apply scheduled link events, write the truths (per-rule nft
         counters, qdisc statistics, link counters, link-down intervals, stage
-        decision logs) as JSON to FILE, and remove the lab even on failure
+        decision logs) as JSON to FILE (default: truth.json in a new
+        temporary directory, with the stage logs), and remove the lab even
+        on failure
   lab.py counters [--name NAME]        per-link counters as JSON (NAME defaults
         to $FABRICGEN_LAB, which `run` sets for COMMAND)
   lab.py show PLAN                     print the lab's nodes, links and routes
@@ -877,12 +879,10 @@ def main(argv):
             for t in truth["impairments"]:
                 if t["index"] in logs:
                     t["log"] = logs[t["index"]]
-            text = json.dumps(truth, indent=1)
-            if "--truth" in opts:
-                with open(opts["--truth"], "w") as f:
-                    f.write(text + "\n")
-            else:
-                sys.stderr.write(text + "\n")
+            path = opts.get("--truth") or os.path.join(lab.workdir, "truth.json")
+            with open(path, "w") as f:
+                f.write(json.dumps(truth, indent=1) + "\n")
+            sys.stderr.write("lab %s: truths in %s\n" % (lab.name, path))
         return result.returncode
     raise LabError("unknown command '%s' (see --help)" % cmd)
 

@@ -22,7 +22,7 @@ packages=(
   dpdk dpdk-dev libdpdk-dev libibverbs-dev libyaml-cpp-dev libabsl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcivetweb-dev
   # tests: independent decoders, the namespace lab, sanitizers and fuzzers
-  python3 python3-scapy tshark tcpdump iproute2 nftables clang libclang-rt-14-dev
+  python3 python3-scapy python3-yaml tshark tcpdump iproute2 nftables clang libclang-rt-14-dev
   # reports: figures (matplotlib) and the headless browser that checks them
   python3-matplotlib chromium
 )

@@ -242,6 +242,51 @@ class EcmpSpreadTest(LabRun):
         self.assertEqual(t["flows"], 16)
 
 
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class FabricExampleTest(LabRun):
+    """configs/lab/fabric-2x4.yaml: IPv4 and IPv6 RoCEv2 across 2 spines x 4
+    leaves with 0.5 % random loss on leaf3's link to b."""
+
+    PLAN = "fabric-2x4.yaml"
+
+    def test_both_families_cross_and_every_loss_is_the_rules(self):
+        v4, v6 = self.streams["roce"], self.streams["roce-v6"]
+        dropped = self.imps[0]["counter"]["packets"]
+        self.say("IPv4 %d/%d, IPv6 %d/%d received; lost %d + %d, nft dropped %d", v4["rx_packets"], v4["tx_packets"],
+                 v6["rx_packets"], v6["tx_packets"], v4["lost_packets"], v6["lost_packets"], dropped)
+        self.assertGreater(v6["rx_packets"], 0)
+        self.assertEqual(v4["lost_packets"] + v6["lost_packets"], dropped)
+        self.assertEqual(v4["duplicate_packets"] + v6["duplicate_packets"], 0)
+
+
+class LabPlanErrorsTest(unittest.TestCase):
+    """A wrong lab section is refused with file:line:column and the field."""
+
+    def show(self, text):
+        import subprocess
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write(text)
+            f.flush()
+            return subprocess.run([sys.executable, os.path.join(labtest.ROOT, "tools", "lab.py"), "show", f.name],
+                                  capture_output=True, text=True)
+
+    def test_errors_name_the_line_and_field(self):
+        with open(os.path.join(labtest.ROOT, "configs", "lab", "fabric-2x4.yaml")) as f:
+            good = f.read()
+        self.assertEqual(self.show(good).returncode, 0)
+        for old, new, message in (
+                ("leaf: 3, prefixes", "leaf: 7, prefixes", ":29:23: lab.hosts[1].leaf: 7 is out of range 0..3"),
+                ("leaf3-b, loss", "leaf3-x, loss", ":31:14: lab.impairments[0].link: 'leaf3-x' is not a link"),
+                ("loss: 0.5 %}", "loss: 0.5}", ":31:29: lab.impairments[0].loss: expected a percentage with a unit"),
+                ("198.19.0.0/24,", "10.0.0.0/24,", ":29:37: lab.hosts[1].prefixes[0]: lab addresses come only from"),
+                ("spines: 2", "spines: 2\n  routers: 3", ":26:3: lab: unknown field 'routers'")):
+            self.assertIn(old, good)
+            r = self.show(good.replace(old, new))
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(message, r.stderr)
+
+
 if __name__ == "__main__":
     labtest.setup(sys.argv)
     unittest.main(argv=sys.argv[:1], verbosity=2)

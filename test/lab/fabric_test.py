@@ -102,6 +102,7 @@ class StageTest(LabRun):
     frames (3 ms +/- 1 ms) and reorders c's; its decision logs are the truth."""
 
     PLAN = "stage-delay-reorder.yaml"
+    CAPTURES = (("stage1", "out"),)  # what the reordering stage really sent, in order
 
     def log(self, link):
         path = next(i["log"] for i in self.imps if i["link"] == link)
@@ -151,6 +152,13 @@ class StageTest(LabRun):
                  "fabricgen %d, max extent %d", held, reordered, extent, s["reordered_packets"],
                  s["reorder_extent_max_packets"])
         self.assertGreater(held, 0)
+        # tcpdump on the stage's output confirms the log: the PSNs (= arrival
+        # index: one flow from PSN 0) leave in the order the log says.
+        cap = self.truth["captures"]["stage1-out"]
+        self.assertEqual(cap["kernel_dropped"], 0)
+        psns = [struct.unpack_from("!I", f, 14 + 20 + 8 + 8)[0] & 0xFFFFFF for f in self.lab.pcap_frames(cap["pcap"])
+                if len(f) > 58 and f[12:14] == b"\x08\x00" and struct.unpack_from("!H", f, 36)[0] == 4791]
+        self.assertEqual(psns, [int(r["in_index"]) for r in rows])
         self.assertEqual(s["reordered_packets"], reordered)
         self.assertEqual(s["reorder_extent_max_packets"], extent)
         self.assertEqual(s["lost_packets"], 0)

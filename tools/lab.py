@@ -468,7 +468,9 @@ class Lab:
                         "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
                         "net.ipv4.icmp_ratelimit=0"]
             if self.spec.ipv6:
-                sysctls += ["net.ipv6.conf.all.forwarding=1", "net.ipv6.fib_multipath_hash_policy=1"]
+                # keep_addr_on_down: a link that goes down and up (`down`) keeps its IPv6 addresses, as IPv4 does.
+                sysctls += ["net.ipv6.conf.all.forwarding=1", "net.ipv6.fib_multipath_hash_policy=1",
+                            "net.ipv6.conf.all.keep_addr_on_down=1", "net.ipv6.conf.default.keep_addr_on_down=1"]
         sh("sysctl", "-qw", *sysctls, ns=ns)
         sh("ip", "link", "set", "lo", "up", ns=ns)
 

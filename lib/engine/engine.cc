@@ -10,11 +10,10 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/status.h"
 #include "base/tsc.h"
 
 namespace fg::engine {
-namespace {
-
 enum Phase : int { kRun = 0, kDrain = 1, kStop = 2 };
 
 struct LcoreWork {
@@ -40,17 +39,16 @@ int LcoreMain(void* arg) {
   return 0;
 }
 
-}  // namespace
-
-absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,
-                                     const std::vector<stream::CompiledStream>& streams, const TrialOptions& options) {
+absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                                        const std::vector<stream::CompiledStream>& streams,
+                                                        const TrialOptions& options) {
+  std::unique_ptr<LiveRun> r(new LiveRun(eal, ports, streams, options));
   const std::vector<unsigned>& workers = eal.worker_lcores();
   if (workers.empty()) {
     return absl::FailedPreconditionError(
         "no worker lcore: fabricgen needs at least two lcores (e.g. EAL argument -l 0-1); the main lcore "
         "only controls the run");
   }
-  const TscClock clock(eal.tsc_hz());
   for (size_t i = 0; i < streams.size(); ++i) {
     if (streams[i].index != i) {
       return absl::InvalidArgumentError(
@@ -63,11 +61,12 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   // TX: one task per (port, queue) that carries streams.
   std::map<std::pair<size_t, uint16_t>, std::vector<const stream::CompiledStream*>> by_queue;
   for (const auto& s : streams) by_queue[{s.tx_port, s.tx_queue}].push_back(&s);
-  std::vector<std::unique_ptr<tx::TxTask>> txs;
+  auto& txs = r->txs_;
   std::vector<std::string> tx_names;
   for (auto& [key, list] : by_queue) {
     port::Port* p = ports[key.first];
-    txs.push_back(std::make_unique<tx::TxTask>(p->id(), key.second, p->pool(), list, clock, tag_off, p->tx_schedule()));
+    txs.push_back(
+        std::make_unique<tx::TxTask>(p->id(), key.second, p->pool(), list, r->clock_, tag_off, p->tx_schedule()));
     tx_names.push_back(absl::StrFormat("tx %s/q%d", p->name(), key.second));
   }
 
@@ -75,11 +74,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   // each port's tasks analyse the flows of the streams it receives.
   uint32_t total_flows = 0;
   for (const auto& s : streams) total_flows = std::max(total_flows, s.flow_id + s.flows);
-  struct RxRef {
-    size_t port;
-    std::unique_ptr<rx::RxTask> task;
-  };
-  std::vector<RxRef> rxs;
+  auto& rxs = r->rxs_;
   std::vector<std::string> rx_names;
   for (size_t pi = 0; pi < ports.size(); ++pi) {
     std::vector<rx::GroupRange> groups;
@@ -98,7 +93,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
       rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, total_flows, groups,
-                                                      static_cast<uint32_t>(streams.size()), clock,
+                                                      static_cast<uint32_t>(streams.size()), r->clock_,
                                                       options.loss_log_capacity, ports[pi]->rx_timestamp().offset,
                                                       ports[pi]->rx_timestamp().flag, ports[pi]->rx_timestamp().line,
                                                       tag_off, ports[pi]->rx_timestamp().shared)});
@@ -108,7 +103,8 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
 
   // Placement: TX round-robin from the first worker, RX round-robin from the
   // last, so two workers keep TX and RX apart.
-  std::vector<LcoreWork> work(workers.size());
+  auto& work = r->work_;
+  work = std::vector<LcoreWork>(workers.size());
   for (size_t i = 0; i < txs.size(); ++i) {
     work[i % workers.size()].tx.push_back(txs[i].get());
     work[i % workers.size()].names.push_back(tx_names[i]);
@@ -121,10 +117,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
 
   for (port::Port* p : ports) p->ResetStats();
 
-  TrialResult result;
-  int64_t expected_ns = 0;
-  for (const auto& s : streams) expected_ns = std::max(expected_ns, s.duration_ns);
-  const int64_t bound_ns = options.max_duration_ns > 0 ? options.max_duration_ns : expected_ns + 1'000'000'000;
+  TrialResult& result = r->result_;
 
   for (size_t i = 0; i < workers.size(); ++i) {
     if (work[i].tx.empty() && work[i].rx.empty()) continue;
@@ -139,134 +132,301 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   }
 
   // Launch, then start every stream at the same instant a little ahead.
-  const uint64_t start = ReadTsc() + clock.FromNs(2'000'000);
+  const uint64_t start = ReadTsc() + r->clock_.FromNs(2'000'000);
+  r->start_ = start;
   for (auto& t : txs) t->Arm(start);
   for (size_t i = 0; i < workers.size(); ++i) {
     if (work[i].tx.empty() && work[i].rx.empty()) continue;
     if (int ret = rte_eal_remote_launch(LcoreMain, &work[i], workers[i]); ret != 0) {
       for (size_t j = 0; j < i; ++j) work[j].phase.store(kStop, std::memory_order_release);
       rte_eal_mp_wait_lcore();
+      r->finished_ = true;
       return absl::InternalError(absl::StrFormat("cannot launch lcore %d (%d)", workers[i], ret));
     }
   }
 
-  auto sum_tx = [&]() {
-    uint64_t n = 0;
-    for (auto& t : txs) {
-      for (size_t i = 0; i < t->num_streams(); ++i) n += t->counters(i).packets;
-    }
-    return n;
-  };
-  auto sum_rx = [&]() {
-    uint64_t n = 0;
-    for (auto& r : rxs) {
-      for (uint32_t i = 0; i < streams.size(); ++i) n += r.task->counters(i).packets;
-      n += r.task->unknown().packets;
-    }
-    return n;
-  };
+  r->launched_ = true;
+  r->background_ = std::thread([p = r.get()] { p->Background(); });
+  return r;
+}
 
-  auto sample = [&](uint64_t now) {
-    Sample smp;
-    smp.t_ns = now > start ? static_cast<int64_t>(clock.ToNs(now - start)) : 0;
-    smp.tx_packets.assign(streams.size(), 0);
-    smp.rx_packets.assign(streams.size(), 0);
-    for (auto& t : txs) {
-      for (size_t i = 0; i < t->num_streams(); ++i) smp.tx_packets[t->stream(i).index] += t->counters(i).packets;
-    }
-    for (auto& ref : rxs) {
-      for (uint32_t i = 0; i < streams.size(); ++i) smp.rx_packets[i] += ref.task->counters(i).packets;
-    }
-    // The ports' extended counters too (read by the control thread, as
-    // testpmd does; the lcores are not disturbed).
-    const bool first = result.xstat_names.empty();
-    if (first) result.xstat_names.resize(ports.size());
-    smp.xstats.resize(ports.size());
-    for (size_t pi = 0; pi < ports.size(); ++pi) {
-      for (const port::Xstat& x : ports[pi]->xstats()) {
-        if (first) result.xstat_names[pi].push_back(x.name);
-        smp.xstats[pi].push_back(x.value);
-      }
-    }
-    result.samples.push_back(std::move(smp));
-  };
-  const uint64_t sample_every = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(0, options.sample_interval_ns)));
-  uint64_t next_sample = start;
+LiveRun::LiveRun(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                 const std::vector<stream::CompiledStream>& streams, const TrialOptions& options)
+    : clock_(eal.tsc_hz()), ports_(ports), streams_(streams), options_(options) {}
 
-  // NIC clocks behind hardware RX stamps: sampled every 10 ms, re-fitted and
-  // handed to the RX lcores every 100 ms (the lcores copy the line per burst).
+LiveRun::~LiveRun() {
+  if (!finished_) Finish();
+}
+
+void LiveRun::TakeSample(uint64_t now) {
+  Sample smp;
+  smp.t_ns = now > start_ ? static_cast<int64_t>(clock_.ToNs(now - start_)) : 0;
+  smp.tx_packets.assign(streams_.size(), 0);
+  smp.rx_packets.assign(streams_.size(), 0);
+  for (auto& t : txs_) {
+    for (size_t i = 0; i < t->num_streams(); ++i) smp.tx_packets[t->stream(i).index] += t->counters(i).packets;
+  }
+  for (auto& ref : rxs_) {
+    for (uint32_t i = 0; i < streams_.size(); ++i) smp.rx_packets[i] += ref.task->counters(i).packets;
+  }
+  // The ports' extended counters too (read by the control thread, as
+  // testpmd does; the lcores are not disturbed).
+  const bool first = result_.xstat_names.empty();
+  if (first) result_.xstat_names.resize(ports_.size());
+  smp.xstats.resize(ports_.size());
+  for (size_t pi = 0; pi < ports_.size(); ++pi) {
+    for (const port::Xstat& x : ports_[pi]->xstats()) {
+      if (first) result_.xstat_names[pi].push_back(x.name);
+      smp.xstats[pi].push_back(x.value);
+    }
+  }
+  result_.samples.push_back(std::move(smp));
+}
+
+// The control side of a live run, on its own thread: per-stream samples and
+// the NIC clocks behind hardware RX stamps (sampled every 10 ms, re-fitted
+// and handed to the RX lcores every 100 ms; the lcores copy the line per burst).
+void LiveRun::Background() {
   std::vector<port::NicClock*> nic_clocks;
-  for (port::Port* p : ports) {
+  for (port::Port* p : ports_) {
     if (p->nic_clock() != nullptr) nic_clocks.push_back(p->nic_clock());
   }
-  const uint64_t clock_sample_every = clock.FromNs(10'000'000), clock_fit_every = clock.FromNs(100'000'000);
+  const uint64_t sample_every = clock_.FromNs(static_cast<uint64_t>(std::max<int64_t>(0, options_.sample_interval_ns)));
+  uint64_t next_sample = start_;
+  const uint64_t clock_sample_every = clock_.FromNs(10'000'000), clock_fit_every = clock_.FromNs(100'000'000);
   uint64_t next_clock_sample = ReadTsc(), next_clock_fit = next_clock_sample + clock_fit_every;
-  auto track_clocks = [&](uint64_t now) {
-    if (nic_clocks.empty() || now < next_clock_sample) return;
-    for (port::NicClock* c : nic_clocks) c->Sample();
-    next_clock_sample = now + clock_sample_every;
-    if (now >= next_clock_fit) {
-      for (port::NicClock* c : nic_clocks) c->Publish();
-      next_clock_fit = now + clock_fit_every;
-    }
-  };
-
-  // Control loop: watch for the end of TX, report progress.
-  uint64_t last_report = start, last_tx = 0, last_rx = 0;
-  const uint64_t interval = clock.FromNs(static_cast<uint64_t>(options.progress_interval_ns));
-  for (;;) {
+  while (!stop_background_.load(std::memory_order_acquire)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const uint64_t now = ReadTsc();
-    track_clocks(now);
+    if (!nic_clocks.empty() && now >= next_clock_sample) {
+      for (port::NicClock* c : nic_clocks) c->Sample();
+      next_clock_sample = now + clock_sample_every;
+      if (now >= next_clock_fit) {
+        for (port::NicClock* c : nic_clocks) c->Publish();
+        next_clock_fit = now + clock_fit_every;
+      }
+    }
     if (sample_every != 0 && now >= next_sample) {
-      sample(now);
+      std::lock_guard<std::mutex> lock(sample_mu_);
+      if (!tx_ended_) TakeSample(now);
       next_sample += sample_every;
     }
-    bool all_done = true;
-    for (auto& t : txs) all_done = all_done && t->Done();
-    if (all_done) break;
-    if (options.interrupt != nullptr && options.interrupt->load(std::memory_order_relaxed)) {
-      result.interrupted = true;
-      break;
+  }
+}
+
+bool LiveRun::tx_done() const {
+  for (const auto& t : txs_) {
+    if (!t->Done()) return false;
+  }
+  return true;
+}
+
+int64_t LiveRun::elapsed_ns() const {
+  const uint64_t now = ReadTsc();
+  return now > start_ ? static_cast<int64_t>(clock_.ToNs(now - start_)) : 0;
+}
+
+std::pair<tx::TxTask*, size_t> LiveRun::TxOf(size_t stream) const {
+  for (const auto& t : txs_) {
+    for (size_t i = 0; i < t->num_streams(); ++i) {
+      if (t->stream(i).index == stream) return {t.get(), i};
     }
-    if (now > start && clock.ToNs(now - start) > static_cast<uint64_t>(bound_ns)) {
-      result.timed_out = true;
-      break;
+  }
+  return {nullptr, 0};
+}
+
+absl::Status LiveRun::SetRate(size_t stream, double pps) {
+  auto [t, i] = TxOf(stream);
+  if (t == nullptr) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
+  if (!(pps > 0)) return absl::InvalidArgumentError("a rate must be > 0");
+  t->SetRate(i, pps);
+  return absl::OkStatus();
+}
+
+absl::Status LiveRun::SetPaused(size_t stream, bool paused) {
+  auto [t, i] = TxOf(stream);
+  if (t == nullptr) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
+  t->SetPaused(i, paused);
+  return absl::OkStatus();
+}
+
+absl::Status LiveRun::StopStream(size_t stream) {
+  auto [t, i] = TxOf(stream);
+  if (t == nullptr) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
+  t->Stop(i);
+  return absl::OkStatus();
+}
+
+LiveRun::StreamState LiveRun::state(size_t stream) const {
+  auto [t, i] = TxOf(stream);
+  StreamState s;
+  if (t == nullptr) return s;
+  s.pps = t->rate(i);
+  s.paused = t->paused(i);
+  s.done = t->stopped(i);
+  return s;
+}
+
+std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
+  std::vector<StreamLive> out(streams_.size());
+  for (const auto& t : txs_) {
+    for (size_t i = 0; i < t->num_streams(); ++i) {
+      const tx::TxCounters c = t->counters(i);
+      StreamLive& s = out[t->stream(i).index];
+      s.tx_packets += c.packets;
+      s.tx_bytes += c.bytes;
     }
-    if (options.on_progress && now > last_report + interval) {
-      Progress p;
-      p.elapsed_ns = static_cast<int64_t>(clock.ToNs(now - start));
-      p.expected_ns = expected_ns;
-      p.tx_packets = sum_tx();
-      p.rx_packets = sum_rx();
-      const double secs = static_cast<double>(now - last_report) / static_cast<double>(clock.hz());
-      p.tx_pps = static_cast<double>(p.tx_packets - last_tx) / secs;
-      p.rx_pps = static_cast<double>(p.rx_packets - last_rx) / secs;
-      last_tx = p.tx_packets;
-      last_rx = p.rx_packets;
-      last_report = now;
-      options.on_progress(p);
+  }
+  for (const auto& ref : rxs_) {
+    for (uint32_t i = 0; i < streams_.size(); ++i) {
+      const rx::GroupLiveView v = ref.task->live(i);
+      StreamLive& s = out[i];
+      s.rx_packets += v.packets;
+      s.rx_bytes += v.bytes;
+      s.gap_packets += v.gap_packets;
+      s.duplicate += v.duplicate;
+      s.reordered += v.reordered;
+      s.ce += v.ce;
     }
+  }
+  return out;
+}
+
+std::vector<LiveRun::PortLive> LiveRun::Ports() const {
+  std::vector<PortLive> out(ports_.size());
+  const std::vector<StreamLive> s = Streams();
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    out[streams_[i].tx_port].tx_packets += s[i].tx_packets;
+    out[streams_[i].tx_port].tx_bytes += s[i].tx_bytes;
+  }
+  for (const auto& ref : rxs_) {
+    for (uint32_t i = 0; i < streams_.size(); ++i) {
+      const rx::RxCounters c = ref.task->counters(i);
+      out[ref.port].rx_packets += c.packets;
+      out[ref.port].rx_bytes += c.bytes;
+    }
+    const rx::RxCounters u = ref.task->unknown();
+    out[ref.port].rx_packets += u.packets;
+    out[ref.port].rx_bytes += u.bytes;
+    out[ref.port].rx_unknown_packets += u.packets;
+  }
+  return out;
+}
+
+stats::LatencyHistogram LiveRun::Latency(size_t stream) const {
+  stats::LatencyHistogram h;
+  for (const auto& ref : rxs_) h.Merge(ref.task->LatencySnapshot(static_cast<uint32_t>(stream)));
+  return h;
+}
+
+absl::Status LiveRun::Ask(const std::vector<std::pair<rx::RxTask*, rx::RxRequest*>>& asks, int64_t timeout_ns,
+                          bool cancel_on_timeout) const {
+  for (auto [task, req] : asks) task->Post(*req);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
+  for (;;) {
+    bool all = true;
+    for (auto [task, req] : asks) all = all && task->Served(*req);
+    if (all) return absl::OkStatus();
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (!cancel_on_timeout) return absl::DeadlineExceededError("the RX lcores did not answer in time");
+  // A capture still waiting for frames: cancel it, and wait for the lcore to let go of the buffer.
+  std::vector<rx::RxRequest> cancels(asks.size());
+  for (size_t i = 0; i < asks.size(); ++i) {
+    if (asks[i].first->Served(*asks[i].second)) continue;
+    cancels[i].kind = rx::RxRequest::Kind::kCancel;
+    asks[i].first->Post(cancels[i]);
+    while (!asks[i].first->Served(cancels[i])) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return absl::DeadlineExceededError("timed out");
+}
+
+absl::StatusOr<std::vector<rx::FlowView>> LiveRun::TopFlows(size_t n) const {
+  if (finished_) return absl::FailedPreconditionError("the run has ended");
+  std::vector<rx::RxRequest> reqs(rxs_.size());
+  std::vector<std::pair<rx::RxTask*, rx::RxRequest*>> asks;
+  for (size_t i = 0; i < rxs_.size(); ++i) {
+    reqs[i].kind = rx::RxRequest::Kind::kTopFlows;
+    reqs[i].n = n;
+    asks.emplace_back(rxs_[i].task.get(), &reqs[i]);
+  }
+  if (absl::Status s = Ask(asks, 2'000'000'000, false); !s.ok()) return s;
+  std::vector<rx::FlowView> all;
+  for (const rx::RxRequest& r : reqs) all.insert(all.end(), r.flows.begin(), r.flows.end());
+  std::stable_sort(all.begin(), all.end(), [](const rx::FlowView& a, const rx::FlowView& b) {
+    if (a.lost != b.lost) return a.lost > b.lost;
+    if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
+      return a.duplicate + a.reordered > b.duplicate + b.reordered;
+    }
+    return a.received > b.received;
+  });
+  if (all.size() > n) all.resize(n);
+  return all;
+}
+
+absl::StatusOr<std::vector<CapturedFrame>> LiveRun::Capture(size_t port, size_t n, int64_t timeout_ns) const {
+  if (finished_) return absl::FailedPreconditionError("the run has ended");
+  std::vector<std::unique_ptr<rx::RxRequest>> reqs;
+  std::vector<std::pair<rx::RxTask*, rx::RxRequest*>> asks;
+  for (const auto& ref : rxs_) {
+    if (ref.port != port) continue;
+    reqs.push_back(std::make_unique<rx::RxRequest>());
+    reqs.back()->kind = rx::RxRequest::Kind::kCapture;
+    reqs.back()->n = n;
+    asks.emplace_back(ref.task.get(), reqs.back().get());
+  }
+  if (asks.empty()) return absl::FailedPreconditionError("the port has no RX queue");
+  // Every queue captures up to n; the first n by receive time are kept.
+  const absl::Status waited = Ask(asks, timeout_ns, true);
+  std::vector<CapturedFrame> frames;
+  for (const auto& r : reqs) {
+    const size_t k = r->captured.load(std::memory_order_acquire);
+    for (size_t i = 0; i < k; ++i) {
+      const uint8_t* d = r->data.data() + i * r->snaplen;
+      frames.push_back(CapturedFrame{r->rx_ns[i], r->wire_len[i], std::vector<uint8_t>(d, d + r->caplen[i])});
+    }
+  }
+  std::stable_sort(frames.begin(), frames.end(),
+                   [](const CapturedFrame& a, const CapturedFrame& b) { return a.rx_ns < b.rx_ns; });
+  if (frames.size() > n) frames.resize(n);
+  if (!waited.ok() && frames.empty()) {
+    return absl::DeadlineExceededError(absl::StrFormat("no frame arrived within %.1f s", timeout_ns / 1e9));
+  }
+  return frames;
+}
+
+TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
+  if (finished_) return result_;
+  finished_ = true;
+  result_.interrupted = interrupted;
+  result_.timed_out = timed_out;
+  // End TX: streams still sending stop here (a live run's `stop`).
+  for (auto& t : txs_) {
+    for (size_t i = 0; i < t->num_streams(); ++i) t->Stop(i);
   }
   const uint64_t tx_end = ReadTsc();
-  if (sample_every != 0) sample(tx_end);
-  for (auto& w : work) w.phase.store(kDrain, std::memory_order_release);
-  const uint64_t drain_end = ReadTsc() + clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(0, options.drain_ns)));
-  for (uint64_t now = ReadTsc(); now < drain_end; now = ReadTsc()) {
-    track_clocks(now);
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(1'000'000, clock.ToNs(drain_end - now))));
+  {
+    // The background thread samples no more; one last sample at the end of TX.
+    std::lock_guard<std::mutex> lock(sample_mu_);
+    tx_ended_ = true;
+    if (options_.sample_interval_ns > 0) TakeSample(tx_end);
   }
-  for (auto& w : work) w.phase.store(kStop, std::memory_order_release);
+  for (auto& w : work_) w.phase.store(kDrain, std::memory_order_release);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(0, options_.drain_ns)));
+  for (auto& w : work_) w.phase.store(kStop, std::memory_order_release);
   rte_eal_mp_wait_lcore();
+  stop_background_.store(true, std::memory_order_release);
+  if (background_.joinable()) background_.join();
 
   // Which clock the latency figures come from (the RX side decides).
-  for (port::Port* p : ports) {
+  for (port::Port* p : ports_) {
     if (p->rx_timestamp().unit != port::RxTimestamp::Unit::kNone) {
-      result.timestamp_source = absl::StrFormat("RX: %s on port %s; TX: the signature's stamp",
-                                                p->rx_timestamp().observation_point(), p->name());
+      result_.timestamp_source = absl::StrFormat("RX: %s on port %s; TX: the signature's stamp",
+                                                 p->rx_timestamp().observation_point(), p->name());
       if (port::NicClock* c = p->nic_clock(); c != nullptr && c->line()) {
         const clock::ClockLine& l = *c->line();
-        result.timestamp_source += absl::StrFormat(
+        result_.timestamp_source += absl::StrFormat(
             " (fit over the last %d of %d readings: %.9f units/ns, %+.3f ppm against the driver's %.6f, RMS residual "
             "%.0f ns, max %.0f ns)",
             std::min<uint64_t>(c->samples(), c->window()), c->samples(), l.slope, l.drift_ppm(), l.nominal,
@@ -276,47 +436,47 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
   }
 
   // Sum per-lcore counters into per-stream and per-port results.
-  result.duration_ns = tx_end > start ? static_cast<int64_t>(clock.ToNs(tx_end - start)) : 0;
-  result.streams.resize(streams.size());
-  for (size_t i = 0; i < streams.size(); ++i) {
-    StreamResult& r = result.streams[i];
-    r.name = streams[i].name;
-    r.tx_port = streams[i].tx_port;
-    r.rx_port = streams[i].rx_port;
-    r.frame_size = streams[i].frame_size;
-    r.signed_frames = streams[i].program.signed_frames();
-    r.flows = streams[i].flows;
-    r.verify_payload = streams[i].verify_payload;
-    r.received = ports[streams[i].rx_port]->options().rx_queues > 0;
-    r.set_pps = streams[i].pps;
+  result_.duration_ns = tx_end > start_ ? static_cast<int64_t>(clock_.ToNs(tx_end - start_)) : 0;
+  result_.streams.resize(streams_.size());
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    StreamResult& r = result_.streams[i];
+    r.name = streams_[i].name;
+    r.tx_port = streams_[i].tx_port;
+    r.rx_port = streams_[i].rx_port;
+    r.frame_size = streams_[i].frame_size;
+    r.signed_frames = streams_[i].program.signed_frames();
+    r.flows = streams_[i].flows;
+    r.verify_payload = streams_[i].verify_payload;
+    r.received = ports_[streams_[i].rx_port]->options().rx_queues > 0;
+    r.set_pps = streams_[i].pps;
   }
-  for (auto& t : txs) {
+  for (auto& t : txs_) {
     for (size_t i = 0; i < t->num_streams(); ++i) {
-      StreamResult& r = result.streams[t->stream(i).index];
+      StreamResult& r = result_.streams[t->stream(i).index];
       r.tx = t->counters(i);
       if (r.tx.packets != 0) r.tx_duration_ns = static_cast<int64_t>(r.tx.last_ns - r.tx.first_ns);
     }
   }
-  result.ports.resize(ports.size());
-  for (size_t pi = 0; pi < ports.size(); ++pi) result.ports[pi].name = ports[pi]->name();
-  for (const StreamResult& r : result.streams) {
-    result.ports[r.tx_port].tx_packets += r.tx.packets;
-    result.ports[r.tx_port].tx_bytes += r.tx.bytes;
+  result_.ports.resize(ports_.size());
+  for (size_t pi = 0; pi < ports_.size(); ++pi) result_.ports[pi].name = ports_[pi]->name();
+  for (const StreamResult& r : result_.streams) {
+    result_.ports[r.tx_port].tx_packets += r.tx.packets;
+    result_.ports[r.tx_port].tx_bytes += r.tx.bytes;
   }
-  for (auto& ref : rxs) {
-    PortResult& pr = result.ports[ref.port];
+  for (auto& ref : rxs_) {
+    PortResult& pr = result_.ports[ref.port];
     const std::vector<stats::GroupStats> summaries = ref.task->Summaries();
-    for (uint32_t i = 0; i < streams.size(); ++i) {
+    for (uint32_t i = 0; i < streams_.size(); ++i) {
       const rx::RxCounters c = ref.task->counters(i);
-      result.streams[i].rx.packets += c.packets;
-      result.streams[i].rx.bytes += c.bytes;
-      result.streams[i].analysis.Merge(summaries[i]);
+      result_.streams[i].rx.packets += c.packets;
+      result_.streams[i].rx.bytes += c.bytes;
+      result_.streams[i].analysis.Merge(summaries[i]);
       pr.rx_packets += c.packets;
       pr.rx_bytes += c.bytes;
     }
     const stats::LossLog& log = ref.task->loss_log();
-    result.loss_events.insert(result.loss_events.end(), log.events().begin(), log.events().end());
-    result.loss_events_not_logged += log.dropped();
+    result_.loss_events.insert(result_.loss_events.end(), log.events().begin(), log.events().end());
+    result_.loss_events_not_logged += log.dropped();
     const rx::FeedbackCounters fb = ref.task->feedback();
     pr.rx_cnp += fb.cnp;
     pr.rx_roce_nak += fb.roce_nak;
@@ -328,22 +488,67 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
     pr.rx_packets += u.packets;
     pr.rx_bytes += u.bytes;
   }
-  for (size_t pi = 0; pi < ports.size(); ++pi) {
-    result.ports[pi].hw = ports[pi]->stats();
-    result.ports[pi].xstats = ports[pi]->xstats();
+  for (size_t pi = 0; pi < ports_.size(); ++pi) {
+    result_.ports[pi].hw = ports_[pi]->stats();
+    result_.ports[pi].xstats = ports_[pi]->xstats();
   }
   // A NIC whose RX stamps do not count the clock its driver reads (a mode
   // the driver did not expect) shows as latencies beyond 2^40 ns, which is
   // where negative ones land: say so rather than report them as figures.
-  for (const StreamResult& r : result.streams) {
-    const port::Port& rx = *ports[r.rx_port];
+  for (const StreamResult& r : result_.streams) {
+    const port::Port& rx = *ports_[r.rx_port];
     if (rx.rx_timestamp().unit == port::RxTimestamp::Unit::kNicClock && r.analysis.latency.overflow() != 0) {
-      result.warnings.push_back(absl::StrFormat(
+      result_.warnings.push_back(absl::StrFormat(
           "stream %s: %d latency samples above 2^40 ns or negative: the RX stamps on port %s do not follow the "
           "fitted %s; its latency figures are not valid (timestamps: software avoids the NIC clock)",
           r.name, r.analysis.latency.overflow(), rx.name(), rx.rx_timestamp().clock));
     }
   }
+  return result_;
+}
+
+absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                     const std::vector<stream::CompiledStream>& streams, const TrialOptions& options) {
+  FG_ASSIGN_OR_RETURN(std::unique_ptr<LiveRun> run, LiveRun::Start(eal, ports, streams, options));
+  int64_t expected_ns = 0;
+  for (const auto& s : streams) expected_ns = std::max(expected_ns, s.duration_ns);
+  const int64_t bound_ns = options.max_duration_ns > 0 ? options.max_duration_ns : expected_ns + 1'000'000'000;
+  if (options.on_live) options.on_live(run.get());
+  // Control loop: watch for the end of TX, report progress.
+  bool interrupted = false, timed_out = false;
+  int64_t last_report = 0;
+  uint64_t last_tx = 0, last_rx = 0;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (run->tx_done()) break;
+    if (options.interrupt != nullptr && options.interrupt->load(std::memory_order_relaxed)) {
+      interrupted = true;
+      break;
+    }
+    const int64_t elapsed = run->elapsed_ns();
+    if (elapsed > bound_ns) {
+      timed_out = true;
+      break;
+    }
+    if (options.on_progress && elapsed > last_report + options.progress_interval_ns) {
+      Progress p;
+      p.elapsed_ns = elapsed;
+      p.expected_ns = expected_ns;
+      for (const LiveRun::PortLive& port : run->Ports()) {
+        p.tx_packets += port.tx_packets;
+        p.rx_packets += port.rx_packets;
+      }
+      const double secs = static_cast<double>(elapsed - last_report) / 1e9;
+      p.tx_pps = static_cast<double>(p.tx_packets - last_tx) / secs;
+      p.rx_pps = static_cast<double>(p.rx_packets - last_rx) / secs;
+      last_tx = p.tx_packets;
+      last_rx = p.rx_packets;
+      last_report = elapsed;
+      options.on_progress(p);
+    }
+  }
+  TrialResult result = run->Finish(interrupted, timed_out);
+  if (options.on_live) options.on_live(nullptr);
   return result;
 }
 

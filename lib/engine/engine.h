@@ -18,10 +18,15 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/tsc.h"
 #include "port/eal.h"
 #include "port/port.h"
 #include "rx/rx.h"
@@ -59,6 +64,9 @@ struct TrialOptions {
   int64_t sample_interval_ns = 1'000'000'000;
   // Polled by the control thread; set it (e.g. from SIGINT) to end TX early.
   const std::atomic<bool>* interrupt = nullptr;
+  // RunTrial: called with the live run once traffic starts, and with nullptr
+  // before it is torn down (live metrics read it meanwhile).
+  std::function<void(const class LiveRun*)> on_live;
 };
 
 struct StreamResult {
@@ -111,5 +119,101 @@ struct TrialResult {
 
 absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                      const std::vector<stream::CompiledStream>& streams, const TrialOptions& options);
+
+struct LcoreWork;  // engine.cc: the tasks of one worker lcore
+
+// A received frame, as a capture request copied it.
+struct CapturedFrame {
+  uint64_t rx_ns = 0;     // this host's clock (TSC ns)
+  uint32_t wire_len = 0;  // frame bytes without FCS
+  std::vector<uint8_t> bytes;
+};
+
+// A run that keeps going while the caller does other things (the CLI, a
+// metrics endpoint): RunTrial is Start, a wait, and Finish. Everything here
+// is for the control thread; the lcores are never locked: counters and
+// latency histograms are read with relaxed loads, rate/pause/stop are
+// applied by the TX lcore on its next poll, and top-N flows and captures are
+// requests the RX lcores serve between bursts.
+//
+//   auto run = fg::engine::LiveRun::Start(eal, ports, streams, opt);
+//   (*run)->SetRate(0, 20'000);                  // stream 0 to 20 kpps, now
+//   auto live = (*run)->Streams();               // counters so far
+//   fg::engine::TrialResult r = (*run)->Finish();
+class LiveRun {
+ public:
+  static absl::StatusOr<std::unique_ptr<LiveRun>> Start(const port::Eal& eal, const std::vector<port::Port*>& ports,
+                                                        const std::vector<stream::CompiledStream>& streams,
+                                                        const TrialOptions& options);
+  ~LiveRun();  // finishes the run if Finish was not called
+  LiveRun(const LiveRun&) = delete;
+  LiveRun& operator=(const LiveRun&) = delete;
+
+  bool tx_done() const;        // every stream has sent its count, reached its duration or was stopped
+  int64_t elapsed_ns() const;  // since the synchronized start
+  const std::vector<std::string>& placement() const { return result_.placement; }
+  const std::vector<stream::CompiledStream>& streams() const { return streams_; }
+
+  absl::Status SetRate(size_t stream, double pps);
+  absl::Status SetPaused(size_t stream, bool paused);
+  absl::Status StopStream(size_t stream);
+  struct StreamState {
+    double pps = 0;
+    bool paused = false, done = false;
+  };
+  StreamState state(size_t stream) const;
+
+  struct StreamLive {
+    uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+    uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;
+    // Frames missing at gaps, less those that came late (sequence view; the
+    // final count after Finish also takes in losses after the last arrival).
+    int64_t lost() const { return static_cast<int64_t>(gap_packets) - static_cast<int64_t>(reordered); }
+  };
+  std::vector<StreamLive> Streams() const;  // by stream index
+  struct PortLive {
+    uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0, rx_unknown_packets = 0;
+  };
+  std::vector<PortLive> Ports() const;
+  stats::LatencyHistogram Latency(size_t stream) const;
+  // The n worst flows (by lost, then duplicates + reordered, then received);
+  // each RX lcore makes one pass over its flows to answer.
+  absl::StatusOr<std::vector<rx::FlowView>> TopFlows(size_t n) const;
+  // The next n frames the port receives (any frame), within timeout_ns;
+  // fewer when the time runs out (none: DeadlineExceeded).
+  absl::StatusOr<std::vector<CapturedFrame>> Capture(size_t port, size_t n, int64_t timeout_ns) const;
+
+  // Stops every stream still sending, drains, stops the lcores and sums
+  // everything (RunTrial's result). Further calls return the same result.
+  TrialResult Finish(bool interrupted = false, bool timed_out = false);
+
+ private:
+  LiveRun(const port::Eal& eal, const std::vector<port::Port*>& ports,
+          const std::vector<stream::CompiledStream>& streams, const TrialOptions& options);
+  void Background();
+  void TakeSample(uint64_t now);
+  std::pair<tx::TxTask*, size_t> TxOf(size_t stream) const;
+  absl::Status Ask(const std::vector<std::pair<rx::RxTask*, rx::RxRequest*>>& asks, int64_t timeout_ns,
+                   bool cancel_on_timeout) const;
+
+  struct RxRef {
+    size_t port;
+    std::unique_ptr<rx::RxTask> task;
+  };
+  TscClock clock_;
+  std::vector<port::Port*> ports_;
+  std::vector<stream::CompiledStream> streams_;  // the tasks point into this copy
+  TrialOptions options_;
+  std::vector<std::unique_ptr<tx::TxTask>> txs_;
+  std::vector<RxRef> rxs_;
+  std::vector<LcoreWork> work_;
+  uint64_t start_ = 0;
+  bool launched_ = false, finished_ = false;
+  TrialResult result_;
+  std::thread background_;
+  std::atomic<bool> stop_background_{false};
+  std::mutex sample_mu_;   // the samples: the background thread and Finish (never an lcore)
+  bool tx_ended_ = false;  // under sample_mu_
+};
 
 }  // namespace fg::engine

@@ -5,6 +5,9 @@
 #include <rte_mbuf_dyn.h>
 #include <rte_prefetch.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "base/units.h"
 #include "proto/signature.h"
 
@@ -28,10 +31,12 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       ts_shared_(ts_shared),
       ts_line_(ts_line) {
   UseLine(ts_line_);
+  events_.reset(new stats::GroupLive[num_groups]);
   uint32_t slots = 0;
   for (const GroupRange& g : groups) slots += g.flows;
   flows_.resize(slots);
   slot_group_.resize(slots);
+  slot_flow_.resize(slots);
   // When the task's flows are one contiguous run of ids in slot order (the
   // usual case), slot = flow - first: no table load per frame.
   identity_first_ = groups.empty() ? 0 : groups[0].first_flow;
@@ -47,6 +52,7 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
     for (uint32_t i = 0; i < g.flows; ++i, ++slot) {
       flow_to_slot_[g.first_flow + i] = slot;
       slot_group_[slot] = g.group;
+      slot_flow_[slot] = g.first_flow + i;
       if (g.key_kind != GroupRange::KeyKind::kNone) {
         key_to_slot_.emplace(uint64_t{static_cast<uint8_t>(g.key_kind)} << 32 | (g.key_base + i), slot);
       }
@@ -86,12 +92,96 @@ RxTask::~RxTask() = default;
 // stalling one after another.
 unsigned RxTask::Poll() { return ts_offset_ >= 0 ? PollImpl<true>() : PollImpl<false>(); }
 
+void RxTask::Post(RxRequest& r) {
+  if (r.kind == RxRequest::Kind::kTopFlows) {
+    r.flows.clear();
+    r.flows.reserve(r.n);
+  } else if (r.kind == RxRequest::Kind::kCapture) {
+    r.data.assign(r.n * r.snaplen, 0);
+    r.caplen.assign(r.n, 0);
+    r.wire_len.assign(r.n, 0);
+    r.rx_ns.assign(r.n, 0);
+    r.captured.store(0, std::memory_order_relaxed);
+  }
+  req_.store(&r, std::memory_order_relaxed);
+  req_seq_.store(req_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+bool RxTask::Served(const RxRequest& r) const {
+  return req_.load(std::memory_order_relaxed) == &r &&
+         ack_seq_.load(std::memory_order_acquire) == req_seq_.load(std::memory_order_relaxed);
+}
+
+// On the lcore, between bursts: one load when nothing is asked.
+void RxTask::ServeRequest() {
+  const uint64_t seq = req_seq_.load(std::memory_order_acquire);
+  if (seq == handled_seq_) return;
+  handled_seq_ = seq;
+  RxRequest& r = *req_.load(std::memory_order_relaxed);
+  switch (r.kind) {
+    case RxRequest::Kind::kTopFlows: {
+      // The n worst flows, kept sorted in the reserved vector (no allocation).
+      auto worse = [](const FlowView& a, const FlowView& b) {
+        if (a.lost != b.lost) return a.lost > b.lost;
+        if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
+          return a.duplicate + a.reordered > b.duplicate + b.reordered;
+        }
+        return a.received > b.received;
+      };
+      for (size_t slot = 0; slot < flows_.size() && r.n != 0; ++slot) {
+        const stats::FlowState& f = flows_[slot];
+        if (!f.started) continue;
+        const FlowView v{slot_group_[slot], slot_flow_[slot], f.received,
+                         f.duplicate,       f.reordered,      f.ce,
+                         f.jitter16 >> 4,   f.lost,           static_cast<uint64_t>(f.last_transit)};
+        if (r.flows.size() == r.n && !worse(v, r.flows.back())) continue;
+        if (r.flows.size() == r.n) r.flows.pop_back();
+        r.flows.insert(std::upper_bound(r.flows.begin(), r.flows.end(), v, worse), v);
+      }
+      ack_seq_.store(seq, std::memory_order_release);
+      break;
+    }
+    case RxRequest::Kind::kCapture:
+      capture_ = &r;
+      capture_seq_ = seq;
+      if (r.n == 0) {
+        capture_ = nullptr;
+        ack_seq_.store(seq, std::memory_order_release);
+      }
+      break;
+    case RxRequest::Kind::kCancel:
+      capture_ = nullptr;
+      ack_seq_.store(seq, std::memory_order_release);
+      break;
+  }
+}
+
+void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
+  RxRequest& r = *capture_;
+  size_t k = r.captured.load(std::memory_order_relaxed);
+  for (uint16_t i = 0; i < n && k < r.n; ++i, ++k) {
+    const rte_mbuf* m = pkts[i];
+    const uint32_t len = std::min<uint32_t>(rte_pktmbuf_data_len(m), r.snaplen);
+    std::memcpy(r.data.data() + k * r.snaplen, rte_pktmbuf_mtod(m, const uint8_t*), len);
+    r.caplen[k] = len;
+    r.wire_len[k] = m->pkt_len;
+    r.rx_ns[k] = rx_ns;
+  }
+  r.captured.store(k, std::memory_order_release);
+  if (k == r.n) {
+    capture_ = nullptr;
+    ack_seq_.store(capture_seq_, std::memory_order_release);
+  }
+}
+
 template <bool kPerPacketTs>
 unsigned RxTask::PollImpl() {
+  ServeRequest();
   rte_mbuf* pkts[kRxBurst];
   const uint16_t n = rte_eth_rx_burst(port_id_, queue_, pkts, kRxBurst);
   if (n == 0) return 0;
   const uint64_t rx_ns = clock_.ToNs(ReadTsc());
+  if (capture_ != nullptr) CaptureFrames(pkts, n, rx_ns);
   if constexpr (kPerPacketTs) {
     if (ts_shared_ != nullptr && ts_shared_->Refresh(ts_line_, ts_seen_)) UseLine(ts_line_);
   }
@@ -152,7 +242,7 @@ unsigned RxTask::PollImpl() {
       ++flows_[slot].payload_errors;
     }
     const uint64_t latency = stats::ObserveFlow(flows_[slot], log_, proto::Load24(s + 3), proto::Load32(s + 6),
-                                                proto::Load48(s + 10), t, ecn[i] == 3);
+                                                proto::Load48(s + 10), t, ecn[i] == 3, &events_[group]);
     if (latency != run_latency || group != run_group) {
       if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
       run_group = group;
@@ -190,6 +280,12 @@ RxCounters RxTask::counters(uint32_t group) const {
 }
 
 RxCounters RxTask::unknown() const { return counters(num_groups_); }
+
+GroupLiveView RxTask::live(uint32_t group) const {
+  const stats::GroupLive& e = events_[group];
+  return GroupLiveView{live_[group].packets.Read(), live_[group].bytes.Read(), e.gap_packets.Read(),
+                       e.duplicate.Read(),          e.reordered.Read(),        e.ce.Read()};
+}
 
 std::vector<stats::GroupStats> RxTask::Summaries() const {
   std::vector<stats::GroupStats> out(groups_.size());

@@ -19,6 +19,7 @@
 //   auto summaries = task.Summaries();              // after the lcore stopped
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -30,6 +31,8 @@
 #include "clock/clock_fit.h"
 #include "clock/shared_line.h"
 #include "stats/flow_analysis.h"
+
+struct rte_mbuf;
 
 namespace fg::rx {
 
@@ -58,6 +61,36 @@ struct FeedbackCounters {
   uint64_t cnp = 0, roce_nak = 0, uet_nack = 0, unmatched = 0;
 };
 
+// What a group's counters say during the run (any thread, no locks).
+struct GroupLiveView {
+  uint64_t packets = 0, bytes = 0;
+  uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;
+};
+
+// One flow's figures, for a top-N view.
+struct FlowView {
+  uint32_t group = 0, flow = 0;
+  uint64_t received = 0, duplicate = 0, reordered = 0, ce = 0, jitter_ns = 0;
+  int64_t lost = 0;
+  uint64_t latency_last_ns = 0;  // the last frame's latency
+};
+
+// A request the control thread posts to a running RX lcore, which serves it
+// between bursts: the data path is never locked, and pays only when asked.
+// Post() one at a time; Wait() until Served().
+struct RxRequest {
+  enum class Kind : uint8_t { kTopFlows, kCapture, kCancel } kind = Kind::kTopFlows;
+  size_t n = 0;  // top flows: how many; capture: frames
+  // Top flows: by net lost, then duplicates + reordered, then received.
+  std::vector<FlowView> flows;  // filled by the lcore (capacity reserved by Post)
+  // Capture: the next n frames received (any frame, signature or not), cut at snaplen.
+  uint32_t snaplen = 2048;
+  std::vector<uint8_t> data;               // n x snaplen
+  std::vector<uint32_t> caplen, wire_len;  // per frame
+  std::vector<uint64_t> rx_ns;             // per frame, this host's ns
+  std::atomic<size_t> captured{0};         // frames written so far
+};
+
 class RxTask : public PollTask {
  public:
   // With `ts_offset` >= 0, a received mbuf whose ol_flags has `ts_flag`
@@ -76,6 +109,14 @@ class RxTask : public PollTask {
   // Thread-safe, during the run.
   RxCounters counters(uint32_t group) const;
   RxCounters unknown() const;
+  GroupLiveView live(uint32_t group) const;
+  stats::LatencyHistogram LatencySnapshot(uint32_t group) const { return groups_[group].latency.Snapshot(); }
+
+  // Control thread, while an lcore polls this task: posts a request (sizing
+  // its buffers first); Served() turns true once the lcore has answered (a
+  // capture: when n frames are in, or after a kCancel request is served).
+  void Post(RxRequest& r);
+  bool Served(const RxRequest& r) const;
 
   // After the lcore has stopped: per group, the latency histogram and the
   // sums over its flows.
@@ -93,6 +134,7 @@ class RxTask : public PollTask {
   bool identity_ = false;               // slot = flow - identity_first_ for every flow of the task
   uint32_t identity_first_ = 0;
   std::vector<uint32_t> slot_group_;     // slot -> group
+  std::vector<uint32_t> slot_flow_;      // slot -> global flow id (top-N views)
   std::vector<uint8_t> group_verify_;    // group -> verify its payloads
   std::vector<stats::FlowState> flows_;  // per slot
   std::vector<stats::GroupStats> groups_;
@@ -103,6 +145,17 @@ class RxTask : public PollTask {
   Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_;
 
   void CountFeedback(const uint8_t* frame, uint32_t len);
+  void ServeRequest();
+  void CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns);
+  std::unique_ptr<stats::GroupLive[]> events_;  // per group
+  // Requests: the control thread writes req_ then bumps req_seq_ (release);
+  // the lcore answers by storing the sequence it served in ack_seq_.
+  alignas(64) std::atomic<uint64_t> req_seq_{0};
+  std::atomic<RxRequest*> req_{nullptr};
+  alignas(64) std::atomic<uint64_t> ack_seq_{0};
+  uint64_t handled_seq_ = 0;      // lcore
+  RxRequest* capture_ = nullptr;  // lcore: the capture in progress
+  uint64_t capture_seq_ = 0;
   // The loop, compiled once with and once without per-packet timestamps.
   template <bool kPerPacketTs>
   unsigned PollImpl();

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/counter.h"
 #include "stats/histogram.h"
 
 namespace fg::stats {
@@ -76,6 +77,14 @@ struct GroupStats {
   void Merge(const GroupStats& o);  // latency merged; flow totals added
 };
 
+// Events of a group (stream) as they happen, for readers during the run:
+// the RX lcore adds to them only when a flow sees a gap, a duplicate, a late
+// fill or a CE mark, so in-order traffic costs nothing.
+struct alignas(64) GroupLive {
+  Counter gap_packets;  // frames missing at gaps (net lost = gap_packets - reordered)
+  Counter duplicate, reordered, ce;
+};
+
 struct LossEvent {
   uint32_t flow = 0;
   uint32_t first_seq = 0;  // first missing sequence number
@@ -106,10 +115,14 @@ class LossLog {
 // Updates the flow with one arrival and returns its latency (ns), which the
 // caller records: an RX burst batches equal latencies (frames of one TX burst
 // carry one TX time) into one histogram update.
+// `live` (optional) counts the events as they happen.
 [[gnu::always_inline]] inline uint64_t ObserveFlow(FlowState& f, LossLog& log, uint32_t flow, uint32_t seq,
-                                                   uint64_t tx_ns, uint64_t rx_ns, bool ce) {
+                                                   uint64_t tx_ns, uint64_t rx_ns, bool ce, GroupLive* live = nullptr) {
   ++f.received;
-  f.ce += ce ? 1 : 0;
+  if (ce) {
+    ++f.ce;
+    if (live != nullptr) live->ce.Add(1);
+  }
   const uint64_t latency = (rx_ns - tx_ns) & kTs48Mask;
   // RFC 3550 jitter on the transit time of consecutive arrivals.
   const int64_t transit = static_cast<int64_t>(latency);
@@ -125,6 +138,7 @@ class LossLog {
     f.started = true;
     if (seq != 0 && static_cast<int32_t>(seq) > 0) {
       f.lost += seq;
+      if (live != nullptr) live->gap_packets.Add(seq);
       log.Add(LossEvent{flow, 0, seq, 0, rx_ns});
     }
     f.next_seq = seq + 1;
@@ -140,6 +154,7 @@ class LossLog {
   } else if (d > 0) {
     const uint32_t gap = static_cast<uint32_t>(d);
     f.lost += gap;
+    if (live != nullptr) live->gap_packets.Add(gap);
     ++f.loss_events;
     const uint64_t dur = rx_ns - f.last_rx_ns;
     f.loss_ns_total += dur;
@@ -154,10 +169,12 @@ class LossLog {
       const uint64_t bit = uint64_t{1} << back;
       if (f.window & bit) {
         ++f.duplicate;
+        if (live != nullptr) live->duplicate.Add(1);
       } else {
         f.window |= bit;
         --f.lost;
         ++f.reordered;
+        if (live != nullptr) live->reordered.Add(1);
         if (back > f.max_extent) f.max_extent = back;
       }
     } else {

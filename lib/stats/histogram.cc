@@ -5,6 +5,17 @@
 
 namespace fg::stats {
 
+LatencyHistogram LatencyHistogram::Snapshot() const {
+  LatencyHistogram h;
+  for (size_t i = 0; i < kBuckets; ++i) h.counts_[i] = Load(counts_[i]);
+  h.count_ = Load(count_);
+  h.sum_ = Load(sum_);
+  h.min_ = Load(min_);
+  h.max_ = Load(max_);
+  h.overflow_ = Load(overflow_);
+  return h;
+}
+
 void LatencyHistogram::Merge(const LatencyHistogram& o) {
   for (size_t i = 0; i < kBuckets; ++i) counts_[i] += o.counts_[i];
   count_ += o.count_;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -45,15 +46,20 @@ class LatencyHistogram {
   LatencyHistogram() : counts_(kBuckets, 0) {}
 
   void Record(uint64_t ns) { Record(ns, 1); }
-  // `n` samples of the same value.
+  // `n` samples of the same value. One thread records; others may take a
+  // Snapshot() meanwhile: every field is stored with a relaxed atomic store
+  // (a plain mov on x86), as fg::Counter does.
   void Record(uint64_t ns, uint64_t n) {
-    counts_[Index(ns)] += n;
-    count_ += n;
-    sum_ += ns * n;
-    if (ns < min_) min_ = ns;
-    if (ns > max_) max_ = ns;
-    if (ns >= (uint64_t{1} << kMaxExp)) overflow_ += n;
+    Bump(counts_[Index(ns)], n);
+    Bump(count_, n);
+    Bump(sum_, ns * n);
+    if (ns < min_) Store(min_, ns);
+    if (ns > max_) Store(max_, ns);
+    if (ns >= (uint64_t{1} << kMaxExp)) Bump(overflow_, n);
   }
+  // A copy taken while another thread records (relaxed loads: each field is
+  // whole, the fields may be a few samples apart).
+  LatencyHistogram Snapshot() const;
   void Merge(const LatencyHistogram& o);
   void Clear();
 
@@ -68,6 +74,14 @@ class LatencyHistogram {
   const std::vector<uint64_t>& counts() const { return counts_; }
 
  private:
+  static void Store(uint64_t& v, uint64_t x) { std::atomic_ref<uint64_t>(v).store(x, std::memory_order_relaxed); }
+  static void Bump(uint64_t& v, uint64_t n) {
+    std::atomic_ref<uint64_t> a(v);
+    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  static uint64_t Load(const uint64_t& v) {
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(v)).load(std::memory_order_relaxed);
+  }
   std::vector<uint64_t> counts_;
   uint64_t count_ = 0;
   uint64_t sum_ = 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 
 #include "base/counter.h"
@@ -43,7 +44,30 @@ struct alignas(64) TxTask::State {
 
   alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, first_ns, last_ns;
   std::atomic<bool> done{false};
+
+  // Control: written by the control thread (ctl_gen last, release), read by
+  // the lcore when ctl_gen moves.
+  alignas(64) std::atomic<uint64_t> ctl_gen{0};
+  std::atomic<uint64_t> ctl_pps_bits{0};
+  std::atomic<int> ctl_mode{kRunning};
+  uint64_t seen_gen = 0;  // lcore
+  bool paused = false;    // lcore
+  static constexpr int kRunning = 0, kPaused = 1, kStopped = 2;
 };
+
+namespace {
+
+uint64_t IntervalFp(double pps, uint64_t hz) {
+  // Unpaced ("max"): an interval of 0 makes every poll due a full burst.
+  return std::isfinite(pps)
+             ? std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(hz) * (1 << kFpShift) / pps + 0.5))
+             : 0;
+}
+uint64_t MaxBacklog(double pps) {
+  return std::max<uint64_t>(4 * kTxBurst, std::isfinite(pps) ? static_cast<uint64_t>(pps / 1000) : 0);
+}
+
+}  // namespace
 
 TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
                const std::vector<const stream::CompiledStream*>& streams, TscClock clock, int template_tag_offset,
@@ -58,17 +82,12 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
   for (const stream::CompiledStream* s : streams) {
     auto st = std::make_unique<State>();
     st->s = s;
-    // Unpaced ("max"): an interval of 0 makes every poll due a full burst.
-    st->interval_fp =
-        std::isfinite(s->pps)
-            ? std::max<uint64_t>(
-                  1, static_cast<uint64_t>(static_cast<double>(clock.hz()) * (1 << kFpShift) / s->pps + 0.5))
-            : 0;
+    st->interval_fp = IntervalFp(s->pps, clock.hz());
     st->limit = s->count;
     st->burst_frames = s->burst_frames;
     st->burst_period = clock.FromNs(static_cast<uint64_t>(s->burst_period_ns));
-    st->max_backlog =
-        std::max<uint64_t>(4 * kTxBurst, std::isfinite(s->pps) ? static_cast<uint64_t>(s->pps / 1000) : 0);
+    st->max_backlog = MaxBacklog(s->pps);
+    st->ctl_pps_bits.store(std::bit_cast<uint64_t>(s->pps), std::memory_order_relaxed);
     st->cursors.assign(s->flows, s->program.Start());
     st->vars.resize(s->flows);
     for (uint32_t f = 0; f < s->flows; ++f) st->vars[f] = s->program.Flow(s->flow_id, f);
@@ -95,6 +114,51 @@ TxCounters TxTask::counters(size_t i) const {
   const State& st = *streams_[i];
   return TxCounters{st.packets.Read(),        st.bytes.Read(),    st.retries.Read(), st.alloc_failures.Read(),
                     st.credit_dropped.Read(), st.first_ns.Read(), st.last_ns.Read()};
+}
+
+void TxTask::Control(size_t i, double pps, int mode) {
+  State& st = *streams_[i];
+  st.ctl_pps_bits.store(std::bit_cast<uint64_t>(pps), std::memory_order_relaxed);
+  st.ctl_mode.store(mode, std::memory_order_relaxed);
+  st.ctl_gen.store(st.ctl_gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void TxTask::SetRate(size_t i, double pps) {
+  const int mode = streams_[i]->ctl_mode.load(std::memory_order_relaxed);
+  Control(i, pps, mode);
+}
+void TxTask::SetPaused(size_t i, bool paused) {
+  if (streams_[i]->ctl_mode.load(std::memory_order_relaxed) == State::kStopped) return;
+  Control(i, rate(i), paused ? State::kPaused : State::kRunning);
+}
+void TxTask::Stop(size_t i) { Control(i, rate(i), State::kStopped); }
+double TxTask::rate(size_t i) const {
+  return std::bit_cast<double>(streams_[i]->ctl_pps_bits.load(std::memory_order_relaxed));
+}
+bool TxTask::stopped(size_t i) const { return streams_[i]->done.load(std::memory_order_acquire); }
+bool TxTask::paused(size_t i) const { return streams_[i]->ctl_mode.load(std::memory_order_relaxed) == State::kPaused; }
+
+void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
+  st.seen_gen = gen;
+  const int mode = st.ctl_mode.load(std::memory_order_relaxed);
+  if (mode == State::kStopped) {
+    st.exhausted = true;
+    return;
+  }
+  const double pps = std::bit_cast<double>(st.ctl_pps_bits.load(std::memory_order_relaxed));
+  const uint64_t interval = IntervalFp(pps, clock_.hz());
+  const bool resume = st.paused && mode == State::kRunning;
+  if (interval != st.interval_fp || resume) {
+    // Pacing restarts now: no burst to catch up on what the old rate (or
+    // the pause) did not send.
+    st.interval_fp = interval;
+    st.max_backlog = MaxBacklog(pps);
+    st.start_tsc = std::max(st.start_tsc, now);
+    st.next_fp = 0;
+    st.next_burst = st.start_tsc;
+    st.burst_left = 0;
+  }
+  st.paused = mode == State::kPaused;
 }
 
 bool TxTask::Done() const {
@@ -170,9 +234,10 @@ unsigned TxTask::Poll() {
   for (auto& stp : streams_) {
     State& st = *stp;
     if (st.done.load(std::memory_order_relaxed)) continue;
+    if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
 
-    // 1. New frames, if due and the stream is not exhausted.
-    if (!st.exhausted && st.npending == 0) {
+    // 1. New frames, if due and the stream is neither exhausted nor paused.
+    if (!st.exhausted && !st.paused && st.npending == 0) {
       if (now >= st.end_tsc || (st.limit != 0 && st.generated >= st.limit)) {
         st.exhausted = true;
       } else if (st.burst_frames != 0) {

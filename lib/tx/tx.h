@@ -64,12 +64,26 @@ class TxTask : public PollTask {
   // Thread-safe snapshot of stream i's counters.
   TxCounters counters(size_t i) const;
 
+  // Live control from another thread; the lcore applies each on its next
+  // poll (one load per stream and poll when nothing changed). A new rate or a
+  // resume restarts the stream's pacing from that moment (no catch-up
+  // burst); a paused stream sends nothing and keeps its sequence; a stopped
+  // one is done.
+  void SetRate(size_t i, double pps);  // +inf: unpaced
+  void SetPaused(size_t i, bool paused);
+  void Stop(size_t i);
+  double rate(size_t i) const;
+  bool paused(size_t i) const;
+  bool stopped(size_t i) const;  // done: count or duration reached, or stopped
+
  private:
   struct State;
   // Allocates `n` mbufs and writes the stream's next `n` packets into them
   // (pending); false when the pool is empty (counted, retried next poll).
   // `due` is the TSC time the burst is due (its first slot; now when unpaced).
   bool Generate(State& st, unsigned n, uint64_t now, uint64_t due);
+  void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
+  void Control(size_t i, double pps, int mode);       // control thread
   uint16_t port_id_, queue_;
   rte_mempool* pool_;
   TscClock clock_;

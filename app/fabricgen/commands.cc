@@ -12,13 +12,12 @@
 #include "config/plan.h"
 #include "drivers/registry.h"
 #include "engine/engine.h"
-#include "methods/matrix.h"
 #include "methods/throughput.h"
 #include "report/atomic_file.h"
-#include "session/dut_counters.h"
 #include "session/run_report.h"
 #include "session/session.h"
 #include "session/test_report.h"
+#include "session/test_runner.h"
 #include "stream/craft.h"
 
 namespace fg::app {
@@ -145,31 +144,14 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
   for (const config::TestSpec& t : plan.tests) planned += session::EstimateTestSeconds(t, plan.drain_ns);
   double before_test = 0;  // estimate of the tests already done
   bool interrupted = false;
+  const std::function<void(const engine::LiveRun*)> on_live;
   for (size_t i = 0; i < plan.tests.size() && !interrupted; ++i) {
     const config::TestSpec& test = plan.tests[i];
-    const bool latency = test.kind == config::TestSpec::Kind::kLatency;
-    if (!args.quiet) {
-      if (test.kind == config::TestSpec::Kind::kBurst) {
-        std::cout << absl::StrFormat("test %d of %d: %s (burst, %d..%d frames, %d repetitions per length)\n", i + 1,
-                                     plan.tests.size(), test.name, test.min_frames, test.max_frames, test.repetitions);
-      } else if (test.kind == config::TestSpec::Kind::kLoadBalance) {
-        std::cout << absl::StrFormat(
-            "test %d of %d: %s (load balance over %d links, %d runs of %s at %.3f %% of line)\n", i + 1,
-            plan.tests.size(), test.name, test.links.size(), test.runs, FormatDuration(test.trial_duration_ns),
-            test.load * 100);
-      } else
-        std::cout << (latency ? absl::StrFormat(
-                                    "test %d of %d: %s (latency, %d runs of %s at %s)\n", i + 1, plan.tests.size(),
-                                    test.name, test.runs, FormatDuration(test.trial_duration_ns),
-                                    test.load_from.empty() ? absl::StrFormat("%.3f %% of line", test.load * 100)
-                                                           : "the throughput of " + test.load_from)
-                              : absl::StrFormat(
-                                    "test %d of %d: %s (throughput, %s search)\n", i + 1, plan.tests.size(), test.name,
-                                    test.search == config::TestSpec::Search::kBinary ? "binary" : "multi-goal"));
-    }
+    if (!args.quiet) std::cout << session::TestHeadline(plan, i) << "\n";
     methods::MethodOptions opt;
     opt.drain_ns = plan.drain_ns;
     opt.interrupt = interrupt;
+    opt.on_live = on_live;
     const double test_started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!args.quiet) {
       opt.on_trial = [&](const methods::TrialRecord& t) {
@@ -181,70 +163,10 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
         std::cout << session::TrialLine(test.name, t, elapsed, left) << std::flush;
       };
     }
-    session::TestOutcome o;
-    o.kind = test.kind;
-    o.test_index = i;
-    if (test.kind == config::TestSpec::Kind::kBurst) {
-      auto r = methods::RunBurst(session.eal(), session.ports(), streams, test, opt);
-      if (!r.ok()) return Fail(r.status());
-      o.burst = *std::move(r);
-    } else if (test.kind == config::TestSpec::Kind::kLoadBalance) {
-      auto r = methods::RunLoadBalance(session.eal(), session.ports(), streams, test, opt,
-                                       [&] { return session::ReadDutCounters(plan.dut_counters); });
-      if (!r.ok()) return Fail(r.status());
-      o.load_balance = *std::move(r);
-    } else if (latency) {
-      // RFC 2544 26.2: at the throughput an earlier test found, when named.
-      config::TestSpec at = test;
-      if (!test.load_from.empty()) {
-        for (const session::TestOutcome& earlier : results) {
-          if (earlier.kind == config::TestSpec::Kind::kThroughput &&
-              plan.tests[earlier.test_index].name == test.load_from && !earlier.throughput.goals.empty() &&
-              earlier.throughput.goals[0].found) {
-            at.load = earlier.throughput.goals[0].lower_bound;
-          }
-        }
-        if (!args.quiet) {
-          std::cout << absl::StrFormat("  at the throughput of %s: %.3f %% of line\n", test.load_from, at.load * 100);
-        }
-      }
-      auto r = methods::RunLatency(session.eal(), session.ports(), streams, at, opt);
-      if (!r.ok()) return Fail(r.status());
-      o.latency = *std::move(r);
-      for (const session::TestOutcome& earlier : results) {
-        if (earlier.kind == config::TestSpec::Kind::kLatency && earlier.latency.name == test.compare_to) {
-          methods::CompareLatency(o.latency, earlier.latency);
-        }
-      }
-    } else {
-      // One search per matrix cell (message size x QP count x direction).
-      const std::vector<methods::MatrixCell> cells = methods::ExpandMatrix(plan, test);
-      std::vector<double> lines;
-      for (port::Port* p : session.ports()) lines.push_back(p->capabilities().line_bps());
-      for (size_t c = 0; c < cells.size(); ++c) {
-        auto cell_streams = stream::Compile(cells[c].plan, lines);
-        if (!cell_streams.ok()) return Fail(cell_streams.status());
-        auto r = methods::RunThroughput(session.eal(), session.ports(), *cell_streams, cells[c].test, opt);
-        if (!r.ok()) return Fail(r.status());
-        r->cell = cells[c].label;
-        r->message_size = cells[c].message_size;
-        r->qps = cells[c].qps;
-        r->bidirectional = cells[c].bidirectional;
-        if (!cells[c].label.empty()) r->name = test.name + " [" + cells[c].label + "]";
-        if (c + 1 == cells.size()) {
-          o.throughput = *std::move(r);
-        } else {
-          session::TestOutcome cell;
-          cell.kind = test.kind;
-          cell.throughput = *std::move(r);
-          cell.test_index = i;
-          results.push_back(std::move(cell));
-        }
-        if (interrupt != nullptr && interrupt->load()) break;
-      }
-    }
+    auto r = session::RunPlanTest(session, streams, i, opt, results, args.quiet ? nullptr : &std::cout);
+    if (!r.ok()) return Fail(r.status());
+    for (session::TestOutcome& o : *r) results.push_back(std::move(o));
     interrupted = interrupt != nullptr && interrupt->load();
-    results.push_back(std::move(o));
     before_test += session::EstimateTestSeconds(test, plan.drain_ns);
   }
   const std::string json = session::TestsReportJson(session, results, started, interrupted);

@@ -40,6 +40,19 @@ absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vec
   return r;
 }
 
+namespace {
+
+engine::TrialOptions TrialOptionsOf(const MethodOptions& options) {
+  engine::TrialOptions opt;
+  opt.drain_ns = options.drain_ns;
+  opt.interrupt = options.interrupt;
+  opt.sample_interval_ns = 0;
+  opt.on_live = options.on_live;
+  return opt;
+}
+
+}  // namespace
+
 absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration_s,
                                                     const MethodOptions& options) const {
   std::vector<stream::CompiledStream> ts = base_;
@@ -49,11 +62,7 @@ absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration
     s.count = 0;
     s.duration_ns = static_cast<int64_t>(duration_s * 1e9);
   }
-  engine::TrialOptions opt;
-  opt.drain_ns = options.drain_ns;
-  opt.interrupt = options.interrupt;
-  opt.sample_interval_ns = 0;
-  FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, opt));
+  FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, TrialOptionsOf(options)));
   if (r.interrupted) return absl::CancelledError("interrupted");
   return r;
 }
@@ -72,10 +81,7 @@ absl::StatusOr<engine::TrialResult> LoadRunner::RunBursts(uint32_t frames, int r
     s.duration_ns = s.burst_period_ns * repetitions + 1'000'000'000;  // the count ends it first
     longest = std::max(longest, s.duration_ns);
   }
-  engine::TrialOptions opt;
-  opt.drain_ns = options.drain_ns;
-  opt.interrupt = options.interrupt;
-  opt.sample_interval_ns = 0;
+  engine::TrialOptions opt = TrialOptionsOf(options);
   opt.max_duration_ns = longest + 1'000'000'000;
   FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, opt));
   if (r.interrupted) return absl::CancelledError("interrupted");

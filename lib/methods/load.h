@@ -52,6 +52,8 @@ struct MethodOptions {
   const std::atomic<bool>* interrupt = nullptr;
   // Called after every trial (progress: test, trial, phase, load, result).
   std::function<void(const TrialRecord&)> on_trial;
+  // Each trial's live run, while it runs (nullptr when it ends): live metrics.
+  std::function<void(const engine::LiveRun*)> on_live;
 };
 
 class LoadRunner {

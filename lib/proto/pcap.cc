@@ -51,10 +51,14 @@ PcapWriter::~PcapWriter() {
 }
 
 absl::Status PcapWriter::Write(std::span<const uint8_t> frame, uint64_t ts_ns) {
+  return Write(frame, ts_ns, static_cast<uint32_t>(frame.size()));
+}
+
+absl::Status PcapWriter::Write(std::span<const uint8_t> frame, uint64_t ts_ns, uint32_t orig_len) {
   const uint32_t caplen = std::min<uint32_t>(static_cast<uint32_t>(frame.size()), snaplen_);
   const bool ok = Put32(f_, static_cast<uint32_t>(ts_ns / 1'000'000'000)) &&
                   Put32(f_, static_cast<uint32_t>(ts_ns % 1'000'000'000)) && Put32(f_, caplen) &&
-                  Put32(f_, static_cast<uint32_t>(frame.size())) && std::fwrite(frame.data(), 1, caplen, f_) == caplen;
+                  Put32(f_, std::max(orig_len, caplen)) && std::fwrite(frame.data(), 1, caplen, f_) == caplen;
   if (!ok) return Errno(absl::StrFormat("%s: write", tmp_));
   ++records_;
   return absl::OkStatus();

@@ -33,6 +33,8 @@ class PcapWriter {
 
   // Writes one frame (without FCS); `ts_ns` since the epoch or since 0.
   absl::Status Write(std::span<const uint8_t> frame, uint64_t ts_ns);
+  // A frame captured in part: `orig_len` bytes on the wire, `frame` of them kept.
+  absl::Status Write(std::span<const uint8_t> frame, uint64_t ts_ns, uint32_t orig_len);
   absl::Status Close();
   uint64_t records() const { return records_; }
 

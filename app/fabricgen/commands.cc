@@ -21,8 +21,6 @@
 #include "stream/craft.h"
 
 namespace fg::app {
-namespace {
-
 port::DriverRegistry Drivers() {
   port::DriverRegistry r;
   drivers::RegisterAll(r);
@@ -36,6 +34,8 @@ int ExitFor(const absl::Status& s) {
     default: return kExitRuntime;
   }
 }
+
+namespace {
 
 int Fail(const absl::Status& s) {
   std::cerr << "fabricgen: " << s.message() << "\n";

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "port/driver_registry.h"
+
 namespace fg::app {
 
 inline constexpr int kExitOk = 0;
@@ -18,9 +21,25 @@ struct RunArgs {
   std::string out_dir;  // empty: results/<plan>-<UTC time>
   std::vector<std::string> eal;
   bool quiet = false;
+  std::string metrics;  // [ADDR:]PORT of a Prometheus endpoint; empty: none
 };
 
 int Run(const RunArgs& args, const std::atomic<bool>* interrupt);
+
+struct CliArgs {
+  std::string plan;     // optional: loaded first
+  std::string script;   // run these commands instead of a terminal session ("-": stdin)
+  std::string metrics;  // [ADDR:]PORT of a Prometheus endpoint; empty: none
+  std::vector<std::string> eal;
+};
+// The command shell (lib/cli): a terminal with completion and history, or a
+// script (a file, or stdin when it is not a terminal) that stops at the first
+// failing command, naming its line.
+int Cli(const CliArgs& args, std::atomic<bool>* interrupt);
+
+// The drivers built in, and the exit code for an error.
+port::DriverRegistry Drivers();
+int ExitFor(const absl::Status& s);
 int Ports(const std::string& plan, const std::vector<std::string>& eal);
 // Writes the frames the plan's streams would send into a pcap (no DPDK needed).
 int Craft(const std::string& plan, const std::string& pcap, uint64_t count);

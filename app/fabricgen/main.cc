@@ -18,15 +18,21 @@ void OnSignal(int) { g_interrupt.store(true); }
 constexpr char kUsage[] = R"(usage: fabricgen <command> [arguments] [-- EAL arguments]
 
 commands:
-  run PLAN.yaml [--out DIR] [--quiet]
+  run PLAN.yaml [--out DIR] [--quiet] [--metrics [ADDR:]PORT]
                       run the plan's streams and write DIR/report.json
-                      (default DIR: results/<plan>-<UTC time>)
+                      (default DIR: results/<plan>-<UTC time>); --metrics
+                      serves Prometheus metrics meanwhile (PORT alone binds
+                      127.0.0.1)
   craft PLAN.yaml --pcap FILE [--count N]
                       write the frames the plan's streams would send to a
                       pcap file, through the TX code (default N: one
                       message per stream); needs no NIC and no DPDK setup
   ports [PLAN.yaml]   list ports and their capabilities (the plan's ports,
                       or every port EAL finds plus the built-in loopback)
+  cli [PLAN.yaml] [--script FILE|-] [--metrics [ADDR:]PORT]
+                      an interactive session (help lists its commands), or
+                      the same commands from FILE / stdin, stopping at the
+                      first that fails (exit status 2 or 1, naming the line)
   version             print the fabricgen and DPDK versions
   help                this text
 
@@ -83,6 +89,32 @@ int main(int argc, char** argv) {
     if (plan.empty() || pcap.empty()) return Usage("craft needs a plan file and --pcap FILE");
     return fg::app::Craft(plan, pcap, count);
   }
+  if (cmd == "cli") {
+    fg::app::CliArgs cli;
+    cli.eal = eal;
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (args[i] == "--script") {
+        if (i + 1 >= args.size()) return Usage("--script needs a file (or - for stdin)");
+        cli.script = args[++i];
+      } else if (args[i] == "--metrics") {
+        if (i + 1 >= args.size()) return Usage("--metrics needs [ADDR:]PORT");
+        cli.metrics = args[++i];
+      } else if (args[i].rfind("-", 0) == 0) {
+        return Usage("unknown option for cli: " + args[i]);
+      } else if (cli.plan.empty()) {
+        cli.plan = args[i];
+      } else {
+        return Usage("cli takes at most one plan file; extra argument: " + args[i]);
+      }
+    }
+    // Ctrl-C ends a running test's trial (the session goes on); the handler
+    // stays, so the terminal session is not killed by it.
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    return fg::app::Cli(cli, &g_interrupt);
+  }
   if (cmd == "run") {
     fg::app::RunArgs run;
     run.eal = eal;
@@ -92,6 +124,9 @@ int main(int argc, char** argv) {
         run.out_dir = args[++i];
       } else if (args[i] == "--quiet" || args[i] == "-q") {
         run.quiet = true;
+      } else if (args[i] == "--metrics") {
+        if (i + 1 >= args.size()) return Usage("--metrics needs [ADDR:]PORT");
+        run.metrics = args[++i];
       } else if (args[i].rfind("-", 0) == 0) {
         return Usage("unknown option for run: " + args[i]);
       } else if (run.plan.empty()) {

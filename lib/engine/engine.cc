@@ -374,6 +374,8 @@ absl::StatusOr<std::vector<CapturedFrame>> LiveRun::Capture(size_t port, size_t 
     reqs.push_back(std::make_unique<rx::RxRequest>());
     reqs.back()->kind = rx::RxRequest::Kind::kCapture;
     reqs.back()->n = n;
+    // Whole jumbo frames when few are asked for; never more than 64 MiB of buffer.
+    reqs.back()->snaplen = static_cast<uint32_t>(std::clamp<size_t>((64u << 20) / std::max<size_t>(n, 1), 2048, 16384));
     asks.emplace_back(ref.task.get(), reqs.back().get());
   }
   if (asks.empty()) return absl::FailedPreconditionError("the port has no RX queue");

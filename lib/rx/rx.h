@@ -84,7 +84,7 @@ struct RxRequest {
   // Top flows: by net lost, then duplicates + reordered, then received.
   std::vector<FlowView> flows;  // filled by the lcore (capacity reserved by Post)
   // Capture: the next n frames received (any frame, signature or not), cut at snaplen.
-  uint32_t snaplen = 2048;
+  uint32_t snaplen = 2048;  // the engine sets it: up to 16 KiB per frame, within 64 MiB per request
   std::vector<uint8_t> data;               // n x snaplen
   std::vector<uint32_t> caplen, wire_len;  // per frame
   std::vector<uint64_t> rx_ns;             // per frame, this host's ns

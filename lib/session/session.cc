@@ -123,4 +123,20 @@ absl::StatusOr<std::vector<stream::CompiledStream>> Session::CompileStreams() {
   return stream::Compile(plan_, line);
 }
 
+absl::Status Session::Reload(const config::Plan& plan) {
+  auto same = [](const config::PortSpec& a, const config::PortSpec& b) {
+    return a.name == b.name && a.device == b.device && a.rx_queues == b.rx_queues && a.tx_queues == b.tx_queues &&
+           a.mtu == b.mtu;
+  };
+  bool ok = plan.ports.size() == plan_.ports.size();
+  for (size_t i = 0; ok && i < plan.ports.size(); ++i) ok = same(plan.ports[i], plan_.ports[i]);
+  if (!ok) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: its ports differ from those open (%s); EAL starts once per process: start fabricgen again with this plan",
+        plan.file, plan_.file));
+  }
+  plan_ = plan;
+  return absl::OkStatus();
+}
+
 }  // namespace fg::session

@@ -48,6 +48,10 @@ class Session {
   ~Session();
 
   const config::Plan& plan() const { return plan_; }
+  // Takes another plan whose ports are the same (names, devices, queues,
+  // MTU): EAL and ports stay open. A plan with other ports needs a new
+  // process (EAL starts once).
+  absl::Status Reload(const config::Plan& plan);
   port::Eal& eal() { return *eal_; }
   const port::EalDecision& eal_decision() const { return decision_; }
   std::vector<port::Port*> ports();

@@ -16,6 +16,21 @@ LatencyHistogram LatencyHistogram::Snapshot() const {
   return h;
 }
 
+LatencyHistogram LatencyHistogram::Since(const LatencyHistogram& base) const {
+  LatencyHistogram h;
+  for (size_t i = 0; i < kBuckets; ++i) {
+    const uint64_t n = counts_[i] >= base.counts_[i] ? counts_[i] - base.counts_[i] : 0;
+    if (n == 0) continue;
+    h.counts_[i] = n;
+    h.count_ += n;
+    h.min_ = std::min(h.min_, BucketLow(i));
+    h.max_ = std::max(h.max_, BucketLow(i) + BucketWidth(i) - 1);
+  }
+  h.sum_ = sum_ >= base.sum_ ? sum_ - base.sum_ : 0;
+  h.overflow_ = overflow_ >= base.overflow_ ? overflow_ - base.overflow_ : 0;
+  return h;
+}
+
 void LatencyHistogram::Merge(const LatencyHistogram& o) {
   for (size_t i = 0; i < kBuckets; ++i) counts_[i] += o.counts_[i];
   count_ += o.count_;

@@ -61,6 +61,9 @@ class LatencyHistogram {
   // whole, the fields may be a few samples apart).
   LatencyHistogram Snapshot() const;
   void Merge(const LatencyHistogram& o);
+  // What was recorded since `base` (an earlier Snapshot of this histogram):
+  // counts and sum exact; min and max those of the buckets that grew.
+  LatencyHistogram Since(const LatencyHistogram& base) const;
   void Clear();
 
   uint64_t count() const { return count_; }

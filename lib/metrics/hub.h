@@ -1,0 +1,80 @@
+// metrics/hub.h: what /metrics shows, gathered from the runs as they go.
+//
+// The control thread tells the hub about the plan, the state (idle, a live
+// run, a test and its trial) and each live run as it starts and ends
+// (OnLive); the HTTP thread calls Collect(). Collect reads the live run's
+// per-lcore counters and latency histograms with relaxed loads: it never
+// locks or slows an lcore. The hub's own mutex is between those two
+// threads only. Counters are monotone over the whole process: each run's
+// final figures are folded into totals when it ends.
+//
+//   fg::metrics::Hub hub;
+//   hub.SetPlan(plan);
+//   opt.on_live = [&](const fg::engine::LiveRun* r) { hub.OnLive(r); };
+//   server = fg::metrics::Server::Start("9464", [&] { return hub.Collect(); });
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/plan.h"
+#include "engine/engine.h"
+#include "metrics/exposition.h"
+#include "stats/histogram.h"
+
+namespace fg::metrics {
+
+// Latency buckets (seconds): 1-2-5 steps from 1 us to 10 s.
+std::vector<double> LatencyBoundsSeconds();
+// Cumulative counts of `h` (ns) at the bounds; a fine bucket counts below a
+// bound when its middle is (within the histogram's 0.8 %).
+HistogramValue ToPrometheus(const stats::LatencyHistogram& h, const std::vector<double>& bounds_s);
+
+class Hub {
+ public:
+  void SetPlan(const config::Plan& plan);
+  // "idle", "running" (CLI traffic) or "test".
+  void SetState(const std::string& state);
+  // The test being run (empty: none) and its trial.
+  void SetTest(const std::string& name, const std::string& kind);
+  void SetTrial(int index, double load);
+  void TestDone();
+  // A run started (run) or is about to be destroyed (nullptr: the one
+  // attached is folded into the totals).
+  void OnLive(const engine::LiveRun* run);
+  std::vector<MetricFamily> Collect();
+
+ private:
+  struct StreamTotals {
+    std::string tx_port, rx_port;
+    uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+    uint64_t lost = 0, duplicate = 0, reordered = 0, ce = 0;
+    stats::LatencyHistogram latency;
+  };
+  struct PortTotals {
+    uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0, rx_unknown = 0;
+  };
+  struct Rate {
+    std::chrono::steady_clock::time_point at;
+    uint64_t tx = 0, rx = 0;
+    double tx_pps = 0, rx_pps = 0;
+  };
+  // Totals plus what `run` counted so far.
+  void Current(std::map<std::string, StreamTotals>& streams, std::map<std::string, PortTotals>& ports) const;
+
+  std::mutex mu_;
+  std::vector<std::string> port_names_;
+  std::map<std::string, StreamTotals> streams_;
+  std::map<std::string, PortTotals> ports_;
+  const engine::LiveRun* run_ = nullptr;
+  std::string state_ = "idle", test_, test_kind_;
+  int trial_ = -1;
+  double trial_load_ = 0;
+  uint64_t runs_ = 0, tests_done_ = 0;
+  std::map<std::string, Rate> rates_;  // per stream
+};
+
+}  // namespace fg::metrics

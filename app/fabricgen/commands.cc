@@ -17,6 +17,8 @@
 #include "session/run_report.h"
 #include "session/session.h"
 #include "session/test_report.h"
+#include "metrics/hub.h"
+#include "metrics/server.h"
 #include "session/test_runner.h"
 #include "stream/craft.h"
 
@@ -136,7 +138,8 @@ namespace {
 // The plan's tests, in order; each trial is shown as it ends. Ctrl-C stops
 // the current trial and writes the report so far, marked incomplete.
 int RunTests(session::Session& session, const std::vector<stream::CompiledStream>& streams, const RunArgs& args,
-             const std::string& out_dir, const std::string& started, const std::atomic<bool>* interrupt) {
+             const std::string& out_dir, const std::string& started, const std::atomic<bool>* interrupt,
+             metrics::Hub& hub, const std::function<void(const engine::LiveRun*)>& on_live) {
   const config::Plan& plan = session.plan();
   std::vector<session::TestOutcome> results;
   const auto t0 = std::chrono::steady_clock::now();
@@ -144,28 +147,31 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
   for (const config::TestSpec& t : plan.tests) planned += session::EstimateTestSeconds(t, plan.drain_ns);
   double before_test = 0;  // estimate of the tests already done
   bool interrupted = false;
-  const std::function<void(const engine::LiveRun*)> on_live;
+  hub.SetState("test");
   for (size_t i = 0; i < plan.tests.size() && !interrupted; ++i) {
     const config::TestSpec& test = plan.tests[i];
     if (!args.quiet) std::cout << session::TestHeadline(plan, i) << "\n";
+    hub.SetTest(test.name, session::TestKindName(test.kind));
     methods::MethodOptions opt;
     opt.drain_ns = plan.drain_ns;
     opt.interrupt = interrupt;
     opt.on_live = on_live;
     const double test_started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!args.quiet) {
-      opt.on_trial = [&](const methods::TrialRecord& t) {
+    opt.on_trial = [&](const methods::TrialRecord& t) {
+      hub.SetTrial(t.index + 1, t.load);
+      if (!args.quiet) {
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         // What is left of this test's estimate, plus the tests after it.
         const double this_test = session::EstimateTestSeconds(test, plan.drain_ns);
         const double left =
             std::max(0.0, planned - before_test - this_test) + std::max(0.0, this_test - (elapsed - test_started));
         std::cout << session::TrialLine(test.name, t, elapsed, left) << std::flush;
-      };
-    }
+      }
+    };
     auto r = session::RunPlanTest(session, streams, i, opt, results, args.quiet ? nullptr : &std::cout);
     if (!r.ok()) return Fail(r.status());
     for (session::TestOutcome& o : *r) results.push_back(std::move(o));
+    hub.TestDone();
     interrupted = interrupt != nullptr && interrupt->load();
     before_test += session::EstimateTestSeconds(test, plan.drain_ns);
   }
@@ -206,11 +212,26 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
     }
   }
 
-  if (!plan->tests.empty()) return RunTests(session, *streams, args, out_dir, started, interrupt);
+  // Prometheus metrics while the plan runs (the endpoint closes when it ends).
+  metrics::Hub hub;
+  std::unique_ptr<metrics::Server> server;
+  std::function<void(const engine::LiveRun*)> on_live;
+  if (!args.metrics.empty()) {
+    hub.SetPlan(*plan);
+    auto m = metrics::Server::Start(args.metrics, [&hub] { return hub.Collect(); });
+    if (!m.ok()) return Fail(m.status());
+    server = std::move(*m);
+    std::cout << "metrics: " << server->url() << "\n" << std::flush;
+    on_live = [&hub](const engine::LiveRun* r) { hub.OnLive(r); };
+  }
+
+  if (!plan->tests.empty()) return RunTests(session, *streams, args, out_dir, started, interrupt, hub, on_live);
 
   engine::TrialOptions opt;
   opt.drain_ns = plan->drain_ns;
   opt.interrupt = interrupt;
+  opt.on_live = on_live;
+  hub.SetState("running");
   if (!args.quiet) {
     opt.on_progress = [](const engine::Progress& p) {
       const double left = static_cast<double>(std::max<int64_t>(0, p.expected_ns - p.elapsed_ns)) / 1e9;

@@ -28,6 +28,22 @@ const std::vector<std::string> kShowTopics = {"ports", "streams", "flows", "late
 
 std::string Ns(double ns) { return FormatDuration(static_cast<int64_t>(std::llround(ns))); }
 
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and swaps of adjacent characters.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
 }  // namespace
 
 const std::vector<CommandHelp>& Shell::Commands() {
@@ -80,9 +96,10 @@ absl::Status Shell::Execute(std::string_view line, std::ostream& out) {
   bool known = false;
   for (const CommandHelp& c : Commands()) known = known || cmd == c.name;
   if (!known) {
+    // Suggest the commands within two edits (a swap of neighbours counts one).
     std::vector<std::string> near;
     for (const CommandHelp& c : Commands()) {
-      if (std::string_view(c.name).substr(0, 2) == std::string_view(cmd).substr(0, 2)) near.push_back(c.name);
+      if (EditDistance(cmd, c.name) <= 2) near.push_back(c.name);
     }
     return absl::InvalidArgumentError(
         absl::StrFormat("unknown command '%s'%s; `help` lists them", a[0],
@@ -489,11 +506,7 @@ absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
   if (o_.hub != nullptr) {
     opt.on_live = [this](const engine::LiveRun* r) { o_.hub->OnLive(r); };
     o_.hub->SetState("test");
-    o_.hub->SetTest(plan.tests[index].name, plan.tests[index].kind == config::TestSpec::Kind::kThroughput ? "throughput"
-                                            : plan.tests[index].kind == config::TestSpec::Kind::kLatency  ? "latency"
-                                            : plan.tests[index].kind == config::TestSpec::Kind::kBurst
-                                                ? "burst"
-                                                : "load_balance");
+    o_.hub->SetTest(plan.tests[index].name, session::TestKindName(plan.tests[index].kind));
   }
   if (tests_.empty()) started_utc_ = session::UtcNow();
   auto r = session::RunPlanTest(*session_, streams, index, opt, tests_, &out);

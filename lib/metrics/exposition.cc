@@ -1,6 +1,7 @@
 #include "metrics/exposition.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,6 +28,11 @@ std::string Escape(const std::string& s, bool quote) {
 std::string Number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  // The shortest text that reads back as the same double (1e-06, not 9.9999999999999995e-07).
+  for (int precision = 1; precision < 17; ++precision) {
+    const std::string t = absl::StrFormat("%.*g", precision, v);
+    if (std::strtod(t.c_str(), nullptr) == v) return t;
+  }
   return absl::StrFormat("%.17g", v);
 }
 

@@ -8,6 +8,16 @@
 
 namespace fg::session {
 
+const char* TestKindName(config::TestSpec::Kind kind) {
+  switch (kind) {
+    case config::TestSpec::Kind::kLatency: return "latency";
+    case config::TestSpec::Kind::kBurst: return "burst";
+    case config::TestSpec::Kind::kLoadBalance: return "load_balance";
+    case config::TestSpec::Kind::kThroughput: break;
+  }
+  return "throughput";
+}
+
 std::string TestHeadline(const config::Plan& plan, size_t i) {
   const config::TestSpec& test = plan.tests[i];
   const std::string head = absl::StrFormat("test %d of %d: %s", i + 1, plan.tests.size(), test.name);

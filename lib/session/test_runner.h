@@ -16,6 +16,9 @@
 
 namespace fg::session {
 
+// "throughput", "latency", "burst", "load_balance".
+const char* TestKindName(config::TestSpec::Kind kind);
+
 // The line that announces plan.tests[i] ("test 2 of 5: name (latency, ...)").
 std::string TestHeadline(const config::Plan& plan, size_t i);
 

@@ -1,0 +1,336 @@
+#!/usr/bin/python3
+"""`fabricgen cli` under a pseudo-terminal and as a script, and the Prometheus
+endpoint checked by a parser of the text format 0.0.4 (Prometheus' own
+grammar: HELP/TYPE before samples, names, label escaping, histogram
+buckets), with counters monotone across scrapes during a run.
+
+usage: shell_test.py FABRICGEN SOURCE_ROOT
+"""
+import math
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+FABRICGEN, ROOT = "", ""
+PROMPT = b"fabricgen> "
+
+PLAN = """
+name: shell
+ports: [{name: loop0, device: loopback}]
+streams:
+  - {name: roce, rate: 20 kpps, flows: 4, frame: {roce: {op: SEND, message: 256 B}}}
+  - {name: udp, rate: 10 kpps, frame: {size: 128 B}}
+tests:
+  - latency: {name: quick, load: 0.1 %, runs: 1, trial_duration: 300 ms, warmup: none}
+"""
+
+
+class Pty:
+    """fabricgen cli on a pseudo-terminal: what a person at the keyboard sees."""
+
+    def __init__(self, *args):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execv(FABRICGEN, [FABRICGEN, "cli", *args])
+        self.seen = b""
+
+    def expect(self, pattern, timeout=20):
+        """Reads until `pattern` (bytes regex) appears; returns the text up to and including it."""
+        end = time.time() + timeout
+        rx = re.compile(pattern)
+        while True:
+            m = rx.search(self.seen)
+            if m:
+                out, self.seen = self.seen[:m.end()], self.seen[m.end():]
+                return out.decode(errors="replace")
+            left = end - time.time()
+            if left <= 0:
+                raise AssertionError("no %r in %r" % (pattern, self.seen[-2000:]))
+            r, _, _ = select.select([self.fd], [], [], left)
+            if r:
+                try:
+                    self.seen += os.read(self.fd, 65536)
+                except OSError:
+                    raise AssertionError("the cli exited; it printed %r" % self.seen[-2000:])
+
+    def command(self, line, timeout=20):
+        """Types `line` + Enter; returns what it printed before the next prompt."""
+        os.write(self.fd, line.encode() + b"\r")
+        return self.expect(re.escape(PROMPT), timeout)
+
+    def close(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+class ShellTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="fabricgen-shell-")
+        self.plan = os.path.join(self.tmp.name, "plan.yaml")
+        with open(self.plan, "w") as f:
+            f.write(PLAN)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_start_rate_show_stop_on_a_terminal(self):
+        t = Pty(self.plan)
+        try:
+            t.expect(re.escape(PROMPT))
+            out = t.command("start")
+            self.assertRegex(out, r"started roce, udp \(lcore \d+: tx loop0/q0, rx loop0/q0\)")
+            out = t.command("rate udp 5 kpps")
+            self.assertIn("udp: 5.000 kpps (was 10.000 kpps), 5.120 Mbit/s L2", out)
+            time.sleep(0.5)
+            out = t.command("show streams")
+            rows = {l.split()[0]: l.split() for l in out.splitlines() if l.startswith(("roce ", "udp "))}
+            self.assertEqual(rows["roce"][2:5], ["20.000", "kpps", "running"])
+            self.assertEqual(rows["udp"][2:5], ["5.000", "kpps", "running"])
+            self.assertGreater(int(rows["roce"][5].replace(",", "")), 5000)  # tx frames so far
+            out = t.command("pause udp")
+            self.assertIn("paused udp", out)
+            self.assertRegex(t.command("show streams"), r"udp +loop0>loop0 +5\.000 kpps paused")
+            out = t.command("show latency roce")
+            self.assertRegex(out, r"roce +[\d,]+ +[\d.]+ [nu]s")
+            # Tab completion: "sho" + Tab becomes "show ", "show la" + Tab "show latency ".
+            os.write(t.fd, b"sho\t")
+            t.expect(re.escape(b"show "))
+            os.write(t.fd, b"la\t")
+            t.expect(re.escape(b"latency "))
+            out = t.command("udp")
+            self.assertRegex(out, r"udp +[\d,]+ ")
+            # History: the up arrow brings back the last line.
+            os.write(t.fd, b"\x1b[A")
+            t.expect(re.escape(b"show latency udp"))
+            t.command("")
+            out = t.command("stop")
+            self.assertRegex(out, r"roce +\d+\.\d B +[\d,]+ +[\d,]+ ")
+            self.assertIn("0 without signature", out)
+            out = t.command("bogus 1")
+            self.assertIn("error: unknown command 'bogus'", out)
+            os.write(t.fd, b"quit\r")
+            _, status = os.waitpid(t.pid, 0)
+            t.pid = 0
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        finally:
+            if t.pid:
+                t.close()
+
+    def script(self, text, *extra):
+        path = os.path.join(self.tmp.name, "session.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        r = subprocess.run([FABRICGEN, "cli", self.plan, "--script", path, *extra], capture_output=True, text=True,
+                           timeout=120)
+        return r, path
+
+    def test_a_script_runs_and_saves_a_report(self):
+        pcap = os.path.join(self.tmp.name, "rx.pcap")
+        out = os.path.join(self.tmp.name, "saved")
+        r, _ = self.script("start roce\nwait 300 ms\nshow flows 2\ncapture loop0 10 %s\nstop\nrun quick\nsave %s\n"
+                           % (pcap, out))
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertIn("fabricgen> start roce", r.stdout)
+        self.assertRegex(r.stdout, r"started roce \(")
+        self.assertRegex(r.stdout, r"roce +[0-3] +[\d,]+ +0 ")  # the worst flows: none lost
+        self.assertIn("captured 10 frame(s) on loop0 to " + pcap, r.stdout)
+        self.assertIn("test quick (latency at 0.100 % of line, 1 runs", r.stdout)
+        self.assertTrue(os.path.exists(os.path.join(out, "report.json")))
+        with open(pcap, "rb") as f:
+            self.assertEqual(f.read(4), b"\x4d\x3c\xb2\xa1")  # pcap, ns timestamps
+
+    def test_a_bad_command_in_a_script_names_its_line_and_fails(self):
+        r, path = self.script("# a session\nstart\n\nrate udp 5 kpps\nstrat udp\nstop\n")
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertEqual(r.stderr.strip(),
+                         "%s:5: strat udp: unknown command 'strat' (did you mean start?); `help` lists them"
+                         % path)
+        self.assertNotIn("fabricgen> stop", r.stdout)  # it stopped at the bad line
+        r, path = self.script("rate nosuch 1 kpps\n")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("%s:1: rate nosuch 1 kpps: no stream 'nosuch' (streams: roce, udp)" % path, r.stderr)
+        r, path = self.script("start\nrate udp fast\n")
+        self.assertEqual(r.returncode, 2)
+        self.assertRegex(r.stderr, re.escape(path) + r":2: rate udp fast: rate: ")
+
+    def test_help_lists_every_command(self):
+        r, _ = self.script("help\n")
+        self.assertEqual(r.returncode, 0)
+        for c in ("load", "ports", "streams", "start", "stop", "pause", "resume", "rate", "show", "clear", "wait",
+                  "run", "save", "capture", "help", "quit"):
+            self.assertRegex(r.stdout, r"\n  %s " % c)
+
+
+# ---- Prometheus text format 0.0.4 -------------------------------------------
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+SAMPLE = re.compile(r"^(%s)(\{(?:%s)(?:,(?:%s))*\})? ([^ ]+)(?: (-?\d+))?$" % (NAME, LABEL, LABEL))
+
+
+def parse_exposition(text):
+    """Parses text format 0.0.4 strictly; returns {family: {"type", "help", "samples": [(name, labels, value)]}}.
+    Raises AssertionError naming the line on anything the format does not allow."""
+    families, current = {}, None
+    assert text.endswith("\n"), "the exposition ends with a newline"
+    for n, line in enumerate(text.split("\n")[:-1], 1):
+        if line.startswith("# HELP "):
+            name, _, help_text = line[7:].partition(" ")
+            assert re.fullmatch(NAME, name), "line %d: bad name %r" % (n, name)
+            assert name not in families, "line %d: family %s appears twice" % (n, name)
+            families[name] = {"help": help_text, "type": None, "samples": []}
+            current = name
+        elif line.startswith("# TYPE "):
+            name, _, t = line[7:].partition(" ")
+            assert name == current and not families[name]["samples"], "line %d: TYPE after samples" % n
+            assert t in ("counter", "gauge", "histogram", "summary", "untyped"), "line %d: type %r" % (n, t)
+            families[name]["type"] = t
+        elif line.startswith("#"):
+            continue
+        else:
+            m = SAMPLE.match(line)
+            assert m, "line %d: not a sample: %r" % (n, line)
+            assert current is not None, "line %d: a sample before any HELP/TYPE" % n
+            name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+            v = float(value.replace("+Inf", "inf").replace("-Inf", "-inf"))
+            base = current
+            fam = families[base]
+            if fam["type"] == "histogram":
+                assert name in (base + "_bucket", base + "_sum", base + "_count"), "line %d: %s" % (n, name)
+            else:
+                assert name == base, "line %d: sample %s outside its family %s" % (n, name, base)
+            if fam["type"] == "counter":
+                assert base.endswith("_total") and v >= 0 and not math.isnan(v), "line %d" % n
+            fam["samples"].append((name, labels, v))
+    for name, fam in families.items():
+        assert fam["type"] is not None, "%s has no TYPE" % name
+        if fam["type"] == "histogram":
+            series = {}
+            for s, labels, v in fam["samples"]:
+                key = re.sub(r',?le="[^"]*"', "", labels)
+                series.setdefault(key, []).append((s, labels, v))
+            for key, ss in series.items():
+                buckets = [(float(re.search(r'le="([^"]+)"', l).group(1).replace("+Inf", "inf")), v)
+                           for s, l, v in ss if s.endswith("_bucket")]
+                assert buckets == sorted(buckets), "%s%s: buckets out of order" % (name, key)
+                assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), "%s: not cumulative" % name
+                assert buckets[-1][0] == math.inf, "%s: no +Inf bucket" % name
+                count = [v for s, l, v in ss if s.endswith("_count")]
+                assert count == [buckets[-1][1]], "%s: _count != +Inf bucket" % name
+    return families
+
+
+class ExpositionParserTest(unittest.TestCase):
+    """The parser refuses what the format does not allow (so the checks below can fail)."""
+
+    def test_refuses_malformed_expositions(self):
+        good = '# HELP a_total x\n# TYPE a_total counter\na_total{l="v\\"q"} 3\n'
+        parse_exposition(good)
+        for bad in ('a_total 3\n',                                              # no HELP/TYPE
+                    '# HELP a_total x\n# TYPE a_total counter\na_total{l="v"q"} 3\n',  # unescaped quote
+                    '# HELP a x\n# TYPE a counter\na 3\n',                      # counter without _total
+                    '# HELP a_total x\n# TYPE a_total counter\na_total -1\n',   # negative counter
+                    '# HELP h x\n# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_count 1\nh_sum 0\n',
+                    '# HELP h x\n# TYPE h histogram\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_count 3\nh_sum 0\n'):
+            with self.assertRaises(AssertionError, msg=bad):
+                parse_exposition(bad)
+
+
+def scrape(url):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8", r.headers["Content-Type"]
+        return parse_exposition(r.read().decode())
+
+
+def values(families, prefix="fabricgen_"):
+    """Every counter sample: (family, labels) -> value."""
+    out = {}
+    for name, fam in families.items():
+        if fam["type"] == "counter":
+            for s, labels, v in fam["samples"]:
+                out[(s, labels)] = v
+        if fam["type"] == "histogram":
+            for s, labels, v in fam["samples"]:
+                if s.endswith(("_count", "_sum")) or s.endswith("_bucket"):
+                    out[(s, labels)] = v
+    return out
+
+
+class MetricsTest(unittest.TestCase):
+    def test_metrics_during_a_run_are_valid_and_counters_only_grow(self):
+        with tempfile.TemporaryDirectory(prefix="fabricgen-metrics-") as tmp:
+            plan = os.path.join(tmp, "plan.yaml")
+            with open(plan, "w") as f:
+                f.write('duration: 4 s\nstreams:\n  - {name: roce, rate: 50 kpps, flows: 8, frame: {roce: '
+                        '{op: SEND, message: 256 B}}}\n  - {name: "odd \\"name\\" \\\\ here", rate: 10 kpps}\n')
+            p = subprocess.Popen([FABRICGEN, "run", plan, "--out", os.path.join(tmp, "out"), "--metrics",
+                                  "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                url = None
+                for line in p.stdout:
+                    m = re.match(r"metrics: (http://127\.0\.0\.1:\d+/metrics)", line)
+                    if m:
+                        url = m.group(1)
+                        break
+                self.assertIsNotNone(url)
+                time.sleep(0.5)
+                scrapes = []
+                for _ in range(4):
+                    scrapes.append(scrape(url))
+                    time.sleep(0.5)
+                rest, err = p.communicate(timeout=30)
+                self.assertEqual(p.returncode, 0, err)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.communicate()
+        first, last = scrapes[0], scrapes[-1]
+        for name in ("fabricgen_stream_tx_packets_total", "fabricgen_stream_rx_bytes_total",
+                     "fabricgen_stream_lost_packets_total", "fabricgen_stream_duplicate_packets_total",
+                     "fabricgen_stream_out_of_order_packets_total", "fabricgen_port_tx_packets_total",
+                     "fabricgen_stream_tx_rate_pps", "fabricgen_stream_latency_seconds", "fabricgen_run_state",
+                     "fabricgen_test_info", "fabricgen_trial_index"):
+            self.assertIn(name, last)
+        labels = [l for _, l, _ in last["fabricgen_stream_tx_packets_total"]["samples"]]
+        self.assertIn('{stream="odd \\"name\\" \\\\ here",tx_port="loop0",rx_port="loop0"}', labels)
+        # Monotone: no counter (or histogram bucket, _sum, _count) ever goes down between scrapes.
+        for a, b in zip(scrapes, scrapes[1:]):
+            va, vb = values(a), values(b)
+            for k, v in va.items():
+                self.assertGreaterEqual(vb[k], v, k)
+        tx = {l: v for _, l, v in last["fabricgen_stream_tx_packets_total"]["samples"]}
+        tx0 = {l: v for _, l, v in first["fabricgen_stream_tx_packets_total"]["samples"]}
+        roce = '{stream="roce",tx_port="loop0",rx_port="loop0"}'
+        self.assertGreater(tx[roce], tx0[roce] + 50000)  # 1.5 s at 50 kpps between the first and last scrape
+        rate = {l: v for _, l, v in last["fabricgen_stream_tx_rate_pps"]["samples"]}
+        self.assertLess(abs(rate[roce] / 50000 - 1), 0.1)
+        lat = [v for s, l, v in last["fabricgen_stream_latency_seconds"]["samples"]
+               if s.endswith("_count") and "roce" in l]
+        self.assertGreater(lat[0], 50000)
+        state = {l: v for _, l, v in last["fabricgen_run_state"]["samples"]}
+        self.assertEqual(state['{state="running"}'], 1)
+
+    def test_an_address_is_needed_to_listen_beyond_loopback(self):
+        r = subprocess.run([FABRICGEN, "run", "/nonexistent.yaml", "--metrics", "nonsense"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        r = subprocess.run([FABRICGEN, "cli", "--metrics", "1.2.3:x", "--script", "-"], input="", capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--metrics 1.2.3:x: expected [ADDR:]PORT", r.stderr)
+
+
+if __name__ == "__main__":
+    FABRICGEN, ROOT = sys.argv[1], sys.argv[2]
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -192,24 +192,57 @@ std::vector<MetricFamily> Hub::Collect() {
       m.samples.push_back({{{"stream", name}, {"tx_port", t.tx_port}, {"rx_port", t.rx_port}}, t.*c.field});
     }
   }
+  // The sequence figures of the streams a port receives.
+  struct PortSequence {
+    const char* name;
+    const char* help;
+    uint64_t StreamTotals::*field;
+  };
+  for (const PortSequence& c :
+       {PortSequence{"fabricgen_port_rx_lost_packets_total",
+                     "Frames missing at sequence gaps, over the streams the port receives.", &StreamTotals::lost},
+        PortSequence{"fabricgen_port_rx_duplicate_packets_total",
+                     "Frames received more than once, over the streams the port receives.", &StreamTotals::duplicate},
+        PortSequence{"fabricgen_port_rx_out_of_order_packets_total",
+                     "Frames received out of order, over the streams the port receives.", &StreamTotals::reordered}}) {
+    std::map<std::string, uint64_t> by_port;
+    for (const auto& [name, t] : ports) by_port[name] = 0;
+    for (const auto& [name, t] : streams) by_port[t.rx_port] += t.*c.field;
+    MetricFamily& m = family(c.name, Type::kCounter, c.help);
+    for (const auto& [name, v] : by_port) m.samples.push_back({{{"port", name}}, v});
+  }
   // Rates over the time since the previous scrape (at least 200 ms apart).
   const auto now = std::chrono::steady_clock::now();
+  auto rate = [&](const std::string& key, uint64_t tx, uint64_t rx) -> const Rate& {
+    Rate& r = rates_[key];
+    const double dt = std::chrono::duration<double>(now - r.at).count();
+    const bool first = r.at.time_since_epoch().count() == 0;
+    if (!first && dt >= 0.2) {
+      r.tx_pps = static_cast<double>(tx - r.tx) / dt;
+      r.rx_pps = static_cast<double>(rx - r.rx) / dt;
+    }
+    if (first || dt >= 0.2) {
+      r.at = now;
+      r.tx = tx;
+      r.rx = rx;
+    }
+    return r;
+  };
+  MetricFamily& port_tx_rate = family("fabricgen_port_tx_rate_pps", Type::kGauge,
+                                      "Frames per second the port sent, over the time since the previous scrape.");
+  MetricFamily& port_rx_rate = family("fabricgen_port_rx_rate_pps", Type::kGauge,
+                                      "Frames per second the port received, over the time since the previous scrape.");
+  for (const auto& [name, t] : ports) {
+    const Rate& r = rate("port " + name, t.tx_packets, t.rx_packets);
+    port_tx_rate.samples.push_back({{{"port", name}}, r.tx_pps});
+    port_rx_rate.samples.push_back({{{"port", name}}, r.rx_pps});
+  }
   MetricFamily& tx_rate = family("fabricgen_stream_tx_rate_pps", Type::kGauge,
                                  "Frames per second the stream sent, over the time since the previous scrape.");
   MetricFamily& rx_rate = family("fabricgen_stream_rx_rate_pps", Type::kGauge,
                                  "Frames per second of the stream received, over the time since the previous scrape.");
   for (const auto& [name, t] : streams) {
-    Rate& r = rates_[name];
-    const double dt = std::chrono::duration<double>(now - r.at).count();
-    if (r.at.time_since_epoch().count() != 0 && dt >= 0.2) {
-      r.tx_pps = static_cast<double>(t.tx_packets - r.tx) / dt;
-      r.rx_pps = static_cast<double>(t.rx_packets - r.rx) / dt;
-    }
-    if (r.at.time_since_epoch().count() == 0 || dt >= 0.2) {
-      r.at = now;
-      r.tx = t.tx_packets;
-      r.rx = t.rx_packets;
-    }
+    const Rate& r = rate("stream " + name, t.tx_packets, t.rx_packets);
     const Labels l{{"stream", name}, {"tx_port", t.tx_port}, {"rx_port", t.rx_port}};
     tx_rate.samples.push_back({l, r.tx_pps});
     rx_rate.samples.push_back({l, r.rx_pps});

@@ -74,7 +74,7 @@ class Hub {
   int trial_ = -1;
   double trial_load_ = 0;
   uint64_t runs_ = 0, tests_done_ = 0;
-  std::map<std::string, Rate> rates_;  // per stream
+  std::map<std::string, Rate> rates_;  // by "port NAME" and "stream NAME"
 };
 
 }  // namespace fg::metrics

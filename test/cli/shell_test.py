@@ -6,6 +6,7 @@ buckets), with counters monotone across scrapes during a run.
 
 usage: shell_test.py FABRICGEN SOURCE_ROOT
 """
+import json
 import math
 import os
 import pty
@@ -320,6 +321,18 @@ class MetricsTest(unittest.TestCase):
         self.assertGreater(lat[0], 50000)
         state = {l: v for _, l, v in last["fabricgen_run_state"]["samples"]}
         self.assertEqual(state['{state="running"}'], 1)
+        # docs/metrics.md lists exactly the families served; the Grafana dashboard asks only for those.
+        with open(os.path.join(ROOT, "docs", "metrics.md")) as f:
+            documented = set(re.findall(r"^\| `(fabricgen_[a-z_]+)` \|", f.read(), re.M))
+        self.assertEqual(documented, set(last))
+        with open(os.path.join(ROOT, "tools", "grafana", "fabricgen.json")) as f:
+            dashboard = json.load(f)
+        exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+        self.assertGreaterEqual(len(exprs), 10)
+        served = set(last) | {n + s for n in last for s in ("_bucket", "_sum", "_count")}
+        for e in exprs:
+            for name in re.findall(r"fabricgen_[a-z_]+", e):
+                self.assertIn(name, served, e)
 
     def test_an_address_is_needed_to_listen_beyond_loopback(self):
         r = subprocess.run([FABRICGEN, "run", "/nonexistent.yaml", "--metrics", "nonsense"], capture_output=True,

@@ -26,7 +26,7 @@ class LabRun(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        import lab
+        import fglab as lab
         cls.lab = lab
         cls.tmp = tempfile.TemporaryDirectory(prefix="fabricgen-lab-")
         if cls.PLAN_TEXT is not None:

@@ -1,0 +1,416 @@
+"""The fabric in network namespaces: build, impair, run a command, read the truths, remove."""
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+from .spec import INNER4, INNER6, LabError
+
+TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tools/: lab.py, and ../build
+
+
+def sh(*cmd, ns=None, check=True, stdin=None):
+    full = (["ip", "netns", "exec", ns] if ns else []) + [str(c) for c in cmd]
+    r = subprocess.run(full, capture_output=True, text=True, input=stdin)
+    if check and r.returncode != 0:
+        raise LabError("%s: %s" % (" ".join(full), (r.stderr or r.stdout).strip()))
+    return r
+
+
+_count = 0
+
+
+def default_name():
+    global _count
+    _count += 1
+    return "fg%d%d" % (os.getpid(), _count)
+
+
+class Lab:
+    """A lab built from a LabSpec. Namespaces are NAME-tester, NAME-leafI,
+    NAME-spineJ and NAME-stageK; every one is removed on exit, even on failure.
+    Link NODE-PEER is the device named PEER in NODE's namespace."""
+
+    def __init__(self, spec, name=None, workdir=None):
+        self.spec = spec
+        self.name = name or default_name()
+        self.namespaces, self.stages, self.routes = [], [], {}
+        self.link_ends = {}  # link name -> (namespace, device)
+        self.workdir = workdir  # the stages' decision logs go here
+
+    def ns(self, node):
+        return "%s-%s" % (self.name, node)
+
+    @property
+    def tester(self):
+        return self.ns("tester")
+
+    def __enter__(self):
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+        return False
+
+    # -- addresses
+    def inner_addresses(self, k):
+        """Both ends of inner link k: IPv4 /31 and IPv6 /127."""
+        a4 = INNER4.network_address + 2 * k
+        a6 = INNER6.network_address + 2 * k
+        return (a4, a4 + 1), (a6, a6 + 1)
+
+    def up(self):
+        s = self.spec
+        if self.workdir is None:
+            self.workdir = tempfile.mkdtemp(prefix="fabricgen-lab-%s-" % self.name)
+        routers = s.node_names()
+        for node in ["tester"] + routers:
+            self._add_ns(node, router=node != "tester")
+        # Inner links: same MAC at both ends and no ARP/ND, so a router sends to
+        # its own MAC and the peer takes the frame as its own (no neighbour
+        # resolution, nothing but test traffic on the wire).
+        k = 0
+        uplinks = {}  # leaf -> [(spine, leaf addr4, spine addr4, leaf addr6, spine addr6)]
+        for l in range(s.leaves):
+            for sp in range(s.spines):
+                leaf, spine = "leaf%d" % l, "spine%d" % sp
+                mac = "02:fe:%02x:%02x:%02x:%02x" % (l >> 8, l & 255, sp >> 8, sp & 255)
+                (a4, b4), (a6, b6) = self.inner_addresses(k)
+                k += 1
+                self._link(leaf, spine, spine, leaf, mac, mac)
+                sh("ip", "addr", "add", "%s/31" % a4, "dev", spine, ns=self.ns(leaf))
+                sh("ip", "addr", "add", "%s/31" % b4, "dev", leaf, ns=self.ns(spine))
+                if s.ipv6:
+                    sh("ip", "-6", "addr", "add", "%s/127" % a6, "dev", spine, "nodad", ns=self.ns(leaf))
+                    sh("ip", "-6", "addr", "add", "%s/127" % b6, "dev", leaf, "nodad", ns=self.ns(spine))
+                uplinks.setdefault(l, []).append((sp, a4, b4, a6, b6))
+        for h in s.hosts:
+            leaf = "leaf%d" % h.leaf
+            # The leaf's end answers to the streams' destination MAC; the
+            # tester's end (fabricgen's af_packet port) keeps its own.
+            self._link(leaf, h.port, "tester", h.iface, s.gateway_mac, None, peer_node=h.port)
+        # Routes: a host's prefixes on its leaf's port; other leaves over every
+        # spine (ECMP, hashed on the UDP source port); spines to the host's leaf.
+        for h in s.hosts:
+            for p in h.prefixes:
+                self._route("leaf%d" % h.leaf, p, [(None, h.port)])
+                for l in range(s.leaves):
+                    if l != h.leaf:
+                        hops = [(b4 if p.version == 4 else b6, "spine%d" % sp)
+                                for sp, a4, b4, a6, b6 in uplinks[l]]
+                        self._route("leaf%d" % l, p, hops)
+                for sp, a4, b4, a6, b6 in uplinks.get(h.leaf, []):
+                    self._route("spine%d" % sp, p, [(a4 if p.version == 4 else a6, "leaf%d" % h.leaf)])
+        for imp in s.impairments:
+            self._impair(imp)
+        if s.ipv6:
+            time.sleep(0.05)  # the routers' MLD reports (see _add_ns)
+
+    def _add_ns(self, node, router):
+        ns = self.ns(node)
+        sh("ip", "netns", "add", ns)
+        self.namespaces.append(ns)
+        sysctls = ["net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0",
+                   "net.ipv6.conf.default.router_solicitations=0", "net.ipv6.conf.all.router_solicitations=0",
+                   # MLD reports (joins of the routers' own groups) are the only
+                   # frames the lab sends by itself: send them within 1 ms of link
+                   # up, and up() waits for them before anything is measured.
+                   "net.ipv6.conf.default.mldv2_unsolicited_report_interval=1",
+                   "net.ipv6.conf.all.mldv2_unsolicited_report_interval=1",
+                   "net.ipv6.conf.default.mldv1_unsolicited_report_interval=1",
+                   "net.ipv6.conf.all.mldv1_unsolicited_report_interval=1"]
+        if not router or not self.spec.ipv6:
+            sysctls = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
+        if router:
+            sysctls += ["net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1",
+                        "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
+                        "net.ipv4.icmp_ratelimit=0"]
+            if self.spec.ipv6:
+                # keep_addr_on_down: a link that goes down and up (`down`) keeps its IPv6 addresses, as IPv4 does.
+                sysctls += ["net.ipv6.conf.all.forwarding=1", "net.ipv6.fib_multipath_hash_policy=1",
+                            "net.ipv6.conf.all.keep_addr_on_down=1", "net.ipv6.conf.default.keep_addr_on_down=1"]
+        sh("sysctl", "-qw", *sysctls, ns=ns)
+        sh("ip", "link", "set", "lo", "up", ns=ns)
+
+    def _link(self, a, dev_a, b, dev_b, mac_a, mac_b, peer_node=None):
+        """Link a-b: device dev_a in a's namespace, dev_b in b's (through a stage when one is planned);
+        a MAC of None keeps the device's own. peer_node names b in link names (a tester port)."""
+        b_name = peer_node or b
+        stages = [i for i in self.spec.impairments if i.kind == "stage" and {i.node, i.peer} == {a, b_name}]
+        if not stages:
+            sh("ip", "link", "add", "name", dev_a, "type", "veth", "peer", "name", dev_b, "netns", self.ns(b),
+               ns=self.ns(a))
+        else:
+            imp = stages[0]
+            st = "stage%d" % imp.index
+            self._add_ns(st, router=False)
+            # node -> [stage: in | out] -> peer; the stage impairs node's egress.
+            src, dst = (a, b) if imp.node == a else (b, a)
+            dev_src, dev_dst = (dev_a, dev_b) if src == a else (dev_b, dev_a)
+            sh("ip", "link", "add", "name", dev_src, "type", "veth", "peer", "name", "in", "netns", self.ns(st),
+               ns=self.ns(src))
+            sh("ip", "link", "add", "name", dev_dst, "type", "veth", "peer", "name", "out", "netns", self.ns(st),
+               ns=self.ns(dst))
+            for d in ("in", "out"):
+                sh("ip", "link", "set", "dev", d, "up", ns=self.ns(st))
+            imp.stage_ns = self.ns(st)
+        for node, dev, mac in ((a, dev_a, mac_a), (b, dev_b, mac_b)):
+            sh("ip", "link", "set", "dev", dev, *(["address", mac, "arp", "off"] if mac else []), "up",
+               ns=self.ns(node))
+        self.link_ends["%s-%s" % (a, b_name)] = (self.ns(a), dev_a)
+        if not peer_node:
+            self.link_ends["%s-%s" % (b, a)] = (self.ns(b), dev_b)
+
+    def _route(self, node, prefix, hops):
+        """hops: [(gateway or None, device)]; several hops make an ECMP route."""
+        fam = "-6" if prefix.version == 6 else "-4"
+        cmd = ["ip", fam, "route", "replace", str(prefix)]
+        if len(hops) == 1:
+            gw, dev = hops[0]
+            cmd += (["via", str(gw)] if gw else []) + ["dev", dev]
+        else:
+            for gw, dev in hops:
+                cmd += ["nexthop", "via", str(gw), "dev", dev]
+        sh(*cmd, ns=self.ns(node))
+        self.routes.setdefault(node, []).append((prefix, hops))
+
+    def _impair(self, imp):
+        ns, dev = self.link_ends[imp.link]
+        if imp.kind == "shape":
+            p = imp.params
+            if p["qdisc"] == "tbf":
+                sh("tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf", "rate", "%dbit" % p["rate_bps"],
+                   "burst", p["burst"], "limit", p["limit"], ns=ns)
+            else:
+                sh("tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1", ns=ns)
+                sh("tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                   "rate", "%dbit" % p["rate_bps"], "ceil", "%dbit" % p["rate_bps"], "burst", p["burst"], ns=ns)
+                sh("tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "bfifo", "limit", p["limit"],
+                   ns=ns)
+        elif imp.kind == "stage":
+            log = os.path.join(self.workdir, "stage%d.log" % imp.index)
+            p = imp.params
+            cmd = [self.impair_binary(), "--in", "in", "--out", "out", "--log", log,
+                   "--delay-ns", p["delay_ns"], "--jitter-ns", p["jitter_ns"], "--reorder", p["reorder"],
+                   "--extent", p["extent"], "--seed", p["seed"]]
+            if p["rate_bps"]:
+                cmd += ["--rate-bps", p["rate_bps"], "--limit-bytes", p["limit"]]
+            if "kmax" in p:
+                cmd += ["--ecn-kmin", p["kmin"], "--ecn-kmax", p["kmax"], "--ecn-pmax", p["pmax"]]
+            proc = subprocess.Popen(["ip", "netns", "exec", imp.stage_ns] + [str(c) for c in cmd],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if proc.stdout.readline().strip() != "ready":
+                proc.wait()
+                raise LabError("impairment stage on %s did not start: %s" % (imp.link, proc.stderr.read()))
+            self.stages.append((imp, proc, log))
+        elif imp.kind == "down":
+            pass  # scheduled by run()
+        else:
+            self._nft(ns, imp)
+
+    def _nft(self, ns, imp):
+        if not getattr(self, "_tables", None):
+            self._tables = set()
+        if ns not in self._tables:
+            sh("nft", "-f", "-", ns=ns, stdin="table inet fglab {\n chain forward {\n"
+               "  type filter hook forward priority 0; policy accept;\n }\n}\n"
+               "table ip fglabdup {\n chain forward {\n"
+               "  type filter hook forward priority 1; policy accept;\n }\n}\n")
+            self._tables.add(ns)
+        if imp.kind == "duplicate":
+            rule = 'oifname "%s" %s' % (imp.peer, imp.dup_rule("198.18.0.1"))
+            sh("nft", "add", "rule", "ip", "fglabdup", "forward", rule, ns=ns)
+        else:
+            sh("nft", "add", "rule", "inet", "fglab", "forward", 'oifname "%s" %s' % (imp.peer, imp.nft_rule()), ns=ns)
+
+    @staticmethod
+    def impair_binary():
+        for c in (os.environ.get("FABRICGEN_IMPAIR"), os.path.join(TOOLS, "..", "build", "app", "fabricgen-impair"),
+                  shutil.which("fabricgen-impair")):
+            if c and os.access(c, os.X_OK):
+                return os.path.abspath(c)
+        raise LabError("fabricgen-impair not found (build it, or set FABRICGEN_IMPAIR)")
+
+    def down(self):
+        for imp, proc, log in self.stages:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+        self.stages = []
+        remove(self.name, self.namespaces)
+        self.namespaces = []
+
+    # -- truths
+    def counters(self):
+        return read_counters(self.name)
+
+    def nft_counters(self):
+        out = {}
+        for ns in set(ns for ns, _ in self.link_ends.values()):
+            r = sh("nft", "-j", "list", "ruleset", ns=ns, check=False)
+            if r.returncode != 0 or not r.stdout.strip():
+                continue
+            for item in json.loads(r.stdout)["nftables"]:
+                rule = item.get("rule")
+                if not rule or not rule.get("comment", "").startswith("imp"):
+                    continue
+                c = next(e["counter"] for e in rule["expr"] if "counter" in e)
+                out[int(rule["comment"][3:])] = {"packets": c["packets"], "bytes": c["bytes"]}
+        return out
+
+    def qdisc_stats(self, link):
+        ns, dev = self.link_ends[link]
+        return json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", dev, ns=ns).stdout)
+
+    def run(self, command, env=None, timeout=900, captures=()):
+        """Runs command in the tester namespace with the scheduled link events,
+        capturing the (node, device) pairs in `captures` with tcpdump meanwhile
+        (node "tester" for fabricgen's own interfaces: these show what arrives;
+        af_packet's transmissions bypass the taps, so capture what a port sends
+        on the leaf's end). Returns (CompletedProcess, truth dict);
+        truth["captures"]["NODE-DEV"] holds the pcap file and the frames
+        tcpdump's kernel buffer dropped."""
+        dumps = [Capture(self.ns(node), dev, os.path.join(self.workdir, "%s-%s.pcap" % (node, dev)))
+                 for node, dev in captures]
+        env = dict(os.environ if env is None else env)
+        env["FABRICGEN_LAB"] = self.name
+        env["PATH"] = TOOLS + os.pathsep + env.get("PATH", "")
+        before = self.counters()
+        flaps = []
+        start = time.monotonic_ns()
+        for imp in self.spec.impairments:
+            if imp.kind == "down":
+                ns, dev = self.link_ends[imp.link]
+                routes = [(str(p), [(str(g) if g else None, d) for g, d in hops])
+                          for p, hops in self.routes.get(imp.node, []) if any(d == dev for _, d in hops)]
+                arg = json.dumps({"dev": dev, "at_mono_ns": start + imp.params["at_ns"],
+                                  "for_ns": imp.params["for_ns"], "routes": routes})
+                flaps.append((imp, subprocess.Popen(["ip", "netns", "exec", ns, sys.executable,
+                                                     os.path.join(TOOLS, "lab.py"), "_flap", arg],
+                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        try:
+            result = subprocess.run(["ip", "netns", "exec", self.tester] + list(command), env=env,
+                                    capture_output=True, text=True, timeout=timeout)
+        finally:
+            for _, p in flaps:
+                try:
+                    p.wait(max(1, timeout))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        after = self.counters()
+        truth = {"lab": self.name, "impairments": [], "captures": {c.name: c.stop() for c in dumps}}
+        nft = self.nft_counters()
+        flap_out = {imp.index: p for imp, p in flaps}
+        stage_logs = {imp.index: log for imp, _, log in self.stages}
+        for imp in self.spec.impairments:
+            t = {"index": imp.index, "link": imp.link, "kind": imp.kind}
+            if imp.index in nft:
+                t["counter"] = nft[imp.index]
+            if imp.kind == "shape":
+                t["qdisc"] = self.qdisc_stats(imp.link)
+            if imp.index in flap_out:
+                p = flap_out[imp.index]
+                out, err = p.communicate()
+                if p.returncode != 0:
+                    raise LabError("link down on %s failed: %s" % (imp.link, err.strip()))
+                t.update(json.loads(out))
+                t["at_ns_from_command_start"] = t["down_mono_ns"] - start
+            if imp.index in stage_logs:
+                t["log"] = stage_logs[imp.index]
+            truth["impairments"].append(t)
+        truth["links"] = {k: {c: after[k][c] - before[k][c] for c in after[k]} for k in after if k in before}
+        return result, truth
+
+    def stop_stages(self):
+        """Stops the stages so their logs are complete; returns the logs' paths."""
+        for imp, proc, log in self.stages:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=10)
+        return {imp.index: log for imp, _, log in self.stages}
+
+
+class Capture:
+    """tcpdump on one interface of a namespace, started before the traffic."""
+
+    def __init__(self, ns, iface, pcap):
+        self.iface, self.pcap = iface, pcap
+        self.name = os.path.basename(pcap)[:-len(".pcap")]
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", iface, "-n", "-s", "128", "--immediate-mode",
+                                      "-B", "16384", "-w", pcap], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()  # "tcpdump: listening on IFACE ..." once it captures
+        if "listening on" not in line:
+            self.proc.kill()
+            raise LabError("tcpdump on %s: %s" % (iface, line.strip()))
+
+    def stop(self):
+        time.sleep(0.1)  # the last frames reach the socket
+        self.proc.send_signal(signal.SIGINT)
+        err = self.proc.communicate(timeout=30)[1]
+        m = re.search(r"(\d+) packets? dropped by kernel", err)
+        return {"pcap": self.pcap, "kernel_dropped": int(m.group(1)) if m else None}
+
+
+def pcap_frames(path):
+    """The frames of a pcap file (libpcap format, as tcpdump -w writes it)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = struct.unpack_from("<I", data)[0]
+    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    frames, off = [], 24
+    while off + 16 <= len(data):
+        _, _, incl, _ = struct.unpack_from(endian + "IIII", data, off)
+        frames.append(data[off + 16:off + 16 + incl])
+        off += 16 + incl
+    return frames
+
+
+def remove(name, namespaces=None):
+    """Removes a lab's namespaces (all NAME-* ones when none are listed), killing what runs in them."""
+    if namespaces is None:
+        listed = sh("ip", "netns", "list", check=False).stdout.split("\n")
+        namespaces = [l.split()[0] for l in listed if l.split() and l.split()[0].startswith(name + "-")]
+    for ns in reversed(namespaces):
+        pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def read_counters(name):
+    """Per link NODE-PEER: the kernel's tx/rx packet and byte counters of device PEER in NODE's namespace."""
+    out = {}
+    listed = sh("ip", "netns", "list").stdout.split("\n")
+    for l in listed:
+        ns = l.split()[0] if l.split() else ""
+        if not ns.startswith(name + "-") or ns == name + "-tester" or "-stage" in ns:
+            continue
+        node = ns[len(name) + 1:]
+        for d in json.loads(sh("ip", "-j", "-s", "link", "show", ns=ns).stdout):
+            if d["ifname"] == "lo":
+                continue
+            st = d["stats64"]
+            out["%s-%s" % (node, d["ifname"])] = {
+                "tx_packets": st["tx"]["packets"], "tx_bytes": st["tx"]["bytes"],
+                "tx_dropped": st["tx"]["dropped"], "rx_packets": st["rx"]["packets"],
+                "rx_bytes": st["rx"]["bytes"]}
+    return out

@@ -26,6 +26,10 @@ def sh(*cmd, ns=None, check=True, stdin=None):
 _count = 0
 
 
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def default_name():
     global _count
     _count += 1
@@ -52,6 +56,13 @@ class Lab:
         return self.ns("tester")
 
     def __enter__(self):
+        # A test runner's timeout (SIGTERM) must still remove the lab: turn it
+        # into an exception that unwinds through __exit__.
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            try:
+                signal.signal(signal.SIGTERM, _terminate)
+            except ValueError:
+                pass  # not the main thread: the caller handles signals
         try:
             self.up()
         except BaseException:

@@ -86,6 +86,8 @@ def main(argv):
         fabricgen = shutil.which("fabricgen") or os.path.join(HERE, "..", "build", "app", "fabricgen")
         command = command or [os.path.abspath(fabricgen), "run", rest[0]]
         workdir = os.path.dirname(os.path.abspath(opts["--truth"])) if "--truth" in opts else None
+        if workdir is not None:
+            os.makedirs(workdir, exist_ok=True)
         with Lab(spec, opts.get("--name"), workdir) as lab:
             result, truth = lab.run(command)
             sys.stdout.write(result.stdout)

@@ -224,6 +224,32 @@ class LinkDownTest(LabRun):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class EcmpFailoverTest(LabRun):
+    """configs/lab/ecmp-failover.yaml: leaf0's uplink to spine0 is down for 500 ms
+    under 16 flows; the kernel moves them to spine1 at once. Truths: the kernel's
+    per-link counters (frames leaf1 delivered to b; frames dropped on the downed
+    link)."""
+
+    PLAN = "ecmp-failover.yaml"
+
+    def test_frames_lost_are_those_the_fabric_dropped_and_failover_is_immediate(self):
+        s = self.streams["s"]
+        links = self.truth["links"]
+        delivered = links["leaf1-b"]["tx_packets"]
+        dropped = sum(l["tx_dropped"] for l in links.values())
+        gap_ns = 1e9 * s["flows"] / s["set_rate_pps"]
+        self.say("uplink down %.1f ms: sent %d, leaf1 delivered %d, links dropped %d; fabricgen lost %d, longest "
+                 "loss %.3f ms (one flow's gap %.3f ms)", self.imps[0]["down_ns"] / 1e6, s["tx_packets"], delivered,
+                 dropped, s["lost_packets"], s["loss_duration_max_ns"] / 1e6, gap_ns / 1e6)
+        self.assertEqual(s["lost_packets"], s["tx_packets"] - delivered)  # exact
+        self.assertEqual(s["lost_packets"], dropped)  # and exactly where the kernel dropped them
+        # Redistribution: no flow waited longer than two of its own gaps + 1 ms (the
+        # frames in flight on the dead link), against a 500 ms outage of the link.
+        self.assertLessEqual(s["loss_duration_max_ns"], 2 * gap_ns + 1e6)
+        self.assertTrue(all(links["leaf0-spine%d" % i]["tx_packets"] > 0 for i in range(2)))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class EcmpSpreadTest(LabRun):
     """configs/lab/ecmp-spread.yaml: 16 QPs (16 UDP source ports) hashed by
     leaf0 over 4 equal-cost uplinks; fabricgen's load_balance test reads the

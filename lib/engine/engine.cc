@@ -145,7 +145,6 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
     }
   }
 
-  r->launched_ = true;
   r->background_ = std::thread([p = r.get()] { p->Background(); });
   return r;
 }

@@ -208,7 +208,7 @@ class LiveRun {
   std::vector<RxRef> rxs_;
   std::vector<LcoreWork> work_;
   uint64_t start_ = 0;
-  bool launched_ = false, finished_ = false;
+  bool finished_ = false;
   TrialResult result_;
   std::thread background_;
   std::atomic<bool> stop_background_{false};

@@ -87,15 +87,9 @@ int CompleteWord(rdline* rdl, const char* buf, char* dst, unsigned int size, int
   return 1;
 }
 
-// Exit status of a failed command: 2 for what the user typed, 1 otherwise.
-int ExitOf(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kOutOfRange: return kExitInput;
-    default: return kExitRuntime;
-  }
-}
+// Exit status of a failed command: 2 for what the user typed (a name that
+// is not there included), 1 otherwise.
+int ExitOf(const absl::Status& s) { return s.code() == absl::StatusCode::kNotFound ? kExitInput : ExitFor(s); }
 
 int RunScript(cli::Shell& shell, std::istream& in, const std::string& name, std::atomic<bool>* interrupt) {
   std::string line;

@@ -209,13 +209,7 @@ std::vector<engine::LiveRun::StreamLive> Shell::StreamCounters() const {
               r.analysis.ce};
     }
   }
-  for (size_t i = 0; i < base_streams_.size() && i < c.size(); ++i) {
-    const auto& b = base_streams_[i];
-    c[i] = {c[i].tx_packets - b.tx_packets,   c[i].tx_bytes - b.tx_bytes,
-            c[i].rx_packets - b.rx_packets,   c[i].rx_bytes - b.rx_bytes,
-            c[i].gap_packets - b.gap_packets, c[i].duplicate - b.duplicate,
-            c[i].reordered - b.reordered,     c[i].ce - b.ce};
-  }
+  for (size_t i = 0; i < base_streams_.size() && i < c.size(); ++i) c[i] = c[i] - base_streams_[i];
   return c;
 }
 
@@ -229,11 +223,7 @@ std::vector<engine::LiveRun::PortLive> Shell::PortCounters() const {
       c[i] = {r.tx_packets, r.tx_bytes, r.rx_packets, r.rx_bytes, r.rx_unknown_packets};
     }
   }
-  for (size_t i = 0; i < base_ports_.size() && i < c.size(); ++i) {
-    const auto& b = base_ports_[i];
-    c[i] = {c[i].tx_packets - b.tx_packets, c[i].tx_bytes - b.tx_bytes, c[i].rx_packets - b.rx_packets,
-            c[i].rx_bytes - b.rx_bytes, c[i].rx_unknown_packets - b.rx_unknown_packets};
-  }
+  for (size_t i = 0; i < base_ports_.size() && i < c.size(); ++i) c[i] = c[i] - base_ports_[i];
   return c;
 }
 

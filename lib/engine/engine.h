@@ -169,10 +169,19 @@ class LiveRun {
     // Frames missing at gaps, less those that came late (sequence view; the
     // final count after Finish also takes in losses after the last arrival).
     int64_t lost() const { return static_cast<int64_t>(gap_packets) - static_cast<int64_t>(reordered); }
+    // What was counted since `base` (an earlier reading).
+    StreamLive operator-(const StreamLive& b) const {
+      return {tx_packets - b.tx_packets,   tx_bytes - b.tx_bytes,   rx_packets - b.rx_packets, rx_bytes - b.rx_bytes,
+              gap_packets - b.gap_packets, duplicate - b.duplicate, reordered - b.reordered,   ce - b.ce};
+    }
   };
   std::vector<StreamLive> Streams() const;  // by stream index
   struct PortLive {
     uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0, rx_unknown_packets = 0;
+    PortLive operator-(const PortLive& b) const {
+      return {tx_packets - b.tx_packets, tx_bytes - b.tx_bytes, rx_packets - b.rx_packets, rx_bytes - b.rx_bytes,
+              rx_unknown_packets - b.rx_unknown_packets};
+    }
   };
   std::vector<PortLive> Ports() const;
   stats::LatencyHistogram Latency(size_t stream) const;

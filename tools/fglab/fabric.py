@@ -254,14 +254,7 @@ class Lab:
         raise LabError("fabricgen-impair not found (build it, or set FABRICGEN_IMPAIR)")
 
     def down(self):
-        for imp, proc, log in self.stages:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-            try:
-                proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
+        self.stop_stages()
         self.stages = []
         remove(self.name, self.namespaces)
         self.namespaces = []
@@ -352,7 +345,11 @@ class Lab:
         for imp, proc, log in self.stages:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-            proc.communicate(timeout=10)
+            try:
+                proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
         return {imp.index: log for imp, _, log in self.stages}
 
 

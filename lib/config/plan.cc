@@ -153,6 +153,7 @@ absl::StatusOr<TestSpec> TestHead(const Plan& plan, const Node& n, TestSpec::Kin
   t.name = kind_name;
   FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
   FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
+  FG_RETURN_IF_ERROR(Opt(n, "tester_limit_retries", t.tester_limit_retries, IntIn(0, 100)));
   return t;
 }
 
@@ -166,9 +167,9 @@ absl::Status EarlierTest(const Plan& plan, const Node& n, TestSpec::Kind kind, c
 }
 
 absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(
-      n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance", "trial_duration",
-                   "initial_duration", "goals", "warmup", "message_sizes", "qps", "directions", "repetitions"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance",
+                                  "trial_duration", "initial_duration", "goals", "warmup", "message_sizes", "qps",
+                                  "directions", "repetitions", "tester_limit_retries"}));
   FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kThroughput, "throughput"));
   if (auto list = n.Optional("message_sizes")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
@@ -238,8 +239,8 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
 }
 
 absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(
-      n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup", "compare_to", "at_throughput_of"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup", "compare_to",
+                                  "at_throughput_of", "tester_limit_retries"}));
   FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kLatency, "latency"));
   t.trial_duration_ns = 120'000'000'000;  // RFC 2544 26.2
   FG_RETURN_IF_ERROR(Opt(n, "load", t.load, [](const Node& x) { return x.Percent(0.0001, 100); }));
@@ -257,8 +258,8 @@ absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
 }
 
 absl::StatusOr<TestSpec> ParseBurst(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(
-      n.CheckKeys({"name", "streams", "min_frames", "max_frames", "repetitions", "gap", "warmup", "incast"}));
+  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "min_frames", "max_frames", "repetitions", "gap", "warmup",
+                                  "incast", "tester_limit_retries"}));
   FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kBurst, "burst"));
   t.warmup_ns = 0;
   FG_RETURN_IF_ERROR(Opt(n, "min_frames", t.min_frames, IntIn(1, 1 << 24)));
@@ -278,7 +279,8 @@ absl::StatusOr<TestSpec> ParseBurst(const Plan& plan, const Node& n) {
 }
 
 absl::StatusOr<TestSpec> ParseLoadBalance(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "links", "load", "runs", "trial_duration", "warmup"}));
+  FG_RETURN_IF_ERROR(
+      n.CheckKeys({"name", "streams", "links", "load", "runs", "trial_duration", "warmup", "tester_limit_retries"}));
   FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kLoadBalance, "load_balance"));
   if (plan.dut_counters.empty()) {
     return n.Error("a load_balance test reads the DUT's link counters: give the plan `dut_counters` (a command)");

@@ -113,6 +113,10 @@ struct TestSpec {
   // load_balance: `runs` trials at `load`; the DUT's counters of these
   // parallel links (Plan::dut_counters) give each link's share: MMR and JFI.
   std::vector<std::string> links;
+  // Every kind: a trial where the tester itself fell behind (engine tester
+  // limits) is not counted and is run again, up to this many times; then
+  // the test stops rather than judge the device by it.
+  int tester_limit_retries = 2;
   int line = 0;
 };
 

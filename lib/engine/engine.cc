@@ -88,6 +88,7 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
         default: break;
       }
       g.key_base = streams[i].program.key_base();
+      g.data = streams[i].rx_port == pi;
       g.verify_payload = streams[i].verify_payload;
       groups.push_back(g);
     }
@@ -116,8 +117,10 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
   }
 
   for (port::Port* p : ports) p->ResetStats();
-
   TrialResult& result = r->result_;
+  for (port::Port* p : ports) {
+    if (!p->options().kernel_iface.empty()) r->backlog_drops_start_ = port::HostBacklogDrops();
+  }
 
   for (size_t i = 0; i < workers.size(); ++i) {
     if (work[i].tx.empty() && work[i].rx.empty()) continue;
@@ -415,6 +418,20 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   }
   for (auto& w : work_) w.phase.store(kDrain, std::memory_order_release);
   std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(0, options_.drain_ns)));
+  // The kernel's side of kernel-backed ports while RX still polls (a frame
+  // the kernel counted is read within the millisecond that follows), then
+  // the PMDs' once the lcores have stopped: a frame never shows as dropped
+  // only because it came between the two readings.
+  for (size_t pi = 0; pi < ports_.size(); ++pi) {
+    if (ports_[pi]->options().kernel_iface.empty()) continue;
+    kernel_end_.resize(ports_.size());
+    kernel_end_[pi] = ports_[pi]->kernel_stats();
+  }
+  if (backlog_drops_start_ >= 0) {
+    const int64_t end = port::HostBacklogDrops();
+    if (end >= 0) result_.host_backlog_drops = end - backlog_drops_start_;
+  }
+  if (!kernel_end_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (auto& w : work_) w.phase.store(kStop, std::memory_order_release);
   rte_eal_mp_wait_lcore();
   stop_background_.store(true, std::memory_order_release);
@@ -492,7 +509,10 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   for (size_t pi = 0; pi < ports_.size(); ++pi) {
     result_.ports[pi].hw = ports_[pi]->stats();
     result_.ports[pi].xstats = ports_[pi]->xstats();
+    result_.ports[pi].kernel_iface = ports_[pi]->options().kernel_iface;
+    if (pi < kernel_end_.size()) result_.ports[pi].kernel = kernel_end_[pi];
   }
+  AssessTesterLimits(result_);
   // A NIC whose RX stamps do not count the clock its driver reads (a mode
   // the driver did not expect) shows as latencies beyond 2^40 ns, which is
   // where negative ones land: say so rather than report them as figures.

@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/tsc.h"
+#include "engine/tester_limits.h"
 #include "port/eal.h"
 #include "port/port.h"
 #include "rx/rx.h"
@@ -82,6 +83,8 @@ struct StreamResult {
   rx::RxCounters rx;
   stats::GroupStats analysis;  // sequence, latency and jitter over the stream's flows
   int64_t tx_duration_ns = 0;  // first to last accepted TX burst
+  // Where the tester itself was the limit for this stream (its TX, its ports); empty when it kept up.
+  std::vector<TesterLimit> tester_limits;
   // TX packets never received once (losses after the last arrival included):
   // tx - (rx - duplicates). Exact when the drain time covers the path delay.
   int64_t lost() const {
@@ -99,6 +102,9 @@ struct PortResult {
   uint64_t rx_cnp = 0, rx_roce_nak = 0, rx_uet_nack = 0, rx_feedback_unmatched = 0;
   port::Stats hw;  // the PMD's counters over the trial
   std::vector<port::Xstat> xstats;
+  port::KernelCounters kernel;  // the kernel interface behind the PMD (af_packet), over the trial
+  std::string kernel_iface;
+  std::vector<TesterLimit> tester_limits;  // where this port's tester side was the limit
 };
 
 struct TrialResult {
@@ -115,7 +121,15 @@ struct TrialResult {
   std::string timestamp_source = "tsc: software, TX before rte_eth_tx_burst, RX after rte_eth_rx_burst";
   // What a reader of the figures must know (e.g. RX stamps that do not follow the fitted NIC clock).
   std::vector<std::string> warnings;
+  // Frames the host kernel dropped at its input backlog during the trial; -1: not read (no kernel-backed port).
+  int64_t host_backlog_drops = -1;
+  // Some stream or port has a tester limit: its figures are not only the device's.
+  bool tester_limited() const;
 };
+
+// Fills every stream's and port's tester_limits from the counters of the
+// trial (engine/tester_limits.h lists the kinds); Finish calls it.
+void AssessTesterLimits(TrialResult& r);
 
 absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                      const std::vector<stream::CompiledStream>& streams, const TrialOptions& options);
@@ -221,8 +235,10 @@ class LiveRun {
   TrialResult result_;
   std::thread background_;
   std::atomic<bool> stop_background_{false};
-  std::mutex sample_mu_;   // the samples: the background thread and Finish (never an lcore)
-  bool tx_ended_ = false;  // under sample_mu_
+  std::mutex sample_mu_;                          // the samples: the background thread and Finish (never an lcore)
+  bool tx_ended_ = false;                         // under sample_mu_
+  int64_t backlog_drops_start_ = -1;              // HostBacklogDrops() at start, with a kernel-backed port
+  std::vector<port::KernelCounters> kernel_end_;  // per port, read at the end of the drain
 };
 
 }  // namespace fg::engine

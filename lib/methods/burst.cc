@@ -22,17 +22,26 @@ absl::StatusOr<BurstResult> RunBurst(const port::Eal& eal, const std::vector<por
     point.senders = senders;
     point.virtual_senders = runner.virtual_senders();
     // One trial: true when no frame of any repetition was lost.
+    auto record = [&](const engine::TrialResult& r, int index, bool counted, uint32_t frames) {
+      TrialRecord t = runner.Record(r, 1.0, r.duration_ns / 1e9, counted ? "burst" : "warm-up", index);
+      t.burst_frames = frames;
+      t.senders = senders;
+      return t;
+    };
     auto passes = [&](uint32_t frames, int reps, bool counted) -> absl::StatusOr<bool> {
-      auto r = runner.RunBursts(frames, reps, test.gap_ns, options);
+      auto run = [&] { return runner.RunBursts(frames, reps, test.gap_ns, options); };
+      // A warm-up is not judged; a counted trial the tester limited is run again.
+      auto r = counted
+                   ? runner.RunUnlimited(
+                         run, [&](const engine::TrialResult& x, int index) { return record(x, index, true, frames); },
+                         test.tester_limit_retries, options, out.trials)
+                   : run();
       if (!r.ok()) {
         out.complete = false;
         out.stopped_because = std::string(r.status().message());
         return r.status();
       }
-      const double secs = r->duration_ns / 1e9;
-      TrialRecord t = runner.Record(*r, 1.0, secs, counted ? "burst" : "warm-up", static_cast<int>(out.trials.size()));
-      t.burst_frames = frames;
-      t.senders = senders;
+      TrialRecord t = record(*r, static_cast<int>(out.trials.size()), counted, frames);
       if (!counted) {
         t.included = false;
         t.excluded_because = "warm-up: fills address tables before the first counted burst";

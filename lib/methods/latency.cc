@@ -22,8 +22,12 @@ absl::StatusOr<LatencyResult> RunLatency(const port::Eal& eal, const std::vector
   FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, test));
   out.streams = runner.stream_names();
   out.line_l1_bps = runner.line_l1_bps();
+  // A run the tester kept up in (limited attempts are recorded, not counted, and run again).
   auto trial = [&](double secs) -> absl::StatusOr<engine::TrialResult> {
-    auto r = runner.Run(test.load, secs, options);
+    auto r = runner.RunUnlimited(
+        [&] { return runner.Run(test.load, secs, options); },
+        [&](const engine::TrialResult& x, int index) { return runner.Record(x, test.load, secs, "run", index); },
+        test.tester_limit_retries, options, out.trials);
     if (!r.ok()) {
       out.complete = false;
       out.stopped_because = std::string(r.status().message());

@@ -1,6 +1,7 @@
 #include "methods/load.h"
 
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
@@ -101,17 +102,43 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   t.phase = phase;
   t.load = load;
   t.duration_s = duration_s;
-  double tx_l1_bits = 0, rx_l1_bits = 0;
+  double tx_l1_bits = 0, tx_l2_bits = 0, rx_l1_bits = 0;
+  std::map<size_t, double> port_bits;
   for (const engine::StreamResult& s : r.streams) {
     const uint64_t unique = s.rx.packets - std::min(s.rx.packets, s.analysis.duplicate);
     t.tx_frames += s.tx.packets;
     t.rx_frames += unique;
-    tx_l1_bits += static_cast<double>(s.tx.bytes + s.tx.packets * 20) * 8;
+    const double l1 = static_cast<double>(s.tx.bytes + s.tx.packets * static_cast<uint64_t>(kL1OverheadBytes)) * 8;
+    tx_l1_bits += l1;
+    port_bits[s.tx_port] += l1;
+    tx_l2_bits += static_cast<double>(s.tx.bytes) * 8;
     rx_l1_bits += static_cast<double>(unique) * (s.frame_size + kL1OverheadBytes) * 8;
+    t.set_fps += s.set_pps;
   }
   const double secs = r.duration_ns > 0 ? r.duration_ns / 1e9 : duration_s;
   t.offered_l1_bps = tx_l1_bits / secs;
+  t.offered_l2_bps = tx_l2_bits / secs;
+  t.offered_fps = static_cast<double>(t.tx_frames) / secs;
   t.received_l1_bps = rx_l1_bits / secs;
+  t.set_l1_bps = load * line_l1_bps_;
+  for (const auto& [port, n] : per_port_) t.port_offered_l1_bps.push_back(port_bits[port] / secs);
+  for (const engine::StreamResult& s : r.streams) {
+    for (const engine::TesterLimit& l : s.tester_limits) {
+      t.tester_limits.push_back({l.kind, l.count, "stream " + s.name + ": " + l.detail});
+    }
+  }
+  if (t.tester_limits.empty() && r.tester_limited()) {
+    // A port no stream of the test uses: still the tester's limit in this trial.
+    for (const engine::PortResult& p : r.ports) {
+      for (const engine::TesterLimit& l : p.tester_limits) {
+        t.tester_limits.push_back({l.kind, l.count, "port " + p.name + ": " + l.detail});
+      }
+    }
+  }
+  if (!t.tester_limits.empty()) {
+    t.included = false;
+    t.excluded_because = "tester-limited: " + engine::DescribeLimits(t.tester_limits);
+  }
   for (const engine::PortResult& p : r.ports) {
     t.rx_other_frames += p.rx_unknown_packets;
     for (const auto& [key, v] :
@@ -134,6 +161,27 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
                                   : static_cast<double>(t.tx_frames - std::min(t.tx_frames, t.rx_frames)) /
                                         static_cast<double>(t.tx_frames);
   return t;
+}
+
+absl::StatusOr<engine::TrialResult> LoadRunner::RunUnlimited(
+    const std::function<absl::StatusOr<engine::TrialResult>()>& trial,
+    const std::function<TrialRecord(const engine::TrialResult&, int index)>& record, int retries,
+    const MethodOptions& options, std::vector<TrialRecord>& trials) const {
+  const int attempts = 1 + std::max(0, retries);
+  std::string last;
+  for (int a = 0; a < attempts; ++a) {
+    FG_ASSIGN_OR_RETURN(engine::TrialResult r, trial());
+    if (!r.tester_limited()) return r;
+    TrialRecord t = record(r, static_cast<int>(trials.size()));
+    t.included = false;
+    last = t.excluded_because;
+    trials.push_back(t);
+    if (options.on_trial) options.on_trial(trials.back());
+  }
+  return absl::FailedPreconditionError(
+      absl::StrFormat("the tester itself was the limit in %d attempts of the same trial (last: %s); the test stops "
+                      "rather than judge the device by them (tests[].tester_limit_retries: %d)",
+                      attempts, last, retries));
 }
 
 absl::Status RunWarmup(const LoadRunner& runner, const config::TestSpec& test, double load,

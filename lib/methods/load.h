@@ -38,9 +38,18 @@ struct TrialRecord {
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
   uint64_t rx_other_frames = 0;           // received without a signature of the test (ARP, LLDP, ...)
   double loss_ratio = 0;
-  double offered_l1_bps = 0, received_l1_bps = 0;  // aggregate over the test's streams
+  // Measured: what TX sent over the trial's TX time, aggregate over the test's streams.
+  double offered_l1_bps = 0, offered_l2_bps = 0, offered_fps = 0;
+  double received_l1_bps = 0;
+  // Set: what the load called for (load x line rate; bursts: line rate while bursting).
+  double set_l1_bps = 0, set_fps = 0;
+  // Measured offered L1 bit/s per TX port, in LoadRunner::tx_ports() order.
+  std::vector<double> port_offered_l1_bps;
   bool included = true;
-  std::string excluded_because;  // why a trial does not count (warm-up)
+  std::string excluded_because;  // why a trial does not count (warm-up, tester-limited)
+  // Where the tester fell behind in this trial (each stream's and port's,
+  // named); non-empty: the trial is not counted and decides nothing.
+  std::vector<engine::TesterLimit> tester_limits;
   // The ports' own view of the trial (a second observation point): the PMD's
   // packet and miss counters, and every non-zero xstat about pause/PFC
   // frames, drops, discards or errors. Keys "port.counter".
@@ -70,9 +79,20 @@ class LoadRunner {
                                                 const MethodOptions& options) const;
   // Streams that share a TX port with another of the test's streams.
   int virtual_senders() const;
-  // The trial's counts and rates as a record.
+  // The trial's counts and rates as a record; a tester-limited trial is
+  // recorded as not counted, saying why.
   TrialRecord Record(const engine::TrialResult& r, double load, double duration_s, const std::string& phase,
                      int index) const;
+  // Runs `trial` until the tester keeps up in it, at most 1 + `retries`
+  // times (the test's tester_limit_retries). Each tester-limited attempt is
+  // recorded (`record`: the attempt's record, its index given), appended to
+  // `trials` as not counted and shown through on_trial; the first attempt
+  // the tester kept up in is returned, not yet recorded. FailedPrecondition
+  // when the tester was the limit in every attempt: nothing to judge by.
+  absl::StatusOr<engine::TrialResult> RunUnlimited(
+      const std::function<absl::StatusOr<engine::TrialResult>()>& trial,
+      const std::function<TrialRecord(const engine::TrialResult&, int index)>& record, int retries,
+      const MethodOptions& options, std::vector<TrialRecord>& trials) const;
 
   double line_l1_bps() const { return line_l1_bps_; }  // sum over the TX ports the load refers to
   double mean_frame_size() const { return mean_frame_size_; }

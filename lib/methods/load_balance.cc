@@ -85,14 +85,24 @@ absl::StatusOr<LoadBalanceResult> RunLoadBalance(const port::Eal& eal, const std
   }
   const double secs = test.trial_duration_ns / 1e9;
   for (int i = 0; i < test.runs; ++i) {
-    FG_ASSIGN_OR_RETURN(const std::vector<LinkCounters> before, Read(read_counters, test.links));
-    auto r = runner.Run(test.load, secs, options);
+    // The DUT's counters around each attempt (after the drain: every frame
+    // of the trial has left the DUT); an attempt the tester limited is
+    // recorded, not counted, and run again.
+    std::vector<LinkCounters> before, after;
+    auto attempt = [&]() -> absl::StatusOr<engine::TrialResult> {
+      FG_ASSIGN_OR_RETURN(before, Read(read_counters, test.links));
+      FG_ASSIGN_OR_RETURN(engine::TrialResult r, runner.Run(test.load, secs, options));
+      FG_ASSIGN_OR_RETURN(after, Read(read_counters, test.links));
+      return r;
+    };
+    auto r = runner.RunUnlimited(
+        attempt,
+        [&](const engine::TrialResult& x, int index) { return runner.Record(x, test.load, secs, "run", index); },
+        test.tester_limit_retries, options, out.trials);
     if (!r.ok()) {
       stop(r.status());
       return out;
     }
-    // After the drain: every frame of the trial has left the DUT.
-    FG_ASSIGN_OR_RETURN(const std::vector<LinkCounters> after, Read(read_counters, test.links));
     LoadBalanceRun run;
     run.trial = runner.Record(*r, test.load, secs, "run", static_cast<int>(out.trials.size()));
     for (size_t k = 0; k < test.links.size(); ++k) {

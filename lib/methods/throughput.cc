@@ -20,8 +20,14 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
   out.tx_ports = runner.tx_ports();
   out.mean_frame_size = runner.mean_frame_size();
 
+  // A trial the tester kept up in (limited attempts are recorded, not counted, and run again).
   auto run = [&](double load, double duration_s, const std::string& phase) -> absl::StatusOr<TrialRecord> {
-    FG_ASSIGN_OR_RETURN(engine::TrialResult r, runner.Run(load, duration_s, options));
+    FG_ASSIGN_OR_RETURN(engine::TrialResult r,
+                        runner.RunUnlimited([&] { return runner.Run(load, duration_s, options); },
+                                            [&](const engine::TrialResult& x, int index) {
+                                              return runner.Record(x, load, duration_s, phase, index);
+                                            },
+                                            test.tester_limit_retries, options, out.trials));
     return runner.Record(r, load, duration_s, phase, static_cast<int>(out.trials.size()));
   };
   auto record = [&](TrialRecord t) {
@@ -31,15 +37,17 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
   };
 
   if (test.warmup_ns > 0) {
-    auto w = run(test.min_load, test.warmup_ns / 1e9, "warm-up");
+    const double secs = test.warmup_ns / 1e9;
+    auto w = runner.Run(test.min_load, secs, options);
     if (!w.ok()) {
       out.complete = false;
       out.stopped_because = std::string(w.status().message());
       return out;
     }
-    w->included = false;
-    w->excluded_because = "warm-up: fills address tables and queues before the first counted trial";
-    record(*w);
+    TrialRecord t = runner.Record(*w, test.min_load, secs, "warm-up", 0);
+    t.included = false;
+    t.excluded_because = "warm-up: fills address tables and queues before the first counted trial";
+    record(t);
   }
 
   // The search sees only measurements; the phase of each trial is filled in
@@ -50,8 +58,11 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     record(t);
     return search::Measurement{t.tx_frames, t.rx_frames};
   };
+  // The goal's figures: the load it holds at as set, and as TX measured it
+  // in the deciding trials (the counted ones at that load since trial
+  // `first`, of `final_s` when given: a multi-goal search's final trials).
   auto to_outcome = [&](const std::string& name, double loss_ratio, bool found, double lower, double upper,
-                        double loss_at_lower) {
+                        double loss_at_lower, size_t first, double final_s) {
     GoalOutcome g;
     g.name = name;
     g.loss_ratio = loss_ratio;
@@ -59,15 +70,39 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     g.lower_bound = lower;
     g.upper_bound = upper;
     g.conditional_throughput = lower * (1 - loss_at_lower);
-    g.lower_bound_l1_bps = lower * out.line_l1_bps;
-    g.lower_bound_pps = g.lower_bound_l1_bps / ((out.mean_frame_size + kL1OverheadBytes) * 8);
-    g.lower_bound_l2_bps = g.lower_bound_pps * out.mean_frame_size * 8;
+    g.set_l1_bps = lower * out.line_l1_bps;
+    g.set_pps = g.set_l1_bps / ((out.mean_frame_size + kL1OverheadBytes) * 8);
+    g.set_l2_bps = g.set_pps * out.mean_frame_size * 8;
+    double secs = 0, l1 = 0, l2 = 0, fps = 0;
+    std::vector<double> ports(out.tx_ports.size(), 0);
+    for (int pass = 0; pass < 2 && secs == 0; ++pass) {
+      for (size_t i = first; i < out.trials.size(); ++i) {
+        const TrialRecord& t = out.trials[i];
+        if (!t.included || t.load != lower || (pass == 0 && final_s > 0 && t.duration_s != final_s)) continue;
+        secs += t.duration_s;
+        l1 += t.offered_l1_bps * t.duration_s;
+        l2 += t.offered_l2_bps * t.duration_s;
+        fps += t.offered_fps * t.duration_s;
+        for (size_t p = 0; p < ports.size() && p < t.port_offered_l1_bps.size(); ++p) {
+          ports[p] += t.port_offered_l1_bps[p] * t.duration_s;
+        }
+      }
+    }
+    g.deciding_trial_seconds = secs;
+    if (secs > 0) {
+      g.lower_bound_l1_bps = l1 / secs;
+      g.lower_bound_l2_bps = l2 / secs;
+      g.lower_bound_pps = fps / secs;
+      for (double& x : ports) x /= secs;
+      g.port_l1_bps = ports;
+    }
     return g;
   };
 
   // One search; its goals' outcomes.
   auto search_once = [&]() -> absl::StatusOr<std::vector<GoalOutcome>> {
     std::vector<GoalOutcome> goals;
+    const size_t first = out.trials.size();
     if (test.search == config::TestSpec::Search::kBinary) {
       const search::BinarySpec spec{.min_load = test.min_load,
                                     .max_load = test.max_load,
@@ -79,7 +114,7 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
       for (const search::Trial& t : r.trials) {
         if (t.load == r.throughput) loss_at = t.m.loss_ratio();
       }
-      goals.push_back(to_outcome("throughput", test.loss_tolerance, r.found, r.throughput, r.upper, loss_at));
+      goals.push_back(to_outcome("throughput", test.loss_tolerance, r.found, r.throughput, r.upper, loss_at, first, 0));
       return goals;
     }
     search::MultiGoalSpec spec{.min_load = test.min_load,
@@ -96,8 +131,8 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     FG_ASSIGN_OR_RETURN(search::MultiGoalResult r, search::MultiGoalSearch(spec, fn));
     for (size_t i = 0; i < r.goals.size(); ++i) {
       const search::GoalResult& g = r.goals[i];
-      goals.push_back(
-          to_outcome(g.name, spec.goals[i].loss_ratio, g.found, g.lower_bound, g.upper_bound, g.loss_ratio_at_lower));
+      goals.push_back(to_outcome(g.name, spec.goals[i].loss_ratio, g.found, g.lower_bound, g.upper_bound,
+                                 g.loss_ratio_at_lower, first, spec.goals[i].final_duration_s));
     }
     return goals;
   };
@@ -118,26 +153,44 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
   out.goals = reps[0];
   for (size_t g = 0; g < out.goals.size(); ++g) {
     GoalOutcome& o = out.goals[g];
-    double sum = 0, cond = 0;
     o.repetition_lower_bounds.clear();
+    GoalOutcome sum;
+    sum.port_l1_bps.assign(out.tx_ports.size(), 0);
+    o.port_l1_bps.assign(out.tx_ports.size(), 0);
     for (const auto& r : reps) {
       o.found = o.found && r[g].found;
       o.repetition_lower_bounds.push_back(r[g].lower_bound);
-      sum += r[g].lower_bound;
-      cond += r[g].conditional_throughput;
       o.upper_bound = std::max(o.upper_bound, r[g].upper_bound);
+      for (auto [to, from] :
+           {std::pair{&sum.lower_bound, r[g].lower_bound},
+            std::pair{&sum.conditional_throughput, r[g].conditional_throughput},
+            std::pair{&sum.lower_bound_l1_bps, r[g].lower_bound_l1_bps},
+            std::pair{&sum.lower_bound_l2_bps, r[g].lower_bound_l2_bps},
+            std::pair{&sum.lower_bound_pps, r[g].lower_bound_pps}, std::pair{&sum.set_l1_bps, r[g].set_l1_bps},
+            std::pair{&sum.set_l2_bps, r[g].set_l2_bps}, std::pair{&sum.set_pps, r[g].set_pps},
+            std::pair{&sum.deciding_trial_seconds, r[g].deciding_trial_seconds}}) {
+        *to += from;
+      }
+      for (size_t p = 0; p < sum.port_l1_bps.size() && p < r[g].port_l1_bps.size(); ++p) {
+        sum.port_l1_bps[p] += r[g].port_l1_bps[p];
+      }
     }
+    // Each goal's figures are the mean over the searches.
     const double n = static_cast<double>(reps.size());
-    const double mean = sum / n;
+    const double mean = sum.lower_bound / n;
     double sq = 0;
     for (double x : o.repetition_lower_bounds) sq += (x - mean) * (x - mean);
     o.cv = reps.size() > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean : 0;
-    const GoalOutcome averaged = to_outcome(o.name, o.loss_ratio, o.found, mean, o.upper_bound, 0);
-    o.lower_bound = averaged.lower_bound;
-    o.lower_bound_l1_bps = averaged.lower_bound_l1_bps;
-    o.lower_bound_l2_bps = averaged.lower_bound_l2_bps;
-    o.lower_bound_pps = averaged.lower_bound_pps;
-    o.conditional_throughput = cond / n;
+    o.lower_bound = mean;
+    o.conditional_throughput = sum.conditional_throughput / n;
+    o.lower_bound_l1_bps = sum.lower_bound_l1_bps / n;
+    o.lower_bound_l2_bps = sum.lower_bound_l2_bps / n;
+    o.lower_bound_pps = sum.lower_bound_pps / n;
+    o.set_l1_bps = sum.set_l1_bps / n;
+    o.set_l2_bps = sum.set_l2_bps / n;
+    o.set_pps = sum.set_pps / n;
+    o.deciding_trial_seconds = sum.deciding_trial_seconds;
+    for (size_t p = 0; p < o.port_l1_bps.size(); ++p) o.port_l1_bps[p] = sum.port_l1_bps[p] / n;
   }
   return out;
 }

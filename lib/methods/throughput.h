@@ -34,9 +34,16 @@ struct GoalOutcome {
   double lower_bound = 0;  // load, fraction of line rate
   double upper_bound = 0;
   double conditional_throughput = 0;  // load x (1 - loss ratio at the lower bound)
-  double lower_bound_l1_bps = 0;      // the lower bound as aggregate L1 bit/s
-  double lower_bound_l2_bps = 0;      // ... and without preamble and inter-frame gap
+  // The throughput: what TX measured it offered in the deciding trials (the
+  // counted trials at the lower bound; multi-goal: its final trials), time-
+  // weighted, aggregate over the test's streams. 0 when no trial decided.
+  double lower_bound_l1_bps = 0;
+  double lower_bound_l2_bps = 0;  // ... without preamble and inter-frame gap
   double lower_bound_pps = 0;
+  std::vector<double> port_l1_bps;  // ... per TX port, in ThroughputResult::tx_ports order
+  double deciding_trial_seconds = 0;
+  // The same load as set: lower_bound x line rate.
+  double set_l1_bps = 0, set_l2_bps = 0, set_pps = 0;
   // With repetitions: each search's lower bound (the fields above hold their mean) and their
   // coefficient of variation.
   std::vector<double> repetition_lower_bounds;

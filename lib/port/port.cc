@@ -454,6 +454,9 @@ std::vector<Xstat> Port::xstats() const {
 void Port::ResetStats() {
   rte_eth_stats_reset(id_);
   rte_eth_xstats_reset(id_);
+  kernel_base_ = ReadKernelCounters(options_.kernel_iface);
 }
+
+KernelCounters Port::kernel_stats() const { return ReadKernelCounters(options_.kernel_iface) - kernel_base_; }
 
 }  // namespace fg::port

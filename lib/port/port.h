@@ -26,6 +26,7 @@
 #include "base/tsc.h"
 #include "clock/clock_fit.h"
 #include "clock/shared_line.h"
+#include "port/kernel_if.h"
 
 struct rte_mempool;
 
@@ -58,6 +59,9 @@ struct PortOptions {
   int64_t tx_lead_ns = 100'000;  // how far ahead of its due time a burst is handed to the NIC
   // NIC knowledge from drivers/ (clocks, timestamp units); may be null.
   const DriverRegistry* drivers = nullptr;
+  // The kernel interface behind the PMD (af_packet's iface=), whose counters
+  // show drops the PMD cannot see; "" for a NIC or a virtual device.
+  std::string kernel_iface;
 };
 
 // Pool size a port needs: descriptors on both sides, frames in flight in a
@@ -201,6 +205,8 @@ class Port {
 
   Stats stats() const;
   std::vector<Xstat> xstats() const;
+  // The kernel interface's counters since ResetStats (invalid without one).
+  KernelCounters kernel_stats() const;
   void ResetStats();
   // Refreshes link state (speed, up/down) in capabilities().
   void RefreshLink();
@@ -221,6 +227,7 @@ class Port {
   std::optional<TimestampDriver> ts_driver_;  // the clock behind rx_ts_ (kNicClock) and tx_sched_
   std::unique_ptr<NicClock> nic_clock_;
   std::vector<std::string> notes_;
+  KernelCounters kernel_base_;  // at ResetStats
   bool started_ = false;
 };
 

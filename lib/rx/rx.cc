@@ -32,25 +32,38 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       ts_line_(ts_line) {
   UseLine(ts_line_);
   events_.reset(new stats::GroupLive[num_groups]);
+  // Slots of the groups whose data arrives here first, then those whose
+  // feedback only returns here (their signed frames find no slot).
+  std::vector<GroupRange> ordered;
+  for (const GroupRange& g : groups) {
+    if (g.data) ordered.push_back(g);
+  }
+  for (const GroupRange& g : groups) {
+    if (!g.data) ordered.push_back(g);
+  }
   uint32_t slots = 0;
-  for (const GroupRange& g : groups) slots += g.flows;
+  for (const GroupRange& g : ordered) {
+    slots += g.flows;
+    if (g.data) data_slots_ += g.flows;
+  }
   flows_.resize(slots);
   slot_group_.resize(slots);
   slot_flow_.resize(slots);
-  // When the task's flows are one contiguous run of ids in slot order (the
-  // usual case), slot = flow - first: no table load per frame.
-  identity_first_ = groups.empty() ? 0 : groups[0].first_flow;
+  // When the task's data flows are one contiguous run of ids in slot order
+  // (the usual case), slot = flow - first: no table load per frame.
+  identity_first_ = ordered.empty() ? 0 : ordered[0].first_flow;
   identity_ = true;
   uint32_t before = 0;
-  for (const GroupRange& g : groups) {
+  for (const GroupRange& g : ordered) {
+    if (!g.data) break;
     identity_ = identity_ && g.first_flow == identity_first_ + before;
     before += g.flows;
   }
   uint32_t slot = 0;
-  for (const GroupRange& g : groups) {
+  for (const GroupRange& g : ordered) {
     if (g.verify_payload) group_verify_[g.group] = 1;
     for (uint32_t i = 0; i < g.flows; ++i, ++slot) {
-      flow_to_slot_[g.first_flow + i] = slot;
+      if (g.data) flow_to_slot_[g.first_flow + i] = slot;
       slot_group_[slot] = g.group;
       slot_flow_[slot] = g.first_flow + i;
       if (g.key_kind != GroupRange::KeyKind::kNone) {
@@ -119,28 +132,11 @@ void RxTask::ServeRequest() {
   handled_seq_ = seq;
   RxRequest& r = *req_.load(std::memory_order_relaxed);
   switch (r.kind) {
-    case RxRequest::Kind::kTopFlows: {
-      // The n worst flows, kept sorted in the reserved vector (no allocation).
-      auto worse = [](const FlowView& a, const FlowView& b) {
-        if (a.lost != b.lost) return a.lost > b.lost;
-        if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
-          return a.duplicate + a.reordered > b.duplicate + b.reordered;
-        }
-        return a.received > b.received;
-      };
-      for (size_t slot = 0; slot < flows_.size() && r.n != 0; ++slot) {
-        const stats::FlowState& f = flows_[slot];
-        if (!f.started) continue;
-        const FlowView v{slot_group_[slot], slot_flow_[slot], f.received,
-                         f.duplicate,       f.reordered,      f.ce,
-                         f.jitter16 >> 4,   f.lost,           static_cast<uint64_t>(f.last_transit)};
-        if (r.flows.size() == r.n && !worse(v, r.flows.back())) continue;
-        if (r.flows.size() == r.n) r.flows.pop_back();
-        r.flows.insert(std::upper_bound(r.flows.begin(), r.flows.end(), v, worse), v);
-      }
-      ack_seq_.store(seq, std::memory_order_release);
+    case RxRequest::Kind::kTopFlows:
+      top_ = &r;
+      top_seq_ = seq;
+      top_pos_ = 0;
       break;
-    }
     case RxRequest::Kind::kCapture:
       capture_ = &r;
       capture_seq_ = seq;
@@ -151,8 +147,41 @@ void RxTask::ServeRequest() {
       break;
     case RxRequest::Kind::kCancel:
       capture_ = nullptr;
+      top_ = nullptr;
       ack_seq_.store(seq, std::memory_order_release);
       break;
+  }
+}
+
+// Part of a top-flows request: at most kTopFlowsSlotsPerPoll flows (about
+// 2 us of a poll), answered once every flow has been seen. Flows scanned
+// early show their figures of that moment: a view, not a snapshot.
+void RxTask::ScanTopFlows() {
+  RxRequest& r = *top_;
+  // The n worst flows, kept sorted in the reserved vector (no allocation).
+  auto worse = [](const FlowView& a, const FlowView& b) {
+    if (a.lost != b.lost) return a.lost > b.lost;
+    if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
+      return a.duplicate + a.reordered > b.duplicate + b.reordered;
+    }
+    return a.received > b.received;
+  };
+  if (r.n == 0) top_pos_ = flows_.size();  // nothing asked for
+  const size_t end = std::min(flows_.size(), top_pos_ + kTopFlowsSlotsPerPoll);
+  for (size_t slot = top_pos_; slot < end; ++slot) {
+    const stats::FlowState& f = flows_[slot];
+    if (!f.started) continue;
+    const FlowView v{slot_group_[slot], slot_flow_[slot], f.received,
+                     f.duplicate,       f.reordered,      f.ce,
+                     f.jitter16 >> 4,   f.lost,           static_cast<uint64_t>(f.last_transit)};
+    if (r.flows.size() == r.n && !worse(v, r.flows.back())) continue;
+    if (r.flows.size() == r.n) r.flows.pop_back();
+    r.flows.insert(std::upper_bound(r.flows.begin(), r.flows.end(), v, worse), v);
+  }
+  top_pos_ = end;
+  if (top_pos_ == flows_.size()) {
+    top_ = nullptr;
+    ack_seq_.store(top_seq_, std::memory_order_release);
   }
 }
 
@@ -177,6 +206,7 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 template <bool kPerPacketTs>
 unsigned RxTask::PollImpl() {
   ServeRequest();
+  if (top_ != nullptr) ScanTopFlows();
   rte_mbuf* pkts[kRxBurst];
   const uint16_t n = rte_eth_rx_burst(port_id_, queue_, pkts, kRxBurst);
   if (n == 0) return 0;
@@ -186,7 +216,7 @@ unsigned RxTask::PollImpl() {
     if (ts_shared_ != nullptr && ts_shared_->Refresh(ts_line_, ts_seen_)) UseLine(ts_line_);
   }
   const uint32_t nflows = static_cast<uint32_t>(flow_to_slot_.size());
-  const uint32_t nslots = static_cast<uint32_t>(flows_.size());
+  const uint32_t nslots = data_slots_;
   int32_t sig[kRxBurst];
   uint32_t end[kRxBurst];
   uint32_t slots[kRxBurst];

@@ -38,6 +38,7 @@ namespace fg::rx {
 
 inline constexpr unsigned kRxBurst = 32;
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
+inline constexpr uint32_t kTopFlowsSlotsPerPoll = 1024;
 
 struct RxCounters {
   uint64_t packets = 0;
@@ -54,6 +55,10 @@ struct GroupRange {
   enum class KeyKind : uint8_t { kNone, kRoceQp, kUetPdc } key_kind = KeyKind::kNone;
   uint32_t key_base = 0;
   bool verify_payload = false;  // check every payload byte against the pattern
+  // false: this port is only where the stream's feedback returns (its TX
+  // port, when it is received elsewhere): its signed frames arriving here
+  // are counted as unknown, never as the stream's.
+  bool data = true;
 };
 
 // Feedback frames seen by a task, matched to a flow or not.
@@ -81,10 +86,12 @@ struct FlowView {
 struct RxRequest {
   enum class Kind : uint8_t { kTopFlows, kCapture, kCancel } kind = Kind::kTopFlows;
   size_t n = 0;  // top flows: how many; capture: frames
-  // Top flows: by net lost, then duplicates + reordered, then received.
+  // Top flows: by net lost, then duplicates + reordered, then received. The
+  // lcore scans kTopFlowsSlotsPerPoll flows per poll, so a million-flow table
+  // costs many short pauses rather than one long one.
   std::vector<FlowView> flows;  // filled by the lcore (capacity reserved by Post)
   // Capture: the next n frames received (any frame, signature or not), cut at snaplen.
-  uint32_t snaplen = 2048;  // the engine sets it: up to 16 KiB per frame, within 64 MiB per request
+  uint32_t snaplen = 2048;                 // the engine sets it: up to 16 KiB per frame, within 64 MiB per request
   std::vector<uint8_t> data;               // n x snaplen
   std::vector<uint32_t> caplen, wire_len;  // per frame
   std::vector<uint64_t> rx_ns;             // per frame, this host's ns
@@ -146,6 +153,11 @@ class RxTask : public PollTask {
 
   void CountFeedback(const uint8_t* frame, uint32_t len);
   void ServeRequest();
+  void ScanTopFlows();
+  RxRequest* top_ = nullptr;  // lcore: the top-flows request in progress
+  uint64_t top_seq_ = 0;
+  size_t top_pos_ = 0;       // next slot to scan
+  uint32_t data_slots_ = 0;  // slots [0, data_slots_) take signed frames; the rest only feedback
   void CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns);
   std::unique_ptr<stats::GroupLive[]> events_;  // per group
   // Requests: the control thread writes req_ then bumps req_seq_ (release);

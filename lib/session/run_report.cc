@@ -7,6 +7,20 @@
 #include "report/json.h"
 
 namespace fg::session {
+
+void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLimit>& limits) {
+  w.Key("tester_limits");
+  w.BeginArray();
+  for (const engine::TesterLimit& l : limits) {
+    w.BeginObject();
+    w.Field("kind", l.kind);
+    w.Field("count", l.count);
+    w.Field("detail", l.detail);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
 namespace {
 
 double PerSecond(uint64_t n, int64_t ns) { return ns > 0 ? static_cast<double>(n) * 1e9 / static_cast<double>(ns) : 0; }
@@ -62,6 +76,8 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   w.Field("interrupted", r.interrupted);
   w.Field("timed_out", r.timed_out);
   w.Field("duration_ns", r.duration_ns);
+  // The tester fell behind somewhere: the streams' tester_limits say where.
+  w.Field("tester_limited", r.tester_limited());
   w.Key("warnings");
   w.BeginArray();
   for (const std::string& x : r.warnings) w.String(x);
@@ -99,6 +115,19 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("rx_uet_nack_packets", p.rx_uet_nack);
     w.Field("rx_feedback_unmatched_packets", p.rx_feedback_unmatched);
     w.Field("duration_ns", r.duration_ns);
+    WriteTesterLimits(w, p.tester_limits);
+    w.Key("kernel_interface");  // the kernel's counters of the interface behind the PMD (af_packet)
+    if (p.kernel.valid) {
+      w.BeginObject();
+      w.Field("name", p.kernel_iface);
+      w.Field("rx_packets", p.kernel.rx_packets);
+      w.Field("tx_packets", p.kernel.tx_packets);
+      w.Field("rx_dropped", p.kernel.rx_dropped);
+      w.Field("tx_dropped", p.kernel.tx_dropped);
+      w.EndObject();
+    } else {
+      w.Null();
+    }
     w.Key("pmd_stats");  // the driver's counters (bytes as the PMD counts them, usually without FCS)
     w.BeginObject();
     w.Field("tx_packets", p.hw.tx_packets);
@@ -130,6 +159,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("tx_packets", s.tx.packets);
     w.Field("tx_bytes", s.tx.bytes);
     w.Field("flows", s.flows);
+    WriteTesterLimits(w, s.tester_limits);
     w.Field("signed_frames", s.signed_frames);
     w.Field("received", s.received);
     if (s.signed_frames && s.received) {
@@ -185,6 +215,13 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("tx_retries", s.tx.retries);
     w.Field("tx_alloc_failures", s.tx.alloc_failures);
     w.Field("tx_slots_skipped", s.tx.credit_dropped);
+    w.Key("tx_due_packets");  // what the set rate and count called for
+    if (s.tx.paced) {
+      w.Uint(s.tx.due);
+    } else {
+      w.Null();  // unpaced: no set rate to fall short of
+    }
+    w.Field("tx_stalls", s.tx.stalls);
     w.EndObject();
   }
   w.EndArray();
@@ -256,6 +293,17 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   return w.Take();
 }
 
+std::string TesterLimitLines(const engine::TrialResult& r) {
+  if (!r.tester_limited()) return "";
+  std::string out =
+      "warning: tester-limited: the tester itself fell behind in this run; the figures of the streams below include "
+      "its own shortfall or drops and are not the device's\n";
+  for (const engine::StreamResult& s : r.streams) {
+    if (!s.tester_limits.empty()) out += "  stream " + s.name + ": " + engine::DescribeLimits(s.tester_limits) + "\n";
+  }
+  return out;
+}
+
 std::string RunSummary(const engine::TrialResult& r) {
   std::string out;
   out += absl::StrFormat("%-14s %9s %12s %12s %15s %8s %6s %7s %10s %10s %10s %10s\n", "stream", "frame", "tx packets",
@@ -283,6 +331,7 @@ std::string RunSummary(const engine::TrialResult& r) {
   }
   out += "latency: " + r.timestamp_source + "\n";
   for (const std::string& x : r.warnings) out += "warning: " + x + "\n";
+  out += TesterLimitLines(r);
   for (const engine::PortResult& p : r.ports) {
     out += absl::StrFormat("port %s: tx %s packets (%s bytes), rx %s packets (%s bytes), %s without signature\n",
                            p.name, FormatCount(p.tx_packets), FormatCount(p.tx_bytes), FormatCount(p.rx_packets),

@@ -25,7 +25,11 @@ std::string RunReportJson(Session& session, const engine::TrialResult& result, c
 // "environment", the EAL arguments, memory choice and TSC rate.
 void WriteReportHeader(report::JsonWriter& w, Session& session, const std::string& started_utc);
 void WriteEalFields(report::JsonWriter& w, Session& session);
+// "tester_limits": [{kind, count, detail}, ...]
+void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLimit>& limits);
 std::string RunSummary(const engine::TrialResult& result);
+// The summary's warning lines when the tester was the limit ("" when it kept up).
+std::string TesterLimitLines(const engine::TrialResult& result);
 // "2026-11-30T10:07:11Z"
 std::string UtcNow();
 

@@ -54,7 +54,8 @@ port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk
       .rx_timestamps = ps.timestamps == config::PortSpec::Timestamps::kSoftware   ? port::RxTimestamps::kSoftware
                        : ps.timestamps == config::PortSpec::Timestamps::kHardware ? port::RxTimestamps::kHardware
                                                                                   : port::RxTimestamps::kAuto,
-      .tx_scheduled = ps.tx_scheduled};
+      .tx_scheduled = ps.tx_scheduled,
+      .kernel_iface = port::KernelInterfaceOf(ps.device)};
 }
 }  // namespace
 

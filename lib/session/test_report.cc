@@ -26,10 +26,17 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   w.Field("rx_frames_unique", t.rx_frames);
   w.Field("rx_frames_other", t.rx_other_frames);
   w.Field("loss_ratio", t.loss_ratio);
+  // Measured (what TX sent over the trial's TX time) and set (what the load called for).
   w.Field("offered_bps_l1", t.offered_l1_bps);
+  w.Field("offered_bps_l2", t.offered_l2_bps);
+  w.Field("offered_fps", t.offered_fps);
+  w.Field("set_bps_l1", t.set_l1_bps);
+  w.Field("set_fps", t.set_fps);
   w.Field("received_bps_l1", t.received_l1_bps);
   w.Field("included", t.included);
   if (!t.included) w.Field("excluded_because", t.excluded_because);
+  w.Field("tester_limited", !t.tester_limits.empty());
+  WriteTesterLimits(w, t.tester_limits);
   w.Key("port_counters");
   w.BeginObject();
   for (const auto& [k, v] : t.port_counters) w.Field(k, v);
@@ -38,10 +45,11 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
 }
 
 void WriteAccounting(report::JsonWriter& w, const std::vector<methods::TrialRecord>& trials) {
-  int counted = 0;
+  int counted = 0, limited = 0;
   double seconds = 0;
   for (const auto& t : trials) {
     counted += t.included;
+    limited += !t.tester_limits.empty();
     if (t.included) seconds += t.duration_s;
   }
   w.Key("trial_accounting");
@@ -49,6 +57,7 @@ void WriteAccounting(report::JsonWriter& w, const std::vector<methods::TrialReco
   w.Field("attempted", static_cast<int64_t>(trials.size()));
   w.Field("included", counted);
   w.Field("excluded", static_cast<int64_t>(trials.size()) - counted);
+  w.Field("excluded_tester_limited", limited);
   w.Field("included_trial_seconds", seconds);
   w.EndObject();
   w.Key("trials");
@@ -216,6 +225,14 @@ void WriteLoadBalance(report::JsonWriter& w, const methods::LoadBalanceResult& r
 
 }  // namespace
 
+int TesterLimitedTrials(const std::vector<TestOutcome>& results) {
+  int n = 0;
+  for (const TestOutcome& o : results) {
+    for (const methods::TrialRecord& t : o.trials()) n += !t.tester_limits.empty();
+  }
+  return n;
+}
+
 std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& results, const std::string& started_utc,
                             bool interrupted) {
   const config::Plan& plan = session.plan();
@@ -228,6 +245,8 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
   for (const auto& r : results) complete = complete && r.complete();
   w.Field("complete", complete);
   w.Field("interrupted", interrupted);
+  // Some trial had the tester as its limit (not counted, run again: see each test's trial_accounting).
+  w.Field("tester_limited", TesterLimitedTrials(results) != 0);
   for (auto [key, pairs] : {std::pair{"dut", &plan.dut}, std::pair{"host", &plan.host}}) {
     w.Key(key);
     w.BeginObject();
@@ -315,9 +334,14 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
       w.Field("found", g.found);
       w.Field("lower_bound_fraction_of_line", g.lower_bound);
       w.Field("upper_bound_fraction_of_line", g.upper_bound);
+      // Measured offered load of the deciding trials; the set load beside it.
       w.Field("throughput_bps_l1", g.lower_bound_l1_bps);
       w.Field("throughput_bps_l2", g.lower_bound_l2_bps);
       w.Field("throughput_pps", g.lower_bound_pps);
+      w.Field("deciding_trial_seconds", g.deciding_trial_seconds);
+      w.Field("set_bps_l1", g.set_l1_bps);
+      w.Field("set_bps_l2", g.set_l2_bps);
+      w.Field("set_pps", g.set_pps);
       w.Field("conditional_throughput_fraction_of_line", g.conditional_throughput);
       // Measured over theoretical: the share of the line rate (L1) the goal holds at.
       w.Field("efficiency_of_line_rate", g.lower_bound);
@@ -328,10 +352,11 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
       w.Field("cv_of_repetitions", g.cv);
       w.Key("per_port");
       w.BeginArray();
-      for (const auto& [port, line] : r.tx_ports) {
+      for (size_t p = 0; p < r.tx_ports.size(); ++p) {
         w.BeginObject();
-        w.Field("port", port);
-        w.Field("throughput_bps_l1", g.lower_bound * line);
+        w.Field("port", r.tx_ports[p].first);
+        w.Field("throughput_bps_l1", p < g.port_l1_bps.size() ? g.port_l1_bps[p] : 0.0);
+        w.Field("set_bps_l1", g.lower_bound * r.tx_ports[p].second);
         w.EndObject();
       }
       w.EndArray();
@@ -384,6 +409,12 @@ std::string TrialLine(const std::string& test, const methods::TrialRecord& t, do
 
 std::string TestsSummary(const std::vector<TestOutcome>& results) {
   std::string out;
+  if (const int n = TesterLimitedTrials(results); n != 0) {
+    out += absl::StrFormat(
+        "warning: tester-limited: in %d trial(s) the tester itself fell behind; they are not counted and decide "
+        "nothing (each trial's excluded_because in report.json names the cause)\n",
+        n);
+  }
   for (const TestOutcome& o : results) {
     if (o.kind == config::TestSpec::Kind::kLoadBalance) {
       const methods::LoadBalanceResult& r = o.load_balance;
@@ -442,10 +473,10 @@ std::string TestsSummary(const std::vector<TestOutcome>& results) {
                                g.loss_ratio * 100, g.upper_bound * 100);
         continue;
       }
-      out += absl::StrFormat("  %-10s loss <= %.3f %%: %.3f %% of line = %s L1, %s L2, %s (upper bound %.3f %%)\n",
-                             g.name, g.loss_ratio * 100, g.lower_bound * 100, FormatBitRate(g.lower_bound_l1_bps),
-                             FormatBitRate(g.lower_bound_l2_bps), FormatPacketRate(g.lower_bound_pps),
-                             g.upper_bound * 100);
+      out += absl::StrFormat(
+          "  %-10s loss <= %.3f %%: %s L1, %s L2, %s offered (set %.3f %% of line = %s L1; upper bound %.3f %%)\n",
+          g.name, g.loss_ratio * 100, FormatBitRate(g.lower_bound_l1_bps), FormatBitRate(g.lower_bound_l2_bps),
+          FormatPacketRate(g.lower_bound_pps), g.lower_bound * 100, FormatBitRate(g.set_l1_bps), g.upper_bound * 100);
     }
   }
   return out;

@@ -42,7 +42,18 @@ struct TestOutcome {
       default: return throughput.complete;
     }
   }
+  const std::vector<methods::TrialRecord>& trials() const {
+    switch (kind) {
+      case config::TestSpec::Kind::kLatency: return latency.trials;
+      case config::TestSpec::Kind::kBurst: return burst.trials;
+      case config::TestSpec::Kind::kLoadBalance: return load_balance.trials;
+      default: return throughput.trials;
+    }
+  }
 };
+
+// Trials of these outcomes where the tester itself was the limit.
+int TesterLimitedTrials(const std::vector<TestOutcome>& results);
 
 std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& results, const std::string& started_utc,
                             bool interrupted);

@@ -38,11 +38,18 @@ struct alignas(64) TxTask::State {
   std::vector<stream::Cursor> cursors;
   std::vector<stream::FlowVars> vars;
   bool exhausted = false;
+  // Due accounting (TxCounters::due): slots of closed pacing segments, and
+  // the open segment's start (a segment runs from a rate change or resume
+  // to the next change, pause or the end).
+  uint64_t due_closed = 0;
+  uint64_t seg_generated0 = 0;  // generated when the open segment began
+  bool segment_open = true;
   uint16_t npending = 0;
   rte_mbuf* pending[kTxBurst] = {};
   uint32_t pending_len[kTxBurst] = {};  // frame bytes of each pending mbuf (never read an mbuf once sent)
 
-  alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, first_ns, last_ns;
+  alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, stalls, first_ns, last_ns, due;
+  std::atomic<bool> paced{false};
   std::atomic<bool> done{false};
 
   // Control: written by the control thread (ctl_gen last, release), read by
@@ -57,11 +64,17 @@ struct alignas(64) TxTask::State {
 
 namespace {
 
+// Longest interval the pacer keeps exact: n * interval for a burst of 32
+// stays below 2^62 (2^45 ticks, over 3 h at 3 GHz; the plan refuses rates
+// below 0.001 pps, so this only guards against overflow).
+constexpr double kMaxIntervalFp = static_cast<double>(uint64_t{1} << 57);
+
 uint64_t IntervalFp(double pps, uint64_t hz) {
   // Unpaced ("max"): an interval of 0 makes every poll due a full burst.
-  return std::isfinite(pps)
-             ? std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(hz) * (1 << kFpShift) / pps + 0.5))
-             : 0;
+  if (!std::isfinite(pps)) return 0;
+  const double fp = static_cast<double>(hz) * (1 << kFpShift) / pps + 0.5;
+  return fp >= kMaxIntervalFp ? static_cast<uint64_t>(kMaxIntervalFp)
+                              : std::max<uint64_t>(1, static_cast<uint64_t>(fp));
 }
 uint64_t MaxBacklog(double pps) {
   return std::max<uint64_t>(4 * kTxBurst, std::isfinite(pps) ? static_cast<uint64_t>(pps / 1000) : 0);
@@ -112,8 +125,18 @@ const stream::CompiledStream& TxTask::stream(size_t i) const { return *streams_[
 
 TxCounters TxTask::counters(size_t i) const {
   const State& st = *streams_[i];
-  return TxCounters{st.packets.Read(),        st.bytes.Read(),    st.retries.Read(), st.alloc_failures.Read(),
-                    st.credit_dropped.Read(), st.first_ns.Read(), st.last_ns.Read()};
+  TxCounters c;
+  c.packets = st.packets.Read();
+  c.bytes = st.bytes.Read();
+  c.retries = st.retries.Read();
+  c.alloc_failures = st.alloc_failures.Read();
+  c.credit_dropped = st.credit_dropped.Read();
+  c.stalls = st.stalls.Read();
+  c.first_ns = st.first_ns.Read();
+  c.last_ns = st.last_ns.Read();
+  c.due = st.due.Read();
+  c.paced = st.paced.load(std::memory_order_relaxed);
+  return c;
 }
 
 void TxTask::Control(size_t i, double pps, int mode) {
@@ -138,16 +161,45 @@ double TxTask::rate(size_t i) const {
 bool TxTask::stopped(size_t i) const { return streams_[i]->done.load(std::memory_order_acquire); }
 bool TxTask::paused(size_t i) const { return streams_[i]->ctl_mode.load(std::memory_order_relaxed) == State::kPaused; }
 
+// Frames the open segment called for by TSC time `t`: paced, the slots due
+// before t (packet k is due at k intervals after the segment's start, skipped
+// ones included); a burst schedule, what it released; unpaced, what was made.
+uint64_t TxTask::SegmentDue(const State& st, uint64_t t) {
+  if (st.burst_frames != 0) return st.generated - st.seg_generated0 + st.burst_left;
+  if (st.interval_fp == 0) return st.generated - st.seg_generated0;
+  if (t <= st.start_tsc) return 0;
+  const uint64_t t_fp = (t - st.start_tsc) << kFpShift;
+  return (t_fp + st.interval_fp - 1) / st.interval_fp;
+}
+
+void TxTask::CloseSegment(State& st, uint64_t t) {
+  if (!st.segment_open) return;
+  st.due_closed += SegmentDue(st, t);
+  st.segment_open = false;
+}
+
+void TxTask::Exhaust(State& st, uint64_t t) {
+  st.exhausted = true;
+  CloseSegment(st, t);
+  uint64_t due = std::max(st.due_closed, st.generated);
+  if (st.limit != 0) due = std::min(due, st.limit);
+  st.due.Set(due);
+  st.paced.store(st.burst_frames != 0 || st.interval_fp != 0, std::memory_order_relaxed);
+}
+
 void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
   st.seen_gen = gen;
   const int mode = st.ctl_mode.load(std::memory_order_relaxed);
   if (mode == State::kStopped) {
-    st.exhausted = true;
+    Exhaust(st, now);
     return;
   }
   const double pps = std::bit_cast<double>(st.ctl_pps_bits.load(std::memory_order_relaxed));
   const uint64_t interval = IntervalFp(pps, clock_.hz());
   const bool resume = st.paused && mode == State::kRunning;
+  const bool pause = !st.paused && mode == State::kPaused;
+  // What the old rate called for ends here (a pause sends nothing and owes nothing).
+  if (interval != st.interval_fp || resume || pause) CloseSegment(st, now);
   if (interval != st.interval_fp || resume) {
     // Pacing restarts now: no burst to catch up on what the old rate (or
     // the pause) did not send.
@@ -159,6 +211,10 @@ void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
     st.burst_left = 0;
   }
   st.paused = mode == State::kPaused;
+  if (!st.paused && !st.segment_open) {
+    st.segment_open = true;
+    st.seg_generated0 = st.generated;
+  }
 }
 
 bool TxTask::Done() const {
@@ -231,15 +287,20 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();
-  for (auto& stp : streams_) {
-    State& st = *stp;
+  // Streams sharing this queue take turns at going first, so when the PMD's
+  // ring is the limit (several `max` streams) each gets an even share.
+  const size_t nstreams = streams_.size();
+  const size_t first = rr_;
+  if (++rr_ == nstreams) rr_ = 0;
+  for (size_t k = 0; k < nstreams; ++k) {
+    State& st = *streams_[first + k < nstreams ? first + k : first + k - nstreams];
     if (st.done.load(std::memory_order_relaxed)) continue;
     if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
 
     // 1. New frames, if due and the stream is neither exhausted nor paused.
     if (!st.exhausted && !st.paused && st.npending == 0) {
       if (now >= st.end_tsc || (st.limit != 0 && st.generated >= st.limit)) {
-        st.exhausted = true;
+        Exhaust(st, std::min(now, st.end_tsc));
       } else if (st.burst_frames != 0) {
         // Burst schedule: each period releases a whole burst, sent as fast
         // as the port takes it (back to back at line rate on a NIC).
@@ -258,6 +319,7 @@ unsigned TxTask::Poll() {
           // missed slots rather than send them back to back, and say so.
           // Shorter stalls are caught up, so every 1 s window keeps its rate.
           st.credit_dropped.Add(due - kTxBurst);
+          st.stalls.Add(1);
           st.next_fp += (due - kTxBurst) * st.interval_fp;
           due = kTxBurst;
         }
@@ -294,10 +356,11 @@ unsigned TxTask::Poll() {
 }
 
 void TxTask::Finish() {
+  const uint64_t now = ReadTsc();
   for (auto& st : streams_) {
     if (st->npending != 0) rte_pktmbuf_free_bulk(st->pending, st->npending);
     st->npending = 0;
-    st->exhausted = true;
+    if (!st->exhausted) Exhaust(*st, std::min(now, st->end_tsc));
     st->done.store(true, std::memory_order_release);
   }
 }

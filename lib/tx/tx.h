@@ -38,7 +38,16 @@ struct TxCounters {
   uint64_t retries = 0;  // tx_burst calls that left frames pending
   uint64_t alloc_failures = 0;
   uint64_t credit_dropped = 0;         // packet slots skipped because the lcore fell behind the set rate
+  uint64_t stalls = 0;                 // times the lcore fell more than 1 ms behind (each skipped slots)
   uint64_t first_ns = 0, last_ns = 0;  // TSC ns of the first and last accepted burst
+  // Frames the set rate (or burst schedule) and count called for over the
+  // stream's sending time, pauses excluded and rate changes followed: what
+  // TX should have sent. Final once the stream is done; `paced` false for an
+  // unpaced (`max`) stream, whose due is what it generated.
+  uint64_t due = 0;
+  bool paced = false;
+  // Frames TX fell short of the set rate by: due - packets (0 when it kept up).
+  uint64_t shortfall() const { return due > packets ? due - packets : 0; }
 };
 
 class TxTask : public PollTask {
@@ -83,7 +92,12 @@ class TxTask : public PollTask {
   // `due` is the TSC time the burst is due (its first slot; now when unpaced).
   bool Generate(State& st, unsigned n, uint64_t now, uint64_t due);
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
-  void Control(size_t i, double pps, int mode);       // control thread
+  // On the lcore: the stream stops generating at `t`; its due count is final.
+  void Exhaust(State& st, uint64_t t);
+  static uint64_t SegmentDue(const State& st, uint64_t t);
+  static void CloseSegment(State& st, uint64_t t);
+  size_t rr_ = 0;  // the stream that goes first this poll (streams sharing the queue take turns)
+  void Control(size_t i, double pps, int mode);  // control thread
   uint16_t port_id_, queue_;
   rte_mempool* pool_;
   TscClock clock_;

@@ -1,0 +1,123 @@
+#include "engine/tester_limits.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/units.h"
+#include "engine/engine.h"
+#include "tx/tx.h"
+
+namespace fg::engine {
+
+std::string DescribeLimits(const std::vector<TesterLimit>& limits) {
+  return absl::StrJoin(limits, "; ", [](std::string* out, const TesterLimit& l) {
+    absl::StrAppend(out, l.kind, " ", FormatCount(l.count), " (", l.detail, ")");
+  });
+}
+
+bool TrialResult::tester_limited() const {
+  for (const StreamResult& s : streams) {
+    if (!s.tester_limits.empty()) return true;
+  }
+  for (const PortResult& p : ports) {
+    if (!p.tester_limits.empty()) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// TX may end up to one poll short of the set count (the slots due between
+// the last poll and the end): below one burst or 0.01 % it is pacing, not a
+// shortfall.
+uint64_t ShortfallTolerance(uint64_t due) { return std::max<uint64_t>(tx::kTxBurst, due / 10'000); }
+
+void AssessPort(PortResult& p, int64_t host_backlog_drops) {
+  std::vector<TesterLimit>& out = p.tester_limits;
+  const port::Stats& hw = p.hw;
+  if (hw.rx_missed != 0) {
+    out.push_back({kRxDrop, hw.rx_missed, "the PMD missed frames: its RX ring was full (imissed)"});
+  }
+  if (hw.rx_nombuf != 0) {
+    out.push_back({kRxDrop, hw.rx_nombuf, "the PMD had no mbuf for received frames (rx_nombuf)"});
+  }
+  if (hw.rx_errors != 0) {
+    out.push_back({kRxDrop, hw.rx_errors, "frames the PMD received in error and did not deliver (ierrors)"});
+  }
+  if (hw.tx_errors != 0) out.push_back({kTxError, hw.tx_errors, "the PMD failed to send frames (oerrors)"});
+  const port::KernelCounters& k = p.kernel;
+  if (k.valid) {
+    if (k.rx_packets > hw.rx_packets) {
+      out.push_back({kRxDrop, k.rx_packets - hw.rx_packets,
+                     absl::StrFormat("interface %s received %s frames, the PMD read %s: the rest were dropped in "
+                                     "the tester's packet socket",
+                                     p.kernel_iface, FormatCount(k.rx_packets), FormatCount(hw.rx_packets))});
+    }
+    if (k.rx_dropped != 0) {
+      out.push_back({kRxDrop, k.rx_dropped,
+                     absl::StrFormat("interface %s dropped frames on receive (rx_dropped)", p.kernel_iface)});
+    }
+    if (hw.tx_packets > k.tx_packets) {
+      out.push_back({kTxError, hw.tx_packets - k.tx_packets,
+                     absl::StrFormat("the PMD took %s frames, interface %s sent %s", FormatCount(hw.tx_packets),
+                                     p.kernel_iface, FormatCount(k.tx_packets))});
+    }
+    if (k.tx_dropped != 0) {
+      out.push_back({kTxError, k.tx_dropped,
+                     absl::StrFormat("interface %s dropped frames on send (tx_dropped)", p.kernel_iface)});
+    }
+    if (host_backlog_drops > 0) {
+      out.push_back({kHostBacklogDrop, static_cast<uint64_t>(host_backlog_drops),
+                     "the host kernel dropped frames at its input backlog (/proc/net/softnet_stat) while this "
+                     "kernel-backed port ran: on a host shared with the device they may be the tester's or the "
+                     "device's"});
+    }
+  }
+}
+
+void AssessStream(StreamResult& s, const std::vector<PortResult>& ports) {
+  std::vector<TesterLimit>& out = s.tester_limits;
+  const tx::TxCounters& t = s.tx;
+  if (t.paced && t.shortfall() > ShortfallTolerance(t.due)) {
+    std::string why;
+    if (t.retries != 0) why += absl::StrFormat("; the PMD refused part of %s bursts", FormatCount(t.retries));
+    out.push_back({kTxShortfall, t.shortfall(),
+                   absl::StrFormat("sent %s of the %s frames the set rate called for (%.3f %% short)%s",
+                                   FormatCount(t.packets), FormatCount(t.due),
+                                   100.0 * static_cast<double>(t.shortfall()) / static_cast<double>(t.due), why)});
+  }
+  if (t.credit_dropped != 0) {
+    out.push_back({kPacingStall, t.credit_dropped,
+                   absl::StrFormat("the TX lcore fell more than 1 ms behind the set rate %s times; the slots it "
+                                   "missed were skipped, not sent late",
+                                   FormatCount(t.stalls))});
+  }
+  if (t.alloc_failures != 0) {
+    out.push_back({kTxError, t.alloc_failures, "the mbuf pool was empty when TX needed a burst (times)"});
+  }
+  auto inherit = [&](const PortResult& p, bool tx_side) {
+    for (const TesterLimit& l : p.tester_limits) {
+      const bool tx_kind = l.kind == kTxError;
+      if (tx_kind != tx_side) continue;
+      out.push_back({l.kind, l.count, absl::StrFormat("port %s: %s", p.name, l.detail)});
+    }
+  };
+  inherit(ports[s.tx_port], true);
+  if (s.received) inherit(ports[s.rx_port], false);
+}
+
+}  // namespace
+
+void AssessTesterLimits(TrialResult& r) {
+  for (PortResult& p : r.ports) {
+    p.tester_limits.clear();
+    AssessPort(p, r.host_backlog_drops);
+  }
+  for (StreamResult& s : r.streams) {
+    s.tester_limits.clear();
+    AssessStream(s, r.ports);
+  }
+}
+
+}  // namespace fg::engine

@@ -1,0 +1,47 @@
+// engine/tester_limits.h: where the tester itself fell behind in a trial.
+//
+// A figure is the device's only when the tester kept up. After every trial
+// the engine compares what each observation point saw and lists, per stream
+// and per port, each way the tester was the limit:
+//
+//   tx_shortfall   TX sent fewer frames than the set rate and count called
+//                  for (TxCounters::due vs packets), beyond 0.01 % or one burst
+//   pacing_stall   the TX lcore fell more than 1 ms behind and skipped slots
+//   tx_error       mbuf pool empty, the PMD's oerrors, or frames the PMD took
+//                  that the kernel interface never sent (af_packet)
+//   rx_drop        the PMD's imissed / rx_nombuf / ierrors, or frames the
+//                  kernel interface received that the PMD never read (af_packet
+//                  drops in its packet socket, which DPDK 22.11 does not count)
+//   host_backlog_drop  the host kernel's input backlog dropped frames while a
+//                  kernel-backed port was in use (/proc/net/softnet_stat)
+//
+// A stream carries its own TX limits and those of its ports (TX port: tx_error;
+// RX port: rx_drop, host_backlog_drop); its loss figures then include the
+// tester's losses and are not the device's. docs/architecture.md has the table.
+//
+//   engine::AssessTesterLimits(result);          // RunTrial/Finish do this
+//   if (result.tester_limited()) for (auto& l : result.streams[0].tester_limits) ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fg::engine {
+
+struct TesterLimit {
+  std::string kind;    // tx_shortfall, pacing_stall, tx_error, rx_drop, host_backlog_drop
+  uint64_t count = 0;  // frames (slots for pacing_stall, events for a pool running empty)
+  std::string detail;  // what was seen, with the numbers of each observation point
+};
+
+inline constexpr char kTxShortfall[] = "tx_shortfall";
+inline constexpr char kPacingStall[] = "pacing_stall";
+inline constexpr char kTxError[] = "tx_error";
+inline constexpr char kRxDrop[] = "rx_drop";
+inline constexpr char kHostBacklogDrop[] = "host_backlog_drop";
+
+// "tx_shortfall 6,198 (sent 8,802 of 15,000 ...); rx_drop 82 (...)"
+std::string DescribeLimits(const std::vector<TesterLimit>& limits);
+
+}  // namespace fg::engine

@@ -1,0 +1,44 @@
+// port/kernel_if.h: the kernel's own counters behind a kernel-backed port.
+//
+// A PMD that sends and receives through a kernel interface (net_af_packet,
+// net_pcap on a live interface) cannot see frames the kernel dropped in its
+// packet socket: af_packet in DPDK 22.11 leaves imissed at 0. The kernel's
+// interface counters (/sys/class/net/IFACE/statistics) are a second
+// observation point: frames the interface received that the PMD never read
+// were dropped inside the tester. The host's input backlog drops
+// (/proc/net/softnet_stat, all CPUs) are a third, for a lab that shares the
+// host with the tester.
+//
+//   auto before = fg::port::ReadKernelCounters("fga");
+//   ...                                           // a trial
+//   fg::port::KernelCounters d = fg::port::ReadKernelCounters("fga") - before;
+//   if (d.valid && d.rx_packets > pmd_rx) ...     // dropped in the tester
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace fg::port {
+
+struct KernelCounters {
+  bool valid = false;  // false: no such interface, or its counters cannot be read
+  uint64_t rx_packets = 0, tx_packets = 0, rx_dropped = 0, tx_dropped = 0;
+  KernelCounters operator-(const KernelCounters& b) const {
+    if (!valid || !b.valid) return {};
+    return {true, rx_packets - b.rx_packets, tx_packets - b.tx_packets, rx_dropped - b.rx_dropped,
+            tx_dropped - b.tx_dropped};
+  }
+};
+
+// The interface's counters now (in the network namespace of this process).
+KernelCounters ReadKernelCounters(const std::string& iface);
+
+// Frames the host's kernel dropped at its per-CPU input backlog, summed over
+// CPUs (second column of /proc/net/softnet_stat); -1 when unreadable.
+int64_t HostBacklogDrops();
+
+// The kernel interface a DPDK device string names through `iface=NAME`
+// (net_af_packet0,iface=veth0; net_pcap0,iface=eth0), or "".
+std::string KernelInterfaceOf(const std::string& device);
+
+}  // namespace fg::port

@@ -1,0 +1,269 @@
+// Tester limits: which observation point names which cause, with what count.
+// AssessTesterLimits is plain arithmetic over a trial's counters; the
+// engine test below makes a real TX lcore fall behind.
+#include "engine/tester_limits.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <rte_lcore.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "config/plan.h"
+#include "dpdk_test_env.h"
+#include "engine/engine.h"
+#include "methods/latency.h"
+#include "port/kernel_if.h"
+#include "stream/stream.h"
+
+namespace fg::engine {
+namespace {
+
+// One stream from port 0 to port 1, paced, that TX kept up with.
+TrialResult KeptUp() {
+  TrialResult r;
+  r.ports.resize(2);
+  r.ports[0].name = "a";
+  r.ports[1].name = "b";
+  StreamResult s;
+  s.name = "s";
+  s.tx_port = 0;
+  s.rx_port = 1;
+  s.tx.paced = true;
+  s.tx.due = 100'000;
+  s.tx.packets = 100'000 - 10;  // short by less than 0.01 %: pacing granularity, not a shortfall
+  r.ports[0].hw.tx_packets = s.tx.packets;
+  r.ports[1].hw.rx_packets = s.tx.packets;
+  r.streams.push_back(s);
+  return r;
+}
+
+const TesterLimit* Find(const std::vector<TesterLimit>& v, const std::string& kind) {
+  for (const TesterLimit& l : v) {
+    if (l.kind == kind) return &l;
+  }
+  return nullptr;
+}
+
+TEST(TesterLimits, NoneWhenTheTesterKeptUp) {
+  TrialResult r = KeptUp();
+  AssessTesterLimits(r);
+  EXPECT_FALSE(r.tester_limited());
+  EXPECT_TRUE(r.streams[0].tester_limits.empty());
+}
+
+TEST(TesterLimits, ShortfallBeyondAToleranceAndSkippedSlots) {
+  TrialResult r = KeptUp();
+  r.streams[0].tx.packets = 100'000 - 33;  // 33 > max(32, 0.01 % of 100,000 = 10)
+  r.streams[0].tx.credit_dropped = 20;
+  r.streams[0].tx.stalls = 1;
+  AssessTesterLimits(r);
+  ASSERT_TRUE(r.tester_limited());
+  const TesterLimit* s = Find(r.streams[0].tester_limits, kTxShortfall);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->count, 33u);
+  EXPECT_NE(s->detail.find("sent 99,967 of the 100,000"), std::string::npos) << s->detail;
+  const TesterLimit* p = Find(r.streams[0].tester_limits, kPacingStall);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->count, 20u);
+}
+
+TEST(TesterLimits, AnUnpacedStreamHasNoSetRateToFallShortOf) {
+  TrialResult r = KeptUp();
+  r.streams[0].tx.paced = false;
+  r.streams[0].tx.due = r.streams[0].tx.packets * 2;
+  AssessTesterLimits(r);
+  EXPECT_FALSE(r.tester_limited());
+}
+
+TEST(TesterLimits, PmdDropsOnTheRxPortAreTheStreamsAndThePorts) {
+  TrialResult r = KeptUp();
+  r.ports[1].hw.rx_missed = 7;
+  r.ports[1].hw.rx_nombuf = 3;
+  r.ports[0].hw.rx_missed = 5;  // the TX port's RX side: not this stream's data
+  AssessTesterLimits(r);
+  ASSERT_EQ(r.ports[1].tester_limits.size(), 2u);
+  EXPECT_EQ(r.ports[1].tester_limits[0].kind, kRxDrop);
+  EXPECT_EQ(r.ports[1].tester_limits[0].count, 7u);
+  EXPECT_EQ(r.ports[1].tester_limits[1].count, 3u);
+  const auto& sl = r.streams[0].tester_limits;
+  ASSERT_EQ(sl.size(), 2u);
+  EXPECT_EQ(sl[0].detail.rfind("port b: ", 0), 0u) << sl[0].detail;
+}
+
+TEST(TesterLimits, KernelInterfaceCountsWhatTheSocketDropped) {
+  TrialResult r = KeptUp();
+  r.ports[1].kernel_iface = "fgb";
+  r.ports[1].kernel = port::KernelCounters{true, r.ports[1].hw.rx_packets + 82, 0, 0, 0};
+  r.ports[0].kernel_iface = "fga";
+  r.ports[0].kernel = port::KernelCounters{true, 0, r.ports[0].hw.tx_packets - 4, 0, 0};
+  AssessTesterLimits(r);
+  const TesterLimit* d = Find(r.ports[1].tester_limits, kRxDrop);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->count, 82u);
+  EXPECT_NE(d->detail.find("interface fgb received 100,072 frames, the PMD read 99,990"), std::string::npos)
+      << d->detail;
+  const TesterLimit* t = Find(r.ports[0].tester_limits, kTxError);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->count, 4u);
+  // The stream carries both: its TX port's tx_error, its RX port's rx_drop.
+  EXPECT_NE(Find(r.streams[0].tester_limits, kTxError), nullptr);
+  EXPECT_NE(Find(r.streams[0].tester_limits, kRxDrop), nullptr);
+}
+
+TEST(TesterLimits, HostBacklogDropsOnlyWithAKernelBackedPort) {
+  TrialResult r = KeptUp();
+  r.host_backlog_drops = 12;
+  AssessTesterLimits(r);
+  EXPECT_FALSE(r.tester_limited());  // no kernel-backed port: a NIC never queues in the kernel
+  r.ports[1].kernel = port::KernelCounters{true, r.ports[1].hw.rx_packets, 0, 0, 0};
+  AssessTesterLimits(r);
+  const TesterLimit* h = Find(r.streams[0].tester_limits, kHostBacklogDrop);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->count, 12u);
+}
+
+TEST(KernelInterface, NamedByIfaceInTheDeviceString) {
+  EXPECT_EQ(port::KernelInterfaceOf("net_af_packet0,iface=fga"), "fga");
+  EXPECT_EQ(port::KernelInterfaceOf("net_af_packet1,qpairs=2,iface=veth-b,blocksz=4096"), "veth-b");
+  EXPECT_EQ(port::KernelInterfaceOf("net_pcap0,iface=eth0"), "eth0");
+  EXPECT_EQ(port::KernelInterfaceOf("net_ring_fg0"), "");
+  EXPECT_EQ(port::KernelInterfaceOf("0000:03:00.0"), "");
+  EXPECT_FALSE(port::ReadKernelCounters("no-such-if0").valid);
+  EXPECT_TRUE(port::ReadKernelCounters("lo").valid);
+}
+
+// Holds the CPU of worker lcore `lcore` for `ms` at real-time priority:
+// what a competing process does to a tester, on demand.
+void HogCpuOf(unsigned lcore, int ms) {
+  std::thread hog([lcore, ms] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(rte_lcore_to_cpu_id(static_cast<int>(lcore)), &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    sched_param p{};
+    p.sched_priority = 10;
+    const bool rt = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+    if (!rt) std::fprintf(stderr, "(no SCHED_FIFO: the hog only shares the CPU)\n");
+  });
+  hog.join();
+}
+
+// A TX lcore held up for 40 ms: the run says the tester fell behind (slots
+// skipped, frames short of the set rate) rather than report a slower device.
+TEST(TesterLimitsLive, AStalledTxLcoreIsReportedNotHidden) {
+  auto plan = config::ParsePlan("stall.yaml", "streams: [{name: s, rate: 100 kpps, duration: 400 ms}]\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string dev = fg::testing::NewVdev("net_ring");
+  auto port = port::Port::Open(port::PortOptions{.name = "loop", .dpdk_name = dev});
+  ASSERT_TRUE(port.ok()) << port.status();
+  ASSERT_TRUE((*port)->Start().ok());
+  auto streams = stream::Compile(*plan, {10e9});
+  ASSERT_TRUE(streams.ok()) << streams.status();
+  TrialOptions opt;
+  opt.drain_ns = 20'000'000;
+  opt.sample_interval_ns = 0;
+  auto run = LiveRun::Start(fg::testing::TestEal(), {port->get()}, *streams, opt);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  HogCpuOf(fg::testing::TestEal().worker_lcores().back(), 40);
+  while (!(*run)->tx_done()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  TrialResult r = (*run)->Finish();
+  const StreamResult& s = r.streams[0];
+  EXPECT_EQ(s.tx.due, 40'000u);  // 100 kpps x 400 ms, exactly: slots, sent or not
+  ASSERT_TRUE(r.tester_limited());
+  const TesterLimit* stall = Find(s.tester_limits, kPacingStall);
+  ASSERT_NE(stall, nullptr) << DescribeLimits(s.tester_limits);
+  // ~40 ms x 100 kpps = 4,000 slots missed, all but a burst of them skipped.
+  EXPECT_GT(stall->count, 2'000u);
+  EXPECT_GE(s.tx.stalls, 1u);
+  const TesterLimit* short_by = Find(s.tester_limits, kTxShortfall);
+  ASSERT_NE(short_by, nullptr);
+  EXPECT_EQ(short_by->count, s.tx.due - s.tx.packets);
+  // What was sent still arrived: the loss figures stay exact, the rate is flagged.
+  EXPECT_EQ(s.rx.packets, s.tx.packets);
+  EXPECT_EQ(s.lost(), 0);
+}
+
+}  // namespace
+}  // namespace fg::engine
+
+namespace fg::methods {
+namespace {
+
+// The plan's first test (a latency test) on a fresh loopback port, with the
+// worker lcore held up for 40 ms, 100 ms after it starts.
+absl::StatusOr<LatencyResult> LatencyWithAStall(const std::string& yaml) {
+  struct {
+    std::unique_ptr<port::Port> port;
+    config::Plan plan;
+    std::vector<stream::CompiledStream> streams;
+  } l;
+  auto plan = config::ParsePlan("limits.yaml", yaml);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  l.plan = *plan;
+  auto p = port::Port::Open(port::PortOptions{.name = "loop", .dpdk_name = fg::testing::NewVdev("net_ring")});
+  EXPECT_TRUE(p.ok()) << p.status();
+  l.port = std::move(*p);
+  EXPECT_TRUE(l.port->Start().ok());
+  auto s = stream::Compile(l.plan, {l.port->capabilities().line_bps()});
+  EXPECT_TRUE(s.ok()) << s.status();
+  l.streams = *s;
+  MethodOptions opt;
+  opt.drain_ns = 20'000'000;
+  std::thread hog([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    engine::HogCpuOf(fg::testing::TestEal().worker_lcores().back(), 40);
+  });
+  auto r = RunLatency(fg::testing::TestEal(), {l.port.get()}, l.streams, l.plan.tests[0], opt);
+  hog.join();
+  return r;
+}
+
+// The lcore is held up 100 ms into the first counted run: that run is
+// recorded as not counted, naming the cause, and run again; the test's
+// figures come from runs the tester kept up in.
+TEST(TesterLimitsInTests, ALimitedTrialIsExcludedRetriedAndNeverCounted) {
+  auto r = LatencyWithAStall(
+      "streams: [{name: s, rate: 100 kpps}]\n"
+      "tests: [{latency: {load: 1 %, runs: 2, trial_duration: 300 ms, warmup: none}}]\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->complete) << r->stopped_because;
+  ASSERT_EQ(r->runs.size(), 2u);
+  ASSERT_GE(r->trials.size(), 3u);  // more if the machine held the lcore up again by itself
+  EXPECT_FALSE(r->trials[0].included);
+  EXPECT_FALSE(r->trials[0].tester_limits.empty());
+  EXPECT_EQ(r->trials[0].excluded_because.rfind("tester-limited: ", 0), 0u) << r->trials[0].excluded_because;
+  EXPECT_NE(r->trials[0].excluded_because.find("pacing_stall"), std::string::npos);
+  int counted = 0;
+  for (const TrialRecord& t : r->trials) {
+    // A trial counts exactly when the tester kept up in it.
+    EXPECT_EQ(t.included, t.tester_limits.empty()) << t.excluded_because;
+    counted += t.included;
+  }
+  EXPECT_EQ(counted, 2);
+  // The runs are the counted trials.
+  for (const LatencyRun& run : r->runs) EXPECT_TRUE(r->trials[static_cast<size_t>(run.trial.index)].included);
+}
+
+TEST(TesterLimitsInTests, WithoutRetriesTheTestStopsRatherThanJudge) {
+  auto r = LatencyWithAStall(
+      "streams: [{name: s, rate: 100 kpps}]\n"
+      "tests: [{latency: {load: 1 %, runs: 2, trial_duration: 300 ms, warmup: none, tester_limit_retries: 0}}]\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->complete);
+  EXPECT_NE(r->stopped_because.find("the tester itself was the limit in 1 attempts"), std::string::npos)
+      << r->stopped_because;
+  EXPECT_TRUE(r->runs.empty());
+  ASSERT_EQ(r->trials.size(), 1u);
+  EXPECT_FALSE(r->trials[0].included);
+}
+
+}  // namespace
+}  // namespace fg::methods

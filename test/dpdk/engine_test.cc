@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "config/plan.h"
@@ -233,6 +234,57 @@ TEST(Engine, BurstScheduleSendsWholeBurstsEveryPeriod) {
   EXPECT_EQ(s.lost(), 0);
   // First to last burst: 9 periods (+ the last burst's own sending time).
   EXPECT_NEAR(static_cast<double>(s.tx_duration_ns), 9 * 2'027'238.0, 1'000'000.0);
+}
+
+// Each net_ring port loops back to itself, so a stream from a to b comes
+// back on a: b received none of it, and a's copies are not the stream's
+// (a is only where its feedback would return).
+TEST(Engine, AStreamIsCountedOnlyOnItsRxPort) {
+  Bench b = Make(R"(
+ports: [{name: a}, {name: b}]
+streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: 1000}]
+)");
+  auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(20'000'000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const StreamResult& s = r->streams[0];
+  EXPECT_EQ(s.tx.packets, 1000u);
+  EXPECT_EQ(s.rx.packets, 0u);
+  EXPECT_EQ(s.lost(), 1000);
+  EXPECT_EQ(r->ports[0].rx_unknown_packets, 1000u);
+  EXPECT_EQ(r->ports[1].rx_packets, 0u);
+}
+
+// Two unpaced streams on one queue: the PMD's ring is the limit, and they
+// take turns at it.
+TEST(Engine, MaxStreamsSharingAPortShareItEvenly) {
+  Bench b = Make(R"(
+streams:
+  - {name: x, rate: max, duration: 300 ms}
+  - {name: y, rate: max, duration: 300 ms}
+)");
+  auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(20'000'000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const double x = static_cast<double>(r->streams[0].tx.packets), y = static_cast<double>(r->streams[1].tx.packets);
+  ASSERT_GT(x + y, 10'000);
+  EXPECT_NEAR(x / (x + y), 0.5, 0.05) << x << " vs " << y;
+  EXPECT_FALSE(r->streams[0].tx.paced);
+  EXPECT_TRUE(r->streams[0].tester_limits.empty());  // no set rate to fall short of
+}
+
+// A top-flows request over more flows than one poll scans: every flow is
+// seen (the lcore answers after several polls), none twice.
+TEST(LiveRun, TopFlowsOverManyFlowsSeesEveryFlowOnce) {
+  Bench b = Make("streams: [{name: a, rate: 500 kpps, duration: 5 s, flows: 5000}]\n");
+  auto run = LiveRun::Start(TestEal(), b.raw(), b.streams, Drain(10'000'000));
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // 50,000 frames: every flow has started
+  auto top = (*run)->TopFlows(5000);
+  ASSERT_TRUE(top.ok()) << top.status();
+  ASSERT_EQ(top->size(), 5000u);
+  std::set<uint32_t> seen;
+  for (const rx::FlowView& f : *top) seen.insert(f.flow);
+  EXPECT_EQ(seen.size(), 5000u);
+  (*run)->Finish();
 }
 
 TEST(Engine, InterruptEndsTheRunEarlyAndSaysSo) {

@@ -87,6 +87,14 @@ class NftTruthsTest(LabRun):
         self.assertLess(abs(rate / truth - 1), 0.02)
         self.assertEqual(s["lost_packets"], qdisc["bfifo"]["drops"])
 
+    def test_the_tester_kept_up(self):
+        # Unloaded, every figure above is exact: the tester names no limit of its own.
+        self.assertFalse(self.report["tester_limited"],
+                         [(s["name"], s["tester_limits"]) for s in self.report["streams"] if s["tester_limits"]])
+        for p in self.report["ports"]:
+            self.assertEqual(p["tester_limits"], [], p["name"])
+            self.assertIsNotNone(p["kernel_interface"], p["name"])  # af_packet: the kernel's counters were read
+
     def test_every_frame_of_a_crosses_one_spine_and_ecmp_uses_both(self):
         links = self.truth["links"]
         sent = self.report["ports"][0]["tx_packets"]

@@ -95,6 +95,11 @@ class TbfCapacityTest(LabRun):
                  seconds["ndr-pdr"], seconds["ndr-binary"], seconds["pdr-binary"])
         self.assertLess(seconds["ndr-pdr"], seconds["ndr-binary"] + seconds["pdr-binary"])
 
+    def test_the_tester_kept_up_in_every_trial(self):
+        self.assertFalse(self.report["tester_limited"])
+        for test in self.report["tests"]:
+            self.assertEqual(test["trial_accounting"]["excluded_tester_limited"], 0, test["name"])
+
     def test_every_lost_frame_is_one_the_kernel_dropped(self):
         # The qdisc's drop counter is a truth independent of our analyzer, and
         # the ports' own counters agree with ours trial by trial.

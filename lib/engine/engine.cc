@@ -505,6 +505,8 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     pr.rx_unknown_bytes += u.bytes;
     pr.rx_packets += u.packets;
     pr.rx_bytes += u.bytes;
+    pr.rx_stalls += ref.task->stalls();
+    pr.rx_stall_max_ns = std::max(pr.rx_stall_max_ns, ref.task->stall_max_ns());
   }
   for (size_t pi = 0; pi < ports_.size(); ++pi) {
     result_.ports[pi].hw = ports_[pi]->stats();

@@ -103,6 +103,8 @@ struct PortResult {
   port::Stats hw;  // the PMD's counters over the trial
   std::vector<port::Xstat> xstats;
   port::KernelCounters kernel;  // the kernel interface behind the PMD (af_packet), over the trial
+  // RX lcores that came back to this port's queues after more than 1 ms with frames waiting.
+  uint64_t rx_stalls = 0, rx_stall_max_ns = 0;
   std::string kernel_iface;
   std::vector<TesterLimit> tester_limits;  // where this port's tester side was the limit
 };

@@ -46,6 +46,12 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops) {
     out.push_back({kRxDrop, hw.rx_errors, "frames the PMD received in error and did not deliver (ierrors)"});
   }
   if (hw.tx_errors != 0) out.push_back({kTxError, hw.tx_errors, "the PMD failed to send frames (oerrors)"});
+  if (p.rx_stalls != 0) {
+    out.push_back({kRxStall, p.rx_stalls,
+                   absl::StrFormat("the RX lcore came back more than 1 ms after its last poll with frames waiting "
+                                   "(longest %s): latency figures include the tester's own delay",
+                                   FormatDuration(static_cast<int64_t>(p.rx_stall_max_ns)))});
+  }
   const port::KernelCounters& k = p.kernel;
   if (k.valid) {
     if (k.rx_packets > hw.rx_packets) {
@@ -104,7 +110,7 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports) {
     }
   };
   inherit(ports[s.tx_port], true);
-  if (s.received) inherit(ports[s.rx_port], false);
+  if (s.received) inherit(ports[s.rx_port], false);  // rx_drop, rx_stall, host_backlog_drop
 }
 
 }  // namespace

@@ -12,11 +12,14 @@
 //   rx_drop        the PMD's imissed / rx_nombuf / ierrors, or frames the
 //                  kernel interface received that the PMD never read (af_packet
 //                  drops in its packet socket, which DPDK 22.11 does not count)
+//   rx_stall       an RX lcore came back more than 1 ms after its last poll
+//                  and found frames waiting: their latency includes the
+//                  tester's own delay (counts stay exact)
 //   host_backlog_drop  the host kernel's input backlog dropped frames while a
 //                  kernel-backed port was in use (/proc/net/softnet_stat)
 //
 // A stream carries its own TX limits and those of its ports (TX port: tx_error;
-// RX port: rx_drop, host_backlog_drop); its loss figures then include the
+// RX port: rx_drop, rx_stall, host_backlog_drop); its loss figures then include the
 // tester's losses and are not the device's. docs/architecture.md has the table.
 //
 //   engine::AssessTesterLimits(result);          // RunTrial/Finish do this
@@ -39,6 +42,7 @@ inline constexpr char kTxShortfall[] = "tx_shortfall";
 inline constexpr char kPacingStall[] = "pacing_stall";
 inline constexpr char kTxError[] = "tx_error";
 inline constexpr char kRxDrop[] = "rx_drop";
+inline constexpr char kRxStall[] = "rx_stall";
 inline constexpr char kHostBacklogDrop[] = "host_backlog_drop";
 
 // "tx_shortfall 6,198 (sent 8,802 of 15,000 ...); rx_drop 82 (...)"

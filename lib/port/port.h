@@ -61,7 +61,7 @@ struct PortOptions {
   const DriverRegistry* drivers = nullptr;
   // The kernel interface behind the PMD (af_packet's iface=), whose counters
   // show drops the PMD cannot see; "" for a NIC or a virtual device.
-  std::string kernel_iface;
+  std::string kernel_iface = "";
 };
 
 // Pool size a port needs: descriptors on both sides, frames in flight in a

@@ -25,6 +25,7 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       live_(new Live[num_groups + 1]),
       num_groups_(num_groups),
       log_(loss_log_capacity),
+      stall_ticks_(clock.FromNs(kRxStallNs)),
       ts_offset_(ts_offset),
       ts_flag_(ts_flag),
       tag_off_(template_tag_offset),
@@ -208,8 +209,18 @@ unsigned RxTask::PollImpl() {
   ServeRequest();
   if (top_ != nullptr) ScanTopFlows();
   rte_mbuf* pkts[kRxBurst];
+  const uint64_t before = ReadTsc();
+  const uint64_t since = before - last_poll_tsc_;
+  last_poll_tsc_ = before;
   const uint16_t n = rte_eth_rx_burst(port_id_, queue_, pkts, kRxBurst);
   if (n == 0) return 0;
+  if (since > stall_ticks_ && before != since) {
+    // Held up with frames waiting: the lcore was elsewhere (descheduled, or
+    // a long TX poll on the same lcore); say so beside the latency figures.
+    stalls_.Add(1);
+    const uint64_t ns = clock_.ToNs(since);
+    if (ns > stall_max_ns_.Read()) stall_max_ns_.Set(ns);
+  }
   const uint64_t rx_ns = clock_.ToNs(ReadTsc());
   if (capture_ != nullptr) CaptureFrames(pkts, n, rx_ns);
   if constexpr (kPerPacketTs) {

@@ -39,6 +39,7 @@ namespace fg::rx {
 inline constexpr unsigned kRxBurst = 32;
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
 inline constexpr uint32_t kTopFlowsSlotsPerPoll = 1024;
+inline constexpr uint64_t kRxStallNs = 1'000'000;
 
 struct RxCounters {
   uint64_t packets = 0;
@@ -130,6 +131,11 @@ class RxTask : public PollTask {
   std::vector<stats::GroupStats> Summaries() const;
   const stats::LossLog& loss_log() const { return log_; }
   FeedbackCounters feedback() const { return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read()}; }
+  // Times this task's lcore came back more than kRxStallNs after its last
+  // poll to find frames waiting (their latency includes the tester's own
+  // delay), and the longest such gap in ns.
+  uint64_t stalls() const { return stalls_.Read(); }
+  uint64_t stall_max_ns() const { return stall_max_ns_.Read(); }
 
  private:
   struct alignas(64) Live {
@@ -150,6 +156,9 @@ class RxTask : public PollTask {
   stats::LossLog log_;
   absl::flat_hash_map<uint64_t, uint32_t> key_to_slot_;  // (KeyKind << 32 | key) -> slot
   Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_;
+  Counter stalls_, stall_max_ns_;
+  uint64_t last_poll_tsc_ = 0;  // lcore
+  uint64_t stall_ticks_;
 
   void CountFeedback(const uint8_t* frame, uint32_t len);
   void ServeRequest();

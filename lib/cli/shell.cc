@@ -485,6 +485,11 @@ absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
     return absl::NotFoundError(absl::StrFormat("run: no test '%s' (tests: %s)", a[1],
                                                names.empty() ? "none in this plan" : absl::StrJoin(names, ", ")));
   }
+  if (plan.tests[index].kind == config::TestSpec::Kind::kLatency) {
+    // at_throughput_of needs that test run first in this session.
+    const absl::Status ready = session::ChooseLatencyLoad(plan, plan.tests[index], tests_).status();
+    if (!ready.ok()) return absl::FailedPreconditionError(absl::StrFormat("run: %s", ready.message()));
+  }
   FG_ASSIGN_OR_RETURN(const std::vector<stream::CompiledStream> streams, session_->CompileStreams());
   out << session::TestHeadline(plan, index) << "\n";
   const auto t0 = std::chrono::steady_clock::now();

@@ -16,7 +16,11 @@ namespace {
 
 bool Space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-void Escape(unsigned char b, std::string& out) { absl::StrAppendFormat(&out, "\\x%02x", b); }
+void Escape(unsigned char b, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const char e[] = {'\\', 'x', kHex[b >> 4], kHex[b & 15]};
+  out.append(e, sizeof e);
+}
 
 // The length of the UTF-8 sequence `lead` begins (0: not a lead byte), and
 // whether `b` may be its byte number `i` (1-based; no overlong forms, no

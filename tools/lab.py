@@ -83,8 +83,12 @@ def main(argv):
     if cmd == "down":
         raise LabError("down needs --name NAME (the name `up` printed)")
     if cmd == "run":
-        fabricgen = shutil.which("fabricgen") or os.path.join(HERE, "..", "build", "app", "fabricgen")
-        command = command or [os.path.abspath(fabricgen), "run", rest[0]]
+        fabricgen = os.path.abspath(shutil.which("fabricgen") or os.path.join(HERE, "..", "build", "app", "fabricgen"))
+        command = command or [fabricgen, "run", rest[0]]
+        # The stages' binary: $FABRICGEN_IMPAIR, else the one beside that fabricgen.
+        beside = os.path.join(os.path.dirname(fabricgen), "fabricgen-impair")
+        if not os.environ.get("FABRICGEN_IMPAIR") and os.access(beside, os.X_OK):
+            os.environ["FABRICGEN_IMPAIR"] = beside
         workdir = os.path.dirname(os.path.abspath(opts["--truth"])) if "--truth" in opts else None
         if workdir is not None:
             os.makedirs(workdir, exist_ok=True)

@@ -1,11 +1,14 @@
 // `fabricgen cli`: lib/cli's shell on a terminal (DPDK's rdline for line
 // editing, completion and history) or over a script.
 #include <cmdline_rdline.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -13,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/shell.h"
+#include "cliparse/cliparse.h"
 #include "commands.h"
 #include "metrics/server.h"
 
@@ -87,29 +91,89 @@ int CompleteWord(rdline* rdl, const char* buf, char* dst, unsigned int size, int
   return 1;
 }
 
-// Exit status of a failed command: 2 for what the user typed (a name that
-// is not there included), 1 otherwise.
-int ExitOf(const absl::Status& s) { return s.code() == absl::StatusCode::kNotFound ? kExitInput : ExitFor(s); }
+// Exit status of a failed command: 2 for what the user typed or asked for
+// (a command, argument, name, path or state: start twice), 1 otherwise.
+int ExitOf(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kPermissionDenied: return kExitInput;
+    default: return ExitFor(s);
+  }
+}
 
-int RunScript(cli::Shell& shell, std::istream& in, const std::string& name, std::atomic<bool>* interrupt) {
+// An ostream whose bytes reach `to` with control bytes escaped
+// (cliparse::DisplayFilter): what the shell prints may hold what the user
+// typed, or names from a plan.
+class DisplayBuf : public std::streambuf {
+ public:
+  explicit DisplayBuf(std::ostream& to) : to_(to), filter_(/*keep_newlines=*/true) {}
+  ~DisplayBuf() override {
+    std::string rest;
+    filter_.Finish(rest);
+    to_ << rest << std::flush;
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    xsputn(&ch, 1);
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::string shown;
+    filter_.Feed(std::string_view(s, static_cast<size_t>(n)), shown);
+    to_ << shown;
+    return n;
+  }
+  int sync() override {
+    to_.flush();
+    return 0;
+  }
+
+ private:
+  std::ostream& to_;
+  cliparse::DisplayFilter filter_;
+};
+
+// Commands from a file or a pipe, one per line (at most
+// cliparse::kMaxLineBytes), stopping at the first that fails.
+int RunScript(cli::Shell& shell, int fd, const std::string& name, std::ostream& out, std::atomic<bool>* interrupt) {
+  cliparse::LineReader reader = cliparse::LineReader::FromFd(fd);
+  const std::string shown_name = cliparse::ForDisplay(name);
   std::string line;
   int number = 0;
-  while (!shell.done() && std::getline(in, line)) {
+  while (!shell.done()) {
+    const cliparse::LineReader::Result r = reader.Next(line);
+    if (r == cliparse::LineReader::Result::kEnd) break;
     ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
-    std::cout << kPrompt << line << "\n";
+    if (r == cliparse::LineReader::Result::kTooLong) {
+      std::cerr << absl::StrFormat("%s:%d: line longer than %d bytes\n", shown_name, number, cliparse::kMaxLineBytes);
+      return kExitInput;
+    }
+    if (r == cliparse::LineReader::Result::kError) {
+      std::cerr << absl::StrFormat("%s:%d: cannot read: %s\n", shown_name, number, std::strerror(reader.error()));
+      return kExitRuntime;
+    }
+    // Blank lines and comments are not echoed.
+    const auto words = cliparse::SplitWords(line);
+    if (words.ok() && words->empty()) continue;
+    out << kPrompt << line << "\n";
     interrupt->store(false);
-    const absl::Status s = shell.Execute(line, std::cout);
-    std::cout << std::flush;
+    const absl::Status s = shell.Execute(line, out);
+    out << std::flush;
     if (!s.ok()) {
-      std::cerr << absl::StrFormat("%s:%d: %s: %s\n", name, number, line, s.message());
+      std::cerr << absl::StrFormat("%s:%d: %s: %s\n", shown_name, number, cliparse::ForDisplay(line),
+                                   cliparse::ForDisplay(std::string(s.message())));
       return ExitOf(s);
     }
   }
   return kExitOk;
 }
 
-int RunTerminal(cli::Shell& shell, std::atomic<bool>* interrupt) {
+int RunTerminal(cli::Shell& shell, std::ostream& out, std::atomic<bool>* interrupt) {
   Terminal t;
   t.shell = &shell;
   std::unique_ptr<rdline, decltype(&rdline_free)> rdl(rdline_new(&WriteChar, &Validate, &CompleteWord, &t),
@@ -136,15 +200,16 @@ int RunTerminal(cli::Shell& shell, std::atomic<bool>* interrupt) {
       if (r == RDLINE_RES_EOF || r == RDLINE_RES_EXITED) eof = true;
     }
     if (eof) {
-      std::cout << "\n";
-      (void)shell.Execute("quit", std::cout);
+      out << "\n";
+      (void)shell.Execute("quit", out);
       break;
     }
     if (t.line.find_first_not_of(" \t") != std::string::npos) rdline_add_history(rdl.get(), t.line.c_str());
     interrupt->store(false);
-    const absl::Status s = shell.Execute(t.line, std::cout);
-    if (!s.ok()) std::cout << "error: " << s.message() << "\n";  // at the keyboard: say it, and go on
-    std::cout << std::flush;
+    const absl::Status s = shell.Execute(t.line, out);
+    if (!s.ok())
+      out << "error: " << cliparse::ForDisplay(std::string(s.message())) << "\n";  // at the keyboard: say it, go on
+    out << std::flush;
   }
   return kExitOk;
 }
@@ -164,24 +229,34 @@ int Cli(const CliArgs& args, std::atomic<bool>* interrupt) {
     server = std::move(*s);
     std::cout << "metrics: " << server->url() << "\n" << std::flush;
   }
+  DisplayBuf display_buf(std::cout);
+  std::ostream out(&display_buf);
   cli::Shell shell({.eal = args.eal, .drivers = &registry, .hub = &hub, .interrupt = interrupt});
   if (!args.plan.empty()) {
-    const absl::Status s = shell.Execute("load " + args.plan, std::cout);
+    const absl::Status s = shell.Execute("load " + cliparse::Quote(args.plan), out);
     if (!s.ok()) {
-      std::cerr << "fabricgen: " << s.message() << "\n";
+      out << std::flush;
+      std::cerr << "fabricgen: " << cliparse::ForDisplay(std::string(s.message())) << "\n";
       return ExitOf(s);
     }
   }
   if (!args.script.empty() && args.script != "-") {
-    std::ifstream in(args.script);
-    if (!in) {
-      std::cerr << "fabricgen: cannot read script " << args.script << "\n";
+    const int fd = open(args.script.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+      std::cerr << absl::StrFormat("fabricgen: --script %s: %s\n", cliparse::ForDisplay(args.script),
+                                   fd >= 0 ? "is a directory; give a file of commands" : std::strerror(errno));
+      if (fd >= 0) close(fd);
       return kExitInput;
     }
-    return RunScript(shell, in, args.script, interrupt);
+    const int status = RunScript(shell, fd, args.script, out, interrupt);
+    close(fd);
+    return status;
   }
-  if (args.script == "-" || !isatty(STDIN_FILENO)) return RunScript(shell, std::cin, "stdin", interrupt);
-  return RunTerminal(shell, interrupt);
+  // Stdin that is not a terminal (a pipe, a file, /dev/null when it was
+  // closed) is read as a script.
+  if (args.script == "-" || !isatty(STDIN_FILENO)) return RunScript(shell, STDIN_FILENO, "stdin", out, interrupt);
+  return RunTerminal(shell, out, interrupt);
 }
 
 }  // namespace fg::app

@@ -1,4 +1,8 @@
 // fabricgen: argument parsing and dispatch only; the work lives in lib/.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +44,20 @@ EAL arguments come from the plan's eal: list, then from after `--`.
 Exit status: 0 completed, 1 runtime failure or interrupted, 2 invalid input.
 )";
 
+// A closed stdin, stdout or stderr gets /dev/null before anything opens a
+// file: else EAL's interrupt pipe (or a report) would take fd 0..2, and the
+// CLI would read its commands from that pipe, or a message land in a file.
+void OpenStandardFds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (got >= 0 && got != fd) {
+      dup2(got, fd);
+      close(got);
+    }
+  }
+}
+
 int Usage(const std::string& error) {
   std::cerr << "fabricgen: " << error << "\n\n" << kUsage;
   return fg::app::kExitInput;
@@ -48,6 +66,7 @@ int Usage(const std::string& error) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  OpenStandardFds();
   std::vector<std::string> args, eal;
   bool after_dashes = false;
   for (int i = 1; i < argc; ++i) {

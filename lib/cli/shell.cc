@@ -1,8 +1,12 @@
 #include "cli/shell.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -26,50 +30,38 @@ constexpr int64_t kUntilStopped = int64_t{365} * 24 * 3600 * 1'000'000'000;
 
 const std::vector<std::string> kShowTopics = {"ports", "streams", "flows", "latency", "histogram"};
 
+// The lowest rate TX paces, as the plan's minimum (lib/config refuses lower
+// rates; kept here while lib/config/plan.cc changes under issue 12).
+constexpr double kMinPps = 0.001;
+
+// A file the shell is about to write: its directory must exist and be
+// writable, and the file, if there, must be a regular file (it is replaced).
+absl::Status WritableFile(std::string_view verb, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  if (!p.has_filename()) return absl::InvalidArgumentError(absl::StrFormat("%s: %s names no file", verb, path));
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  const fs::file_status d = fs::status(dir, ec);
+  if (!fs::is_directory(d)) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: cannot write %s: %s is %s", verb, path, dir.string(),
+                                                      fs::exists(d) ? "not a directory" : "not there"));
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: cannot write in %s: %s", verb, dir.string(), std::strerror(errno)));
+  }
+  const fs::file_status f = fs::status(p, ec);
+  if (fs::exists(f) && !fs::is_regular_file(f)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s is there and is not a regular file (only a regular file is replaced)", verb, path));
+  }
+  return absl::OkStatus();
+}
+
 std::string Ns(double ns) { return FormatDuration(static_cast<int64_t>(std::llround(ns))); }
 
-// Optimal string alignment distance: insertions, deletions, substitutions
-// and swaps of adjacent characters.
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
 }  // namespace
-
-const std::vector<CommandHelp>& Shell::Commands() {
-  static const std::vector<CommandHelp> kCommands = {
-      {"load", "PLAN.yaml", "load a plan (its ports open the first time; later plans must use the same ports)"},
-      {"ports", "", "the ports: driver, link speed, frames and bytes sent and received"},
-      {"streams", "", "the streams: ports, rate, state (idle, running, paused, stopped), frames sent and received"},
-      {"start", "[STREAM...]",
-       "start traffic: every stream, or those named (the others start paused); streams run "
-       "until stop"},
-      {"stop", "[STREAM...]", "stop the named streams; without names, end the run (drain, final figures)"},
-      {"pause", "STREAM...|all", "pause streams (nothing sent; the sequence goes on where it stopped)"},
-      {"resume", "STREAM...|all", "resume paused streams at their rate"},
-      {"rate", "STREAM RATE", "set a stream's rate, live when running: 20 kpps, 1.5 Gbps, 40%, max"},
-      {"show", "[ports|streams|flows [N]|latency [STREAM]|histogram STREAM]",
-       "counters (live while running), the N worst flows (default 10), latency percentiles, a text histogram"},
-      {"clear", "", "counters and latency shown from now on start at zero (the run goes on)"},
-      {"wait", "DURATION", "let traffic run (scripts): wait 2 s, wait 500 ms; Ctrl-C ends the wait"},
-      {"run", "TEST", "run one of the plan's tests (name or number) and print its summary"},
-      {"save", "[DIR]", "write report.json of the last run or of the tests run so far (default results/cli-UTC)"},
-      {"capture", "PORT N FILE", "write the next N frames PORT receives to a pcap file (traffic must be running)"},
-      {"help", "[COMMAND]", "this list, or one command"},
-      {"quit", "", "end the run if one is going, and leave (also: exit, Ctrl-D)"},
-  };
-  return kCommands;
-}
 
 Shell::Shell(ShellOptions options) : o_(std::move(options)) {}
 
@@ -81,30 +73,18 @@ Shell::~Shell() {
 }
 
 absl::Status Shell::Execute(std::string_view line, std::ostream& out) {
-  const size_t hash = line.find('#');
-  if (hash != std::string_view::npos) line = line.substr(0, hash);
-  Args a = absl::StrSplit(absl::string_view(line.data(), line.size()), absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty());
+  FG_ASSIGN_OR_RETURN(Args a, cliparse::SplitWords(line));
   if (a.empty()) return absl::OkStatus();
-  const std::string cmd = absl::AsciiStrToLower(a[0]);
-  if (cmd == "help" || cmd == "?") return Help(a, out);
-  if (cmd == "quit" || cmd == "exit") {
+  FG_ASSIGN_OR_RETURN(const cliparse::Command c, cliparse::ParseCommand(a));
+  a[0] = c.name;
+  const std::string& cmd = c.name;
+  if (cmd == "help") return Help(a, out);
+  if (cmd == "quit") {
     if (live_ != nullptr) EndRun(out);
     quit_ = true;
     return absl::OkStatus();
   }
   if (cmd == "load") return Load(a, out);
-  bool known = false;
-  for (const CommandHelp& c : Commands()) known = known || cmd == c.name;
-  if (!known) {
-    // Suggest the commands within two edits (a swap of neighbours counts one).
-    std::vector<std::string> near;
-    for (const CommandHelp& c : Commands()) {
-      if (EditDistance(cmd, c.name) <= 2) near.push_back(c.name);
-    }
-    return absl::InvalidArgumentError(
-        absl::StrFormat("unknown command '%s'%s; `help` lists them", a[0],
-                        near.empty() ? "" : " (did you mean " + absl::StrJoin(near, " or ") + "?)"));
-  }
   FG_RETURN_IF_ERROR(NeedPlan());
   if (cmd == "ports") return Ports(out);
   if (cmd == "streams") return Streams(out);
@@ -112,13 +92,13 @@ absl::Status Shell::Execute(std::string_view line, std::ostream& out) {
   if (cmd == "stop") return Stop(a, out);
   if (cmd == "pause") return Pause(a, true, out);
   if (cmd == "resume") return Pause(a, false, out);
-  if (cmd == "rate") return SetRate(a, out);
-  if (cmd == "show") return Show(a, out);
+  if (cmd == "rate") return SetRate(a, *c.rate, out);
+  if (cmd == "show") return Show(a, c.count, out);
   if (cmd == "clear") return Clear(out);
-  if (cmd == "wait") return Wait(a, out);
+  if (cmd == "wait") return Wait(c.duration_ns, out);
   if (cmd == "run") return RunTest(a, out);
   if (cmd == "save") return Save(a, out);
-  return Capture(a, out);
+  return Capture(a, c.count, out);
 }
 
 absl::Status Shell::NeedPlan() const {
@@ -133,13 +113,11 @@ absl::Status Shell::Help(const Args& a, std::ostream& out) {
     if (a.size() > 1) return absl::OkStatus();
   }
   if (a.size() > 1) return absl::InvalidArgumentError(absl::StrFormat("help: no command '%s'", a[1]));
-  out << "Rates: pps/kpps/Mpps, bps/kbps/Mbps/Gbps (add L1 to count preamble and gap), % of line, max. "
-         "Tab completes commands, streams, ports and tests; arrows recall history.\n";
+  out << cliparse::kHelpFooter;
   return absl::OkStatus();
 }
 
 absl::Status Shell::Load(const Args& a, std::ostream& out) {
-  if (a.size() != 2) return absl::InvalidArgumentError("load: give one plan file (load PLAN.yaml)");
   if (live_ != nullptr) return absl::FailedPreconditionError("load: traffic is running; stop it first");
   FG_ASSIGN_OR_RETURN(config::Plan plan, config::LoadPlan(a[1]));
   if (session_ == nullptr) {
@@ -333,7 +311,6 @@ absl::Status Shell::Stop(const Args& a, std::ostream& out) {
 
 absl::Status Shell::Pause(const Args& a, bool pause, std::ostream& out) {
   const char* verb = pause ? "pause" : "resume";
-  if (a.size() < 2) return absl::InvalidArgumentError(absl::StrFormat("%s: name streams, or all", verb));
   if (live_ == nullptr) return absl::FailedPreconditionError(absl::StrFormat("%s: no traffic is running", verb));
   FG_ASSIGN_OR_RETURN(const std::vector<size_t> named, StreamList(a, 1, true));
   std::vector<std::string> names;
@@ -345,16 +322,13 @@ absl::Status Shell::Pause(const Args& a, bool pause, std::ostream& out) {
   return absl::OkStatus();
 }
 
-absl::Status Shell::SetRate(const Args& a, std::ostream& out) {
-  if (a.size() < 3) return absl::InvalidArgumentError("rate: give a stream and a rate (rate STREAM 20 kpps)");
+absl::Status Shell::SetRate(const Args& a, const Rate& rate, std::ostream& out) {
   FG_ASSIGN_OR_RETURN(const size_t i, StreamIndex(a[1]));
-  const std::string text = absl::StrJoin(a.begin() + 2, a.end(), " ");
-  auto rate = ParseRate(text);
-  if (!rate.ok()) return absl::InvalidArgumentError(absl::StrFormat("rate: %s", rate.status().message()));
   stream::CompiledStream& s = streams_[i];
   if (s.burst_frames != 0) return absl::FailedPreconditionError("rate: the stream has a burst schedule, not a rate");
   const double line = session_->ports()[s.tx_port]->capabilities().line_bps();
-  const double pps = rate->ToPps(s.frame_size, line);
+  const double pps = rate.ToPps(s.frame_size, line);
+  FG_RETURN_IF_ERROR(CheckRate(i, pps, line));
   const double was = live_ != nullptr ? live_->state(i).pps : s.pps;
   s.pps = pps;
   if (live_ != nullptr) FG_RETURN_IF_ERROR(live_->SetRate(i, pps));
@@ -364,15 +338,49 @@ absl::Status Shell::SetRate(const Args& a, std::ostream& out) {
   return absl::OkStatus();
 }
 
-absl::Status Shell::Show(const Args& a, std::ostream& out) {
+absl::Status Shell::CheckRate(size_t i, double pps, double line_bps) const {
+  if (!std::isfinite(pps)) return absl::OkStatus();  // max: unpaced, takes what the port gives
+  const stream::CompiledStream& s = streams_[i];
+  if (!(pps >= kMinPps)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rate: %g pps for %s is below the TX minimum of %g pps (one frame every %s)", pps, s.name,
+                        kMinPps, FormatDuration(static_cast<int64_t>(1e9 / kMinPps))));
+  }
+  if (!(line_bps > 0)) return absl::OkStatus();  // link speed unknown: nothing to hold it to
+  // As for the plan: the set rates of a port's streams, L1, within its line
+  // rate. A stopped stream sends no more; `max` streams take what is left.
+  auto l1 = [](double p, const stream::CompiledStream& x) { return p * (x.frame_size + kEthL1Overhead) * 8; };
+  double others = 0;
+  for (size_t j = 0; j < streams_.size(); ++j) {
+    const stream::CompiledStream& o = streams_[j];
+    if (j == i || o.tx_port != s.tx_port || o.burst_frames != 0) continue;
+    double p = o.pps;
+    if (live_ != nullptr) {
+      const engine::LiveRun::StreamState st = live_->state(j);
+      if (st.done) continue;
+      p = st.pps;
+    }
+    if (std::isfinite(p)) others += l1(p, o);
+  }
+  const double need = others + l1(pps, s);
+  if (need > line_bps * (1 + 1e-9)) {
+    const std::string port = session_->plan().ports[s.tx_port].name;
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rate: %s at %s (%s L1)%s would need %s L1 on port %s, above its line rate of %s; lower this or another "
+        "stream's rate",
+        s.name, FormatPacketRate(pps), FormatBitRate(l1(pps, s)),
+        others > 0 ? absl::StrFormat(" with the port's other streams (%s L1)", FormatBitRate(others)) : "",
+        FormatBitRate(need), port, FormatBitRate(line_bps)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
   const std::string what = a.size() > 1 ? a[1] : "streams";
   if (what == "ports") return Ports(out);
   if (what == "streams") return Streams(out);
   if (what == "flows") {
-    size_t n = 10;
-    if (a.size() > 2 && (!absl::SimpleAtoi(a[2], &n) || n == 0 || n > 1000)) {
-      return absl::InvalidArgumentError(absl::StrFormat("show flows: N is 1..1000, got '%s'", a[2]));
-    }
+    const size_t n = flows;
     if (live_ == nullptr) return absl::FailedPreconditionError("show flows: flows are read from a running run");
     FG_ASSIGN_OR_RETURN(const std::vector<rx::FlowView> flows, live_->TopFlows(n));
     out << absl::StrFormat("%-16s %8s %14s %10s %8s %8s %8s %14s %14s\n", "stream", "flow", "rx frames", "lost", "dup",
@@ -440,11 +448,8 @@ absl::Status Shell::Show(const Args& a, std::ostream& out) {
       absl::StrFormat("show: no topic '%s' (%s)", what, absl::StrJoin(kShowTopics, ", ")));
 }
 
-absl::Status Shell::Wait(const Args& a, std::ostream& out) {
-  if (a.size() < 2) return absl::InvalidArgumentError("wait: give a duration (wait 2 s)");
-  auto ns = ParseDuration(absl::StrJoin(a.begin() + 1, a.end(), " "));
-  if (!ns.ok()) return absl::InvalidArgumentError(absl::StrFormat("wait: %s", ns.status().message()));
-  const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(*ns);
+absl::Status Shell::Wait(int64_t ns, std::ostream& out) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
   while (std::chrono::steady_clock::now() < end) {
     if (o_.interrupt != nullptr && o_.interrupt->load()) {
       out << "wait: interrupted\n";
@@ -468,7 +473,6 @@ absl::Status Shell::Clear(std::ostream& out) {
 }
 
 absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
-  if (a.size() != 2) return absl::InvalidArgumentError("run: name one of the plan's tests (or its number)");
   if (live_ != nullptr) return absl::FailedPreconditionError("run: traffic is running; stop it first");
   const config::Plan& plan = session_->plan();
   size_t index = plan.tests.size();
@@ -480,6 +484,11 @@ absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
   if (index == plan.tests.size()) {
     return absl::NotFoundError(absl::StrFormat("run: no test '%s' (tests: %s)", a[1],
                                                names.empty() ? "none in this plan" : absl::StrJoin(names, ", ")));
+  }
+  if (plan.tests[index].kind == config::TestSpec::Kind::kLatency) {
+    // at_throughput_of needs that test run first in this session.
+    const absl::Status ready = session::ChooseLatencyLoad(plan, plan.tests[index], tests_).status();
+    if (!ready.ok()) return absl::FailedPreconditionError(absl::StrFormat("run: %s", ready.message()));
   }
   FG_ASSIGN_OR_RETURN(const std::vector<stream::CompiledStream> streams, session_->CompileStreams());
   out << session::TestHeadline(plan, index) << "\n";
@@ -512,7 +521,6 @@ absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
 }
 
 absl::Status Shell::Save(const Args& a, std::ostream& out) {
-  if (a.size() > 2) return absl::InvalidArgumentError("save: at most one directory");
   std::string json;
   if (last_kind_ == "tests") {
     json = session::TestsReportJson(*session_, tests_, started_utc_, false);
@@ -525,21 +533,18 @@ absl::Status Shell::Save(const Args& a, std::ostream& out) {
   std::replace(dir.begin(), dir.end(), ':', '-');
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrFormat("save: cannot create %s: %s", dir, ec.message()));
+  if (ec) return absl::InvalidArgumentError(absl::StrFormat("save: cannot create %s: %s", dir, ec.message()));
   const std::string path = dir + "/report.json";
+  FG_RETURN_IF_ERROR(WritableFile("save", path));
   FG_RETURN_IF_ERROR(report::WriteFileAtomically(path, json));
   out << "saved " << path << "\n";
   return absl::OkStatus();
 }
 
-absl::Status Shell::Capture(const Args& a, std::ostream& out) {
-  if (a.size() != 4) return absl::InvalidArgumentError("capture: give PORT N FILE (capture b 100 rx.pcap)");
+absl::Status Shell::Capture(const Args& a, size_t n, std::ostream& out) {
   FG_ASSIGN_OR_RETURN(const size_t port, PortIndex(a[1]));
-  size_t n = 0;
-  if (!absl::SimpleAtoi(a[2], &n) || n == 0 || n > 100'000) {
-    return absl::InvalidArgumentError(absl::StrFormat("capture: N is 1..100000 frames, got '%s'", a[2]));
-  }
   if (live_ == nullptr) return absl::FailedPreconditionError("capture: start traffic first (frames are taken live)");
+  FG_RETURN_IF_ERROR(WritableFile("capture", a[3]));  // before the frames are taken
   FG_ASSIGN_OR_RETURN(const std::vector<engine::CapturedFrame> frames, live_->Capture(port, n, 10'000'000'000));
   FG_ASSIGN_OR_RETURN(proto::PcapWriter w, proto::PcapWriter::Open(a[3]));
   size_t cut = 0;

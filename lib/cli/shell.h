@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cliparse/cliparse.h"
 #include "engine/engine.h"
 #include "metrics/hub.h"
 #include "port/driver_registry.h"
@@ -36,23 +37,23 @@ struct ShellOptions {
   const std::atomic<bool>* interrupt = nullptr;   // Ctrl-C: ends a running test's trial
 };
 
-struct CommandHelp {
-  const char* name;
-  const char* args;
-  const char* text;
-};
+using CommandHelp = cliparse::CommandHelp;
 
 class Shell {
  public:
   explicit Shell(ShellOptions options);
   ~Shell();  // ends a live run
 
+  // One line (cliparse.h: words, quotes, comments). Errors that are the
+  // user's (a wrong command, argument, name, path or state: start twice)
+  // are InvalidArgument, NotFound or FailedPrecondition; any other code is a
+  // runtime failure.
   absl::Status Execute(std::string_view line, std::ostream& out);
   bool done() const { return quit_; }  // after quit/exit
 
   // The words that may complete the last (partial) word of `before_cursor`.
   std::vector<std::string> Complete(std::string_view before_cursor) const;
-  static const std::vector<CommandHelp>& Commands();
+  static const std::vector<CommandHelp>& Commands() { return cliparse::Commands(); }
 
  private:
   using Args = std::vector<std::string>;
@@ -62,16 +63,19 @@ class Shell {
   absl::Status Start(const Args& a, std::ostream& out);
   absl::Status Stop(const Args& a, std::ostream& out);
   absl::Status Pause(const Args& a, bool pause, std::ostream& out);
-  absl::Status SetRate(const Args& a, std::ostream& out);
-  absl::Status Show(const Args& a, std::ostream& out);
+  absl::Status SetRate(const Args& a, const Rate& rate, std::ostream& out);
+  absl::Status Show(const Args& a, size_t flows, std::ostream& out);
   absl::Status Clear(std::ostream& out);
-  absl::Status Wait(const Args& a, std::ostream& out);
+  absl::Status Wait(int64_t ns, std::ostream& out);
   absl::Status RunTest(const Args& a, std::ostream& out);
   absl::Status Save(const Args& a, std::ostream& out);
-  absl::Status Capture(const Args& a, std::ostream& out);
+  absl::Status Capture(const Args& a, size_t frames, std::ostream& out);
   absl::Status Help(const Args& a, std::ostream& out);
 
   absl::Status NeedPlan() const;
+  // Stream i at `pps`: at least the TX minimum, and the streams of its TX
+  // port together within the port's line rate (L1), as for the plan.
+  absl::Status CheckRate(size_t i, double pps, double line_bps) const;
   absl::StatusOr<size_t> StreamIndex(const std::string& name) const;
   absl::StatusOr<std::vector<size_t>> StreamList(const Args& a, size_t from, bool all_word) const;
   absl::StatusOr<size_t> PortIndex(const std::string& name) const;

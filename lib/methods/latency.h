@@ -31,7 +31,11 @@ struct LatencyRun {
 struct LatencyResult {
   std::string name;
   std::vector<std::string> streams;
-  double load = 0;  // fraction of line rate (L1)
+  double load = 0;  // fraction of line rate (L1): the load the runs were sent at
+  // With at_throughput_of: the throughput result that load came from (the
+  // test's name, with its matrix cell) and its goal (the first: e.g. NDR).
+  // Empty: the plan's `load`.
+  std::string load_from, load_goal;
   double line_l1_bps = 0;
   std::vector<LatencyRun> runs;     // counted runs
   std::vector<TrialRecord> trials;  // every trial, warm-up included

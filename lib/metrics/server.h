@@ -21,10 +21,20 @@ struct mg_connection;
 
 namespace fg::metrics {
 
+// Where to listen: "PORT" (127.0.0.1), "A.B.C.D:PORT" or "[IPv6]:PORT",
+// numeric addresses only; port 0 picks a free one.
+struct Listen {
+  std::string addr;  // without brackets
+  int port = 0;
+  bool ipv6 = false;
+};
+absl::StatusOr<Listen> ParseListen(const std::string& listen);
+
 class Server {
  public:
   using Collect = std::function<std::vector<MetricFamily>()>;
-  // `listen`: "PORT" (bound to 127.0.0.1) or "ADDR:PORT"; port 0 picks a free one.
+  // `listen`: as ParseListen reads it. An IPv6 address needs a civetweb
+  // built with IPv6 (Debian 12's is not: a clear error then).
   static absl::StatusOr<std::unique_ptr<Server>> Start(const std::string& listen, Collect collect);
   ~Server();
 

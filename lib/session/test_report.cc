@@ -81,7 +81,12 @@ void BeginTest(report::JsonWriter& w, const std::string& name, const char* kind,
 
 void WriteLatency(report::JsonWriter& w, const methods::LatencyResult& r, const config::TestSpec& spec) {
   BeginTest(w, r.name, "latency", r.streams);
-  w.Field("load_fraction_of_line", spec.load);
+  w.Field("load_fraction_of_line", r.load);  // the load used (with at_throughput_of, not the plan's)
+  if (!spec.load_from.empty()) {
+    w.Field("at_throughput_of", spec.load_from);
+    w.Field("load_from", r.load_from);  // the throughput result (matrix cell included) and its goal
+    w.Field("load_from_goal", r.load_goal);
+  }
   w.Field("runs", spec.runs);
   w.Field("trial_duration_s", spec.trial_duration_ns / 1e9);
   w.Field("warmup_s", spec.warmup_ns / 1e9);
@@ -449,12 +454,13 @@ std::string TestsSummary(const std::vector<TestOutcome>& results) {
       const stats::LatencyHistogram& h = r.pooled;
       auto d = [](double ns) { return FormatDuration(static_cast<int64_t>(ns)); };
       out += absl::StrFormat(
-          "test %s (latency at %.3f %% of line, %d runs, %s samples pooled)%s\n  min %s, mean %s, P50 %s, P95 %s, "
+          "test %s (latency at %.3f %% of line%s, %d runs, %s samples pooled)%s\n  min %s, mean %s, P50 %s, P95 %s, "
           "P99 %s, P99.9 %s, P99.99 %s, max %s; CV of the runs' P50 %.2f %%\n  observation point: %s\n",
-          r.name, r.load * 100, r.runs.size(), FormatCount(h.count()),
-          r.complete ? "" : ", INCOMPLETE: " + r.stopped_because, d(static_cast<double>(h.min())), d(h.mean()),
-          d(h.Percentile(50)), d(h.Percentile(95)), d(h.Percentile(99)), d(h.Percentile(99.9)), d(h.Percentile(99.99)),
-          d(static_cast<double>(h.max())), r.cv_p50 * 100, r.observation_point);
+          r.name, r.load * 100, r.load_goal.empty() ? "" : absl::StrFormat(", the %s of %s", r.load_goal, r.load_from),
+          r.runs.size(), FormatCount(h.count()), r.complete ? "" : ", INCOMPLETE: " + r.stopped_because,
+          d(static_cast<double>(h.min())), d(h.mean()), d(h.Percentile(50)), d(h.Percentile(95)), d(h.Percentile(99)),
+          d(h.Percentile(99.9)), d(h.Percentile(99.99)), d(static_cast<double>(h.max())), r.cv_p50 * 100,
+          r.observation_point);
       if (!r.compared_to.empty()) {
         out += absl::StrFormat("  latency increase against %s: P50 x%.2f, P99 x%.2f\n", r.compared_to, r.increase_p50,
                                r.increase_p99);

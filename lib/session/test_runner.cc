@@ -39,6 +39,25 @@ std::string TestHeadline(const config::Plan& plan, size_t i) {
                          test.search == config::TestSpec::Search::kBinary ? "binary" : "multi-goal");
 }
 
+absl::StatusOr<LatencyLoad> ChooseLatencyLoad(const config::Plan& plan, const config::TestSpec& test,
+                                              const std::vector<TestOutcome>& earlier) {
+  if (test.load_from.empty()) return LatencyLoad{.load = test.load, .from = "", .goal = ""};
+  bool ran = false;
+  for (const TestOutcome& e : earlier) {
+    if (e.kind != config::TestSpec::Kind::kThroughput || plan.tests[e.test_index].name != test.load_from) continue;
+    ran = true;
+    if (!e.throughput.goals.empty() && e.throughput.goals[0].found) {
+      return LatencyLoad{
+          .load = e.throughput.goals[0].lower_bound, .from = e.throughput.name, .goal = e.throughput.goals[0].name};
+    }
+  }
+  return absl::FailedPreconditionError(
+      ran ? absl::StrFormat("%s runs at the throughput of %s, which found none (its first goal has no lower bound)",
+                            test.name, test.load_from)
+          : absl::StrFormat("%s runs at the throughput of %s: run %s first", test.name, test.load_from,
+                            test.load_from));
+}
+
 absl::StatusOr<std::vector<TestOutcome>> RunPlanTest(Session& session,
                                                      const std::vector<stream::CompiledStream>& streams, size_t i,
                                                      const methods::MethodOptions& opt,
@@ -61,19 +80,24 @@ absl::StatusOr<std::vector<TestOutcome>> RunPlanTest(Session& session,
     }
     case config::TestSpec::Kind::kLatency: {
       // RFC 2544 26.2: at the throughput an earlier test found, when named.
+      absl::StatusOr<LatencyLoad> load = ChooseLatencyLoad(plan, test, earlier);
+      if (!load.ok()) {
+        o.latency.name = test.name;
+        o.latency.load_from = test.load_from;
+        o.latency.complete = false;
+        o.latency.stopped_because = std::string(load.status().message());
+        if (notes != nullptr) *notes << "  " << o.latency.stopped_because << "\n";
+        break;
+      }
       config::TestSpec at = test;
-      if (!test.load_from.empty()) {
-        for (const TestOutcome& e : earlier) {
-          if (e.kind == config::TestSpec::Kind::kThroughput && plan.tests[e.test_index].name == test.load_from &&
-              !e.throughput.goals.empty() && e.throughput.goals[0].found) {
-            at.load = e.throughput.goals[0].lower_bound;
-          }
-        }
-        if (notes != nullptr) {
-          *notes << absl::StrFormat("  at the throughput of %s: %.3f %% of line\n", test.load_from, at.load * 100);
-        }
+      at.load = load->load;
+      if (notes != nullptr && !load->from.empty()) {
+        *notes << absl::StrFormat("  at the throughput of %s (its %s lower bound): %.3f %% of line\n", load->from,
+                                  load->goal, at.load * 100);
       }
       FG_ASSIGN_OR_RETURN(o.latency, methods::RunLatency(session.eal(), session.ports(), streams, at, opt));
+      o.latency.load_from = load->from;
+      o.latency.load_goal = load->goal;
       for (const TestOutcome& e : earlier) {
         if (e.kind == config::TestSpec::Kind::kLatency && e.latency.name == test.compare_to) {
           methods::CompareLatency(o.latency, e.latency);

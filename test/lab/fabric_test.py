@@ -4,7 +4,7 @@
 impairment stage's decision log, recovered by fabricgen's analyzer within the
 tolerance written beside each assertion. Needs root.
 
-usage: fabric_test.py FABRICGEN SOURCE_ROOT
+usage: fabric_test.py FABRICGEN SOURCE_ROOT [FABRICGEN_IMPAIR]
 """
 import csv
 import math
@@ -301,6 +301,42 @@ class FabricExampleTest(LabRun):
         self.assertEqual(v4["duplicate_packets"] + v6["duplicate_packets"], 0)
 
 
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class DuplicateIpv6Test(LabRun):
+    """`duplicate` on IPv6 (`family: 6`: a `dup to ip6 daddr` rule in an ip6
+    table) beside one on IPv4: each stream's duplicates equal its rule's counter."""
+
+    PLAN_TEXT = """
+duration: 2 s
+ports:
+  - {name: a, device: "net_af_packet0,iface=fga"}
+  - {name: b, device: "net_af_packet1,iface=fgb"}
+streams:
+  - {name: dup-v4, port: a, rx_port: b, rate: 2 kpps, frame: {dst_ip: 198.19.0.3, roce: {op: SEND, message: 256 B}}}
+  - {name: dup-v6, port: a, rx_port: b, rate: 2 kpps,
+     frame: {l3: ipv6, src_ip: "2001:db8:a::1", dst_ip: "2001:db8:b::6", roce: {op: SEND, message: 256 B}}}
+lab:
+  spines: 1
+  leaves: 2
+  hosts:
+    - {port: a, leaf: 0, prefixes: [198.18.0.0/24, "2001:db8:a::/64"]}
+    - {port: b, leaf: 1, prefixes: [198.19.0.0/24, "2001:db8:b::/64"]}
+  impairments:
+    - {link: leaf1-b, match: "ip daddr 198.19.0.3", duplicate: 3 %}
+    - {link: leaf1-b, match: "ip6 daddr 2001:db8:b::6", duplicate: 3 %, family: 6}
+"""
+
+    def test_duplicates_equal_each_rule_counter(self):
+        for i, name in enumerate(("dup-v4", "dup-v6")):
+            s, copies = self.streams[name], self.imps[i]["counter"]["packets"]
+            self.say("%s: %d sent, %d received, %d duplicates; nft dup %d", name, s["tx_packets"], s["rx_packets"],
+                     s["duplicate_packets"], copies)
+            self.assertGreater(copies, 0, name)
+            self.assertEqual(s["duplicate_packets"], copies, name)
+            self.assertEqual(s["lost_packets"], 0, name)
+            self.assertEqual(s["rx_packets"], s["tx_packets"] + copies, name)
+
+
 class LabPlanErrorsTest(unittest.TestCase):
     """A wrong lab section is refused with file:line:column and the field."""
 
@@ -322,7 +358,15 @@ class LabPlanErrorsTest(unittest.TestCase):
                 ("leaf3-b, loss", "leaf3-x, loss", ":31:14: lab.impairments[0].link: 'leaf3-x' is not a link"),
                 ("loss: 0.5 %}", "loss: 0.5}", ":31:29: lab.impairments[0].loss: expected a percentage with a unit"),
                 ("198.19.0.0/24,", "10.0.0.0/24,", ":29:37: lab.hosts[1].prefixes[0]: lab addresses come only from"),
-                ("spines: 2", "spines: 2\n  routers: 3", ":26:3: lab: unknown field 'routers'")):
+                ("spines: 2", "spines: 2\n  routers: 3", ":26:3: lab: unknown field 'routers'"),
+                # duplicate's rule is in an ip (IPv4) table unless `family: 6`: an ip6 match is refused here,
+                # not left to a raw nft error when the lab is built.
+                ("{link: leaf3-b, loss: 0.5 %}", '{link: leaf3-b, match: "ip6 daddr 2001:db8:b::1", duplicate: 1 %}',
+                 ":31:30: lab.impairments[0].match: 'ip6 daddr 2001:db8:b::1' matches IPv6 headers but this "
+                 "duplicate is IPv4 (add `family: 6`)"),
+                ("{link: leaf3-b, loss: 0.5 %}", '{link: leaf3-b, match: "ip daddr 198.19.0.1", duplicate: 1 %, '
+                 'family: 6}', ":31:30: lab.impairments[0].match: 'ip daddr 198.19.0.1' matches IPv4 headers but "
+                 "this duplicate is IPv6 (add `family: 4`)")):
             self.assertIn(old, good)
             r = self.show(good.replace(old, new))
             self.assertEqual(r.returncode, 2, r.stderr)

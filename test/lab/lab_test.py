@@ -2,7 +2,7 @@
 """Lab suite: truths injected by the Linux kernel in network namespaces that
 fabricgen must recover (needs root; each test builds and removes its own lab).
 
-usage: lab_test.py FABRICGEN SOURCE_ROOT
+usage: lab_test.py FABRICGEN SOURCE_ROOT [FABRICGEN_IMPAIR]
 """
 import os
 import sys

@@ -30,6 +30,15 @@ def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
 
+def nft_tables(ipv6):
+    """The tables a router's nftables impairments go in: inet for most, ip (and ip6) for `dup to`."""
+    chain = " chain forward {\n  type filter hook forward priority %d; policy accept;\n }\n"
+    text = "table inet fglab {\n%s}\ntable ip fglabdup {\n%s}\n" % (chain % 0, chain % 1)
+    if ipv6:
+        text += "table ip6 fglabdup6 {\n%s}\n" % (chain % 1)
+    return text
+
+
 def default_name():
     global _count
     _count += 1
@@ -234,21 +243,24 @@ class Lab:
         if not getattr(self, "_tables", None):
             self._tables = set()
         if ns not in self._tables:
-            sh("nft", "-f", "-", ns=ns, stdin="table inet fglab {\n chain forward {\n"
-               "  type filter hook forward priority 0; policy accept;\n }\n}\n"
-               "table ip fglabdup {\n chain forward {\n"
-               "  type filter hook forward priority 1; policy accept;\n }\n}\n")
+            sh("nft", "-f", "-", ns=ns, stdin=nft_tables(self.spec.ipv6))
             self._tables.add(ns)
         if imp.kind == "duplicate":
-            rule = 'oifname "%s" %s' % (imp.peer, imp.dup_rule("198.18.0.1"))
-            sh("nft", "add", "rule", "ip", "fglabdup", "forward", rule, ns=ns)
+            # `dup to` exists in the ip and ip6 families only (not inet).
+            family, table = ("ip", "fglabdup") if imp.params["family"] == 4 else ("ip6", "fglabdup6")
+            sh("nft", "add", "rule", family, table, "forward", 'oifname "%s" %s' % (imp.peer, imp.dup_rule()), ns=ns)
         else:
             sh("nft", "add", "rule", "inet", "fglab", "forward", 'oifname "%s" %s' % (imp.peer, imp.nft_rule()), ns=ns)
 
     @staticmethod
     def impair_binary():
-        for c in (os.environ.get("FABRICGEN_IMPAIR"), os.path.join(TOOLS, "..", "build", "app", "fabricgen-impair"),
-                  shutil.which("fabricgen-impair")):
+        """$FABRICGEN_IMPAIR (the lab suite sets it to the binary meson built), else build/ in the tree, else PATH."""
+        given = os.environ.get("FABRICGEN_IMPAIR")
+        if given:
+            if not os.access(given, os.X_OK):
+                raise LabError("FABRICGEN_IMPAIR=%s is not an executable (build fabricgen-impair)" % given)
+            return os.path.abspath(given)
+        for c in (os.path.join(TOOLS, "..", "build", "app", "fabricgen-impair"), shutil.which("fabricgen-impair")):
             if c and os.access(c, os.X_OK):
                 return os.path.abspath(c)
         raise LabError("fabricgen-impair not found (build it, or set FABRICGEN_IMPAIR)")

@@ -119,13 +119,16 @@ class Impairment:
                 sel, p["pps"], p["burst"], tag)
         return None
 
-    def dup_rule(self, gateway):
-        # nft_dup_ipv4: a copy of the packet sent to `gateway` through the egress
-        # device (the lab's links resolve no neighbours, so any address will do).
+    def dup_rule(self):
+        # nft_dup_ipv4/6: a copy of the packet sent through the egress device.
+        # IPv4: to any address (the lab's links resolve no neighbours, and an
+        # IPv4 route with an output device falls back to on-link). IPv6 needs a
+        # route via that device: the packet's own destination has one.
         tag = 'comment "imp%d"' % self.index
         sel = "%s %s" % (UDP_MATCH, self.match) if self.match else UDP_MATCH
+        to = "198.18.0.1" if self.params["family"] == 4 else "ip6 daddr"
         return "%s numgen random mod 1000000 < %d counter dup to %s device \"%s\" %s" % (
-            sel, round(self.params * 1e6), gateway, self.peer, tag)
+            sel, round(self.params["ratio"] * 1e6), to, self.peer, tag)
 
 
 class Host:
@@ -239,17 +242,24 @@ class LabSpec:
             raise n.error("an impairment has exactly one kind of: %s" % ", ".join(kinds))
         kind, v = given[0], f[given[0]]
         match = f["match"].scalar() if "match" in f else None
-        if kind in ("loss", "duplicate"):
+        if kind == "loss":
             params = v.ratio()
+        elif kind == "duplicate":
+            params = {"ratio": v.ratio(), "family": self._family(f)}
+            # The rule lives in an ip (or ip6) table: a match on the other
+            # family's header is an nft error, refused here with its place.
+            other = r"\bip6\b" if params["family"] == 4 else r"\bip\b"
+            if match is not None and re.search(other, match):
+                raise f["match"].error("'%s' matches %s headers but this duplicate is IPv%d (add `family: %d`)" % (
+                    match, "IPv6" if params["family"] == 4 else "IPv4", params["family"],
+                    6 if params["family"] == 4 else 4))
         elif kind == "drop_psn":
             g = v.keys(["mask", "value"])
             params = {"mask": g["mask"].int(1, 0xFFFFFF), "value": g["value"].int(0, 0xFFFFFF)}
             if params["value"] & ~params["mask"]:
                 raise g["value"].error("has bits outside the mask")
         elif kind == "ecn_ce":
-            params = {"ratio": v.ratio(), "family": f["family"].int(4, 6) if "family" in f else 4}
-            if params["family"] not in (4, 6):
-                raise f["family"].error("4 or 6")
+            params = {"ratio": v.ratio(), "family": self._family(f)}
         elif kind == "police":
             if v.is_map():
                 g = v.keys(["rate", "burst"])
@@ -295,6 +305,17 @@ class LabSpec:
         if match is not None and kind in ("shape", "down", "stage"):
             raise f["match"].error("`match` selects frames for nftables impairments only")
         return Impairment(i, link, parts[0], parts[1], kind, params, match, n)
+
+    def _family(self, f):
+        """`family: 4|6` of an impairment (4 when absent); 6 needs the lab's IPv6."""
+        if "family" not in f:
+            return 4
+        family = f["family"].int(4, 6)
+        if family not in (4, 6):
+            raise f["family"].error("4 or 6")
+        if family == 6 and not self.ipv6:
+            raise f["family"].error("IPv6 impairments need `ipv6: true`")
+        return family
 
     def node_names(self):
         return ["leaf%d" % i for i in range(self.leaves)] + ["spine%d" % i for i in range(self.spines)]

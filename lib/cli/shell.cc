@@ -251,6 +251,18 @@ absl::Status Shell::Streams(std::ostream& out) {
         std::isfinite(pps) ? FormatPacketRate(pps) : "max", state, FormatCount(c[i].tx_packets),
         FormatCount(c[i].rx_packets), c[i].lost(), FormatCount(c[i].duplicate), FormatCount(c[i].reordered));
   }
+  // The tester's own limits: the ended run's, or TX falling behind so far.
+  if (live_ == nullptr && last_ != nullptr) {
+    out << session::TesterLimitLines(*last_);
+  } else {
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (c[i].tx_slots_skipped == 0) continue;
+      out << absl::StrFormat(
+          "warning: tester-limited: stream %s: %s TX slots skipped so far (its TX lcore fell more than 1 ms behind "
+          "the set rate)\n",
+          streams_[i].name, FormatCount(c[i].tx_slots_skipped));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -277,6 +277,7 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
       StreamLive& s = out[t->stream(i).index];
       s.tx_packets += c.packets;
       s.tx_bytes += c.bytes;
+      s.tx_slots_skipped += c.credit_dropped;
     }
   }
   for (const auto& ref : rxs_) {

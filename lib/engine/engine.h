@@ -182,13 +182,21 @@ class LiveRun {
   struct StreamLive {
     uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
     uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;
+    uint64_t tx_slots_skipped = 0;  // TX fell more than 1 ms behind the set rate: a tester limit
     // Frames missing at gaps, less those that came late (sequence view; the
     // final count after Finish also takes in losses after the last arrival).
     int64_t lost() const { return static_cast<int64_t>(gap_packets) - static_cast<int64_t>(reordered); }
     // What was counted since `base` (an earlier reading).
     StreamLive operator-(const StreamLive& b) const {
-      return {tx_packets - b.tx_packets,   tx_bytes - b.tx_bytes,   rx_packets - b.rx_packets, rx_bytes - b.rx_bytes,
-              gap_packets - b.gap_packets, duplicate - b.duplicate, reordered - b.reordered,   ce - b.ce};
+      return {tx_packets - b.tx_packets,
+              tx_bytes - b.tx_bytes,
+              rx_packets - b.rx_packets,
+              rx_bytes - b.rx_bytes,
+              gap_packets - b.gap_packets,
+              duplicate - b.duplicate,
+              reordered - b.reordered,
+              ce - b.ce,
+              tx_slots_skipped - b.tx_slots_skipped};
     }
   };
   std::vector<StreamLive> Streams() const;  // by stream index

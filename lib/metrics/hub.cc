@@ -97,6 +97,7 @@ void Hub::Current(std::map<std::string, StreamTotals>& streams, std::map<std::st
     t.duplicate += live[i].duplicate;
     t.reordered += live[i].reordered;
     t.ce += live[i].ce;
+    t.tx_slots_skipped += live[i].tx_slots_skipped;
     t.latency.Merge(run_->Latency(i));
   }
   const std::vector<engine::LiveRun::PortLive> lp = run_->Ports();
@@ -186,6 +187,10 @@ std::vector<MetricFamily> Hub::Collect() {
            StreamCounter{"fabricgen_stream_out_of_order_packets_total",
                          "Frames that arrived after a frame with a higher sequence number.", &StreamTotals::reordered},
            StreamCounter{"fabricgen_stream_ecn_ce_packets_total", "Frames received with ECN CE.", &StreamTotals::ce},
+           StreamCounter{"fabricgen_stream_tx_slots_skipped_total",
+                         "TX slots skipped because the TX lcore fell more than 1 ms behind the set rate (the "
+                         "tester's own limit, never the device's).",
+                         &StreamTotals::tx_slots_skipped},
        }) {
     MetricFamily& m = family(c.name, Type::kCounter, c.help);
     for (const auto& [name, t] : streams) {

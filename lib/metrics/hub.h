@@ -52,6 +52,7 @@ class Hub {
     std::string tx_port, rx_port;
     uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
     uint64_t lost = 0, duplicate = 0, reordered = 0, ce = 0;
+    uint64_t tx_slots_skipped = 0;
     stats::LatencyHistogram latency;
   };
   struct PortTotals {

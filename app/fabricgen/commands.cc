@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/units.h"
@@ -192,11 +193,17 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
   if (!plan.ok()) return FailPlan(plan.status());
   const std::string out_dir = args.out_dir.empty() ? DefaultOutDir(*plan) : args.out_dir;
   const std::string started = session::UtcNow();
-  // Before EAL and traffic: results that cannot be written are found now.
+  // Before EAL and traffic: results that cannot be written are found now. A
+  // run that fails before its report leaves no empty directory it made.
+  std::error_code ec;
+  const bool out_existed = std::filesystem::exists(out_dir, ec);
   if (auto d = report::PrepareOutputDirectory(out_dir); !d.ok()) {
     std::cerr << "fabricgen: --out " << d.message() << "\n";
     return kExitInput;
   }
+  absl::Cleanup tidy = [&] {
+    if (!out_existed) std::filesystem::remove(out_dir, ec);  // only when still empty
+  };
 
   const port::DriverRegistry registry = Drivers();
   auto s = session::Session::Open(*plan, args.eal, registry);

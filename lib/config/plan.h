@@ -62,7 +62,7 @@ struct StreamSpec {
   size_t rx_port = 0;  // index into Plan::ports (where it is expected back)
   FrameSpec frame;
   Rate rate;
-  Location rate_at;  // where `rate` is written (or the stream, for a burst)
+  Location rate_at;  // where `rate` is written (`burst`, for a burst schedule)
   // Instead of a rate: `frames` frames back to back at line rate, then `gap`
   // idle, again and again (burst absorption, incast).
   struct Burst {

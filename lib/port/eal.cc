@@ -1,5 +1,6 @@
 #include "port/eal.h"
 
+#include <fcntl.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -20,6 +21,14 @@
 namespace fg::port {
 namespace {
 
+// `fd` moved above 0..2 (where a closed stdout or stderr would put it).
+int AboveStdio(int fd) {
+  if (fd < 0 || fd > 2) return fd;
+  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  close(fd);
+  return moved;
+}
+
 // What rte_eal_init writes to stdout and stderr, held back while it runs: on
 // an argument error DPDK prints its whole usage text, of which the caller
 // wants one line. Otherwise the text is passed on as it came.
@@ -28,10 +37,12 @@ class HeldOutput {
   HeldOutput() {
     std::fflush(stdout);
     std::fflush(stderr);
+    // A stream that cannot be both saved and held (closed, no memfd) is left
+    // as it is: its text then simply goes out unfiltered.
     for (int i = 0; i < 2; ++i) {
-      saved_[i] = dup(i + 1);
-      held_[i] = memfd_create("fabricgen-eal-output", MFD_CLOEXEC);
-      if (saved_[i] < 0 || held_[i] < 0 || dup2(held_[i], i + 1) < 0) ok_ = false;
+      saved_[i] = AboveStdio(dup(i + 1));
+      held_[i] = saved_[i] < 0 ? -1 : AboveStdio(memfd_create("fabricgen-eal-output", MFD_CLOEXEC));
+      if (held_[i] < 0 || dup2(held_[i], i + 1) < 0) Close(i);
     }
   }
   // Restores stdout and stderr; returns what each got.
@@ -48,28 +59,24 @@ class HeldOutput {
         while ((n = read(held_[i], buf, sizeof buf)) > 0) text[i].append(buf, static_cast<size_t>(n));
       }
     }
-    Close();
+    for (int i = 0; i < 2; ++i) Close(i);
     return {text[0], text[1]};
   }
   ~HeldOutput() {
     for (int i = 0; i < 2; ++i) {
       if (saved_[i] >= 0) dup2(saved_[i], i + 1);
+      Close(i);
     }
-    Close();
   }
-  bool ok() const { return ok_; }
 
  private:
-  void Close() {
-    for (int i = 0; i < 2; ++i) {
-      if (saved_[i] >= 0) close(saved_[i]);
-      if (held_[i] >= 0) close(held_[i]);
-      saved_[i] = held_[i] = -1;
-    }
+  void Close(int i) {
+    if (saved_[i] >= 0) close(saved_[i]);
+    if (held_[i] >= 0) close(held_[i]);
+    saved_[i] = held_[i] = -1;
   }
   int saved_[2] = {-1, -1};
   int held_[2] = {-1, -1};
-  bool ok_ = true;
 };
 
 void PassOn(const std::string& text, std::FILE* f) {
@@ -107,7 +114,10 @@ absl::StatusOr<std::unique_ptr<Eal>> Eal::Start(const std::vector<std::string>& 
   const int ret = rte_eal_init(static_cast<int>(storage.size()), cargv.data());
   const int err = rte_errno;
   auto [out, errs] = held.Release();
-  if (ret < 0 && absl::StrContains(out, "Usage:")) {
+  // DPDK's sign of an argument error: its usage text, or the alert after it.
+  const bool arguments = absl::StrContains(out, "Usage:") || absl::StrContains(errs, "Usage:") ||
+                         absl::StrContains(errs, "Invalid 'command line' arguments");
+  if (ret < 0 && arguments) {
     return absl::InvalidArgumentError(
         absl::StrFormat("EAL arguments refused: %s (EAL arguments: %s)", ArgumentReason(out, errs),
                         absl::StrJoin(argv.begin() + (argv.empty() ? 0 : 1), argv.end(), " ")));

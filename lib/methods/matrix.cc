@@ -18,6 +18,10 @@ MatrixCell MakeCell(const config::Plan& plan, const config::TestSpec& test, uint
   c.test = test;
   for (size_t i : test.streams) {
     config::StreamSpec& s = c.plan.streams[i];
+    // The test sends at its load (LoadRunner sets each stream's rate), so the
+    // planned rate is not held against the cell's frames: 1 Mpps planned for
+    // 64 B frames is 12 Gbit/s of 1500 B ones, and would refuse the cell.
+    if (s.burst.frames == 0) s.rate = Rate{Rate::Kind::kMax, 0};
     if (size != 0) config::SetMessageSize(s.frame, size);
     if (q != 0) s.flows = q;
     if (bi && s.rx_port != s.port) {  // the parser refuses `bi` for a stream without an rx_port of its own

@@ -129,6 +129,14 @@ class PlanInputs(Workdir):
                                  "q.yaml:3:50: tests[0].throughput.qps[1]: in cell 'qps=70000', stream 'udp' flows: "
                                  "70000 flows from UDP destination port 5001 run past 65535")
 
+    def test_planned_rate_is_not_held_against_a_matrix_cells_frames(self):
+        """1 Mpps planned for 64 B is 12 Gbit/s of 1500 B frames; the test sends at its load, so the cell runs."""
+        plan = self.write("c.yaml", "streams: [{name: udp, rate: 1 Mpps}]\ntests:\n  - throughput: {trial_duration: "
+                                    "20 ms, warmup: none, precision: 20 %, message_sizes: [64, 1500]}\n")
+        r = run("run", plan, "--out", os.path.join(self.dir, "out"), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("test throughput [msg=1500 B]", r.stdout)
+
     def test_bi_on_a_stream_received_on_its_own_port(self):
         self.assert_plan_refused("b.yaml", self.matrix("directions: [uni, bi]"),
                                  "b.yaml:3:59: tests[0].throughput.directions[1]: 'bi' also runs each stream back "

@@ -25,6 +25,7 @@ tests:
     const config::StreamSpec& w = c.plan.streams[0];
     EXPECT_EQ(w.frame.roce.message, c.message_size);
     EXPECT_EQ(w.flows, c.qps);
+    EXPECT_EQ(w.rate.kind, Rate::Kind::kMax);      // the test's load sets it; the planned 1 Mpps is not checked
     EXPECT_EQ(c.plan.streams[1].frame.size, 64u);  // not in the test: untouched
     if (c.bidirectional) {
       ASSERT_EQ(c.test.streams.size(), 2u);

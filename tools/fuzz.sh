@@ -3,7 +3,7 @@
 # RUNS executions (default 1,000,000) from its committed corpus.
 #
 #   tools/fuzz.sh [RUNS] [--update-corpus]
-#   FUZZ_TARGETS="cli plan" tools/fuzz.sh 1000000    # only these targets
+#   FUZZ_TARGETS="cli plan" tools/fuzz.sh 1000000   # only these targets (default: all)
 #
 # --update-corpus merges new coverage-increasing inputs into test/fuzz/corpus
 # (libFuzzer -merge=1), so the unit suite replays them from then on.
@@ -18,7 +18,11 @@ if [ ! -f "$dir/build.ninja" ]; then
     -Dbuildtype=debugoptimized > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
   rm -f "$dir.log"
 fi
-read -ra targets <<< "${FUZZ_TARGETS:-headers roce uet pfc_lbn signature pcap plan cli}"
+all_targets=(headers roce uet pfc_lbn signature pcap plan cli)
+read -r -a targets <<< "${FUZZ_TARGETS:-${all_targets[*]}}"
+for t in "${targets[@]}"; do
+  [[ " ${all_targets[*]} " == *" $t "* ]] || { echo "fuzz.sh: unknown target '$t'; targets: ${all_targets[*]}"; exit 2; }
+done
 ninja -C "$dir" $(for t in "${targets[@]}"; do echo "test/fuzz/${t}_fuzz"; done)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/units.h"
@@ -13,12 +14,12 @@
 #include "drivers/registry.h"
 #include "engine/engine.h"
 #include "methods/throughput.h"
+#include "metrics/hub.h"
+#include "metrics/server.h"
 #include "report/atomic_file.h"
 #include "session/run_report.h"
 #include "session/session.h"
 #include "session/test_report.h"
-#include "metrics/hub.h"
-#include "metrics/server.h"
 #include "session/test_runner.h"
 #include "stream/craft.h"
 
@@ -113,7 +114,7 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
   return kExitOk;
 }
 
-int Craft(const std::string& plan_file, const std::string& pcap, uint64_t count) {
+int Craft(const std::string& plan_file, const std::string& pcap, uint64_t count, const std::atomic<bool>* interrupt) {
   auto plan = config::LoadPlan(plan_file);
   if (!plan.ok()) return FailPlan(plan.status());
   // No ports are opened: a "% of line rate" is taken against 100 Gbit/s, which
@@ -121,7 +122,7 @@ int Craft(const std::string& plan_file, const std::string& pcap, uint64_t count)
   constexpr double kNominalLineBps = 100e9;
   auto streams = stream::Compile(*plan, std::vector<double>(plan->ports.size(), kNominalLineBps));
   if (!streams.ok()) return Fail(streams.status());
-  auto summary = stream::CraftPcap(*streams, pcap, count);
+  auto summary = stream::CraftPcap(*streams, pcap, count, interrupt);
   if (!summary.ok()) return Fail(summary.status());
   for (size_t i = 0; i < streams->size(); ++i) {
     const stream::CompiledStream& s = (*streams)[i];
@@ -192,6 +193,17 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
   if (!plan.ok()) return FailPlan(plan.status());
   const std::string out_dir = args.out_dir.empty() ? DefaultOutDir(*plan) : args.out_dir;
   const std::string started = session::UtcNow();
+  // Before EAL and traffic: results that cannot be written are found now. A
+  // run that fails before its report leaves no empty directory it made.
+  std::error_code ec;
+  const bool out_existed = std::filesystem::exists(out_dir, ec);
+  if (auto d = report::PrepareOutputDirectory(out_dir); !d.ok()) {
+    std::cerr << "fabricgen: --out " << d.message() << "\n";
+    return kExitInput;
+  }
+  absl::Cleanup tidy = [&] {
+    if (!out_existed) std::filesystem::remove(out_dir, ec);  // only when still empty
+  };
 
   const port::DriverRegistry registry = Drivers();
   auto s = session::Session::Open(*plan, args.eal, registry);

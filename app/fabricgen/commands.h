@@ -42,7 +42,9 @@ port::DriverRegistry Drivers();
 int ExitFor(const absl::Status& s);
 int Ports(const std::string& plan, const std::vector<std::string>& eal);
 // Writes the frames the plan's streams would send into a pcap (no DPDK needed).
-int Craft(const std::string& plan, const std::string& pcap, uint64_t count);
+// `count`: packets per stream, 1..stream::kMaxCraftPackets, or 0 for one
+// message per flow. Interrupted, it writes nothing.
+int Craft(const std::string& plan, const std::string& pcap, uint64_t count, const std::atomic<bool>* interrupt);
 int Version();
 
 }  // namespace fg::app

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "stream/craft.h"
 
 namespace {
 
@@ -29,8 +30,9 @@ commands:
                       127.0.0.1)
   craft PLAN.yaml --pcap FILE [--count N]
                       write the frames the plan's streams would send to a
-                      pcap file, through the TX code (default N: one
-                      message per stream); needs no NIC and no DPDK setup
+                      pcap file, through the TX code, every flow in turn
+                      (N packets per stream, 1..1000000; default: one
+                      message per flow); needs no NIC and no DPDK setup
   ports [PLAN.yaml]   list ports and their capabilities (the plan's ports,
                       or every port EAL finds plus the built-in loopback)
   cli [PLAN.yaml] [--script FILE|-] [--metrics [ADDR:]PORT]
@@ -94,9 +96,14 @@ int main(int argc, char** argv) {
       if (args[i] == "--pcap" && i + 1 < args.size()) {
         pcap = args[++i];
       } else if (args[i] == "--count" && i + 1 < args.size()) {
-        char* end = nullptr;
-        count = std::strtoull(args[++i].c_str(), &end, 10);
-        if (*end != '\0' || count == 0) return Usage("--count needs a positive integer, got '" + args[i] + "'");
+        // Digits only (strtoull would take "-1" as 2^64 - 1), 1..the maximum.
+        const std::string& n = args[++i];
+        const bool digits = !n.empty() && n.size() <= 19 && n.find_first_not_of("0123456789") == std::string::npos;
+        count = digits ? std::stoull(n) : 0;
+        if (count == 0 || count > fg::stream::kMaxCraftPackets) {
+          return Usage("--count needs packets per stream from 1 to " + std::to_string(fg::stream::kMaxCraftPackets) +
+                       ", got '" + n + "'");
+        }
       } else if (args[i].rfind("-", 0) == 0) {
         return Usage("unknown option for craft: " + args[i]);
       } else if (plan.empty()) {
@@ -106,7 +113,13 @@ int main(int argc, char** argv) {
       }
     }
     if (plan.empty() || pcap.empty()) return Usage("craft needs a plan file and --pcap FILE");
-    return fg::app::Craft(plan, pcap, count);
+    // Ctrl-C or SIGTERM abandons the capture: its temporary file is removed.
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    return fg::app::Craft(plan, pcap, count, &g_interrupt);
   }
   if (cmd == "cli") {
     fg::app::CliArgs cli;

@@ -92,6 +92,9 @@ absl::StatusOr<Rate> ParseRate(std::string_view text) {
     r.value = split->number * found->mult;
   }
   if (!(r.value > 0)) return NotPositive(text, "rate");
+  if (r.kind == Rate::Kind::kPps && r.value < kMinPps) {
+    return absl::OutOfRangeError(absl::StrFormat("rate '%s' is below the minimum of %g pps", text, kMinPps));
+  }
   return r;
 }
 
@@ -110,7 +113,12 @@ absl::StatusOr<int64_t> ParseDuration(std::string_view text) {
       double ns = split->number * s.ns;
       if (!(ns > 0)) return NotPositive(text, "duration");
       if (ns > 9.2e18) return absl::OutOfRangeError(absl::StrFormat("duration '%s' is too long", text));
-      return static_cast<int64_t>(std::llround(ns));
+      const int64_t rounded = static_cast<int64_t>(std::llround(ns));
+      if (rounded == 0) {
+        return absl::OutOfRangeError(
+            absl::StrFormat("duration '%s' rounds to 0 ns; durations are whole nanoseconds, at least 1 ns", text));
+      }
+      return rounded;
     }
   }
   return absl::InvalidArgumentError(

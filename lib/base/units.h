@@ -26,6 +26,11 @@ namespace fg {
 inline constexpr uint32_t kEthL1Overhead = 20;
 inline constexpr uint32_t kEthFcsLen = 4;
 
+// The lowest paced rate: the TX pacer keeps one packet's interval in TSC
+// ticks << 12 in 64 bits (lib/tx), which 0.001 pps (1000 s per packet) keeps
+// far from overflowing at any TSC frequency below 4 THz.
+inline constexpr double kMinPps = 0.001;
+
 struct Rate {
   enum class Kind { kPps, kBpsL2, kBpsL1, kPercentLine, kMax };  // kMax: unpaced, as fast as the port takes
   Kind kind = Kind::kPps;

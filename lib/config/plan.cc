@@ -17,6 +17,8 @@ using internal::IntIn;
 using internal::Node;
 using internal::Opt;
 
+Location Where(const Node& n) { return Location{n.line(), n.column()}; }
+
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs",
                                   "timestamps", "tx_timestamps"}));
@@ -91,9 +93,11 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
     FG_ASSIGN_OR_RETURN(Node gap, b->Required("gap"));
     FG_ASSIGN_OR_RETURN(s.burst.gap_ns, gap.Duration());
     s.rate = Rate{Rate::Kind::kPercentLine, 100};  // inside a burst: line rate
+    s.rate_at = Where(*b);
   } else {
     FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));
     FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());
+    s.rate_at = Where(rate);
   }
   FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
   if (auto v = n.Optional("vary")) {
@@ -176,6 +180,7 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
     for (const Node& i : items) {
       FG_ASSIGN_OR_RETURN(uint64_t b, i.Bytes(1, uint64_t{1} << 31));
       t.message_sizes.push_back(b);
+      t.message_sizes_at.push_back(Where(i));
     }
   }
   if (auto list = n.Optional("qps")) {
@@ -183,6 +188,7 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
     for (const Node& i : items) {
       FG_ASSIGN_OR_RETURN(int64_t q, i.Int(1, 1 << 24));
       t.qps.push_back(static_cast<uint32_t>(q));
+      t.qps_at.push_back(Where(i));
     }
   }
   if (auto list = n.Optional("directions")) {
@@ -190,6 +196,18 @@ absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
     for (const Node& i : items) {
       FG_ASSIGN_OR_RETURN(std::string d, i.OneOf({"uni", "bi"}));
       t.bidirectional.push_back(d == "bi");
+      t.directions_at.push_back(Where(i));
+      // `bi` sends each stream back from its rx_port: a stream received on
+      // its own port has no way back, and its cell would run one way only.
+      for (size_t k : t.streams) {
+        const StreamSpec& s = plan.streams[k];
+        if (d == "bi" && s.rx_port == s.port) {
+          return i.Error(absl::StrFormat(
+              "'bi' also runs each stream back from its rx_port to its port, but stream '%s' is received on its "
+              "own port '%s'; give it an rx_port of its own, leave it out of this test's streams, or use uni",
+              s.name, plan.ports[s.port].name));
+        }
+      }
     }
   }
   if (auto s = n.Optional("search")) {
@@ -344,6 +362,7 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
     for (const Node& i : items) {
       FG_ASSIGN_OR_RETURN(std::string arg, i.String());
       plan.eal.push_back(arg);
+      plan.eal_at.push_back(Where(i));
     }
   }
   FG_RETURN_IF_ERROR(Opt(root, "duration", plan.duration_ns, DurationIn()));
@@ -393,6 +412,11 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
 }
 
 }  // namespace
+
+std::string FormatLocation(const std::string& file, const Location& at) {
+  if (at.line <= 0) return file;
+  return absl::StrFormat("%s:%d:%d", file, at.line, at.column);
+}
 
 absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text) {
   FG_ASSIGN_OR_RETURN(Node root, internal::LoadYamlString(&file, text));

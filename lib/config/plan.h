@@ -25,6 +25,14 @@
 namespace fg::config {
 
 inline constexpr int kPlanVersion = 1;
+
+// Where a value is written in the plan file (1-based; 0: not from the file).
+struct Location {
+  int line = 0;
+  int column = 0;
+};
+// "plan.yaml:12:7" (or "plan.yaml" without a location).
+std::string FormatLocation(const std::string& file, const Location& at);
 // Device string that selects the built-in in-process loopback port.
 inline constexpr char kLoopbackDevice[] = "loopback";
 
@@ -54,6 +62,7 @@ struct StreamSpec {
   size_t rx_port = 0;  // index into Plan::ports (where it is expected back)
   FrameSpec frame;
   Rate rate;
+  Location rate_at;  // where `rate` is written (`burst`, for a burst schedule)
   // Instead of a rate: `frames` frames back to back at line rate, then `gap`
   // idle, again and again (burst absorption, incast).
   struct Burst {
@@ -99,6 +108,8 @@ struct TestSpec {
   std::vector<uint64_t> message_sizes;  // RoCE/UET message bytes, or UDP frame size
   std::vector<uint32_t> qps;            // flows per stream (QPs, PDCs)
   std::vector<bool> bidirectional;      // false: as planned; true: each stream also runs back from its rx_port
+  // Where each matrix entry is written, for errors about the cells it makes.
+  std::vector<Location> message_sizes_at, qps_at, directions_at;
   // latency: `runs` trials of trial_duration at `load`; percentiles from the pooled samples.
   double load = 0.5;
   int runs = 20;
@@ -132,12 +143,24 @@ struct Plan {
   // load_balance tests read it before and after every trial.
   std::vector<std::string> dut_counters;
   std::vector<std::string> eal;         // extra EAL arguments
+  std::vector<Location> eal_at;         // where each is written
   int64_t duration_ns = 1'000'000'000;  // upper bound of one run
   int64_t drain_ns = 100'000'000;       // wait for in-flight frames after TX stops
   std::vector<PortSpec> ports;
   std::vector<StreamSpec> streams;
   std::vector<TestSpec> tests;  // empty: `run` runs the streams once
 };
+
+// What the parser checks of a stream's frame once it is read, for a frame
+// changed since (a test matrix's message size, a stream reversed onto another
+// port): headers and the test signature fit the frame, the message is one the
+// protocol allows, and the largest frame fits `port_mtu`. The error (no
+// location) starts with the key it is about ("size: ...", "roce: ...").
+absl::Status CheckFrame(const FrameSpec& frame, uint32_t port_mtu, const std::string& port_name);
+
+// Sets a frame's message size the way a test matrix does: RoCE and UET
+// message bytes, or the size of a plain UDP frame.
+void SetMessageSize(FrameSpec& frame, uint64_t bytes);
 
 // Reads and validates a plan file.
 absl::StatusOr<Plan> LoadPlan(const std::string& file);

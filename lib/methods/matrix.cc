@@ -1,8 +1,46 @@
 #include "methods/matrix.h"
 
 #include "absl/strings/str_format.h"
+#include "base/status.h"
+#include "stream/stream.h"
 
 namespace fg::methods {
+namespace {
+
+// The plan of one cell: the test's streams with this message size (0: as
+// planned) and flow count (0: as planned), and for `bi` each one's reverse.
+MatrixCell MakeCell(const config::Plan& plan, const config::TestSpec& test, uint64_t size, uint32_t q, bool bi) {
+  MatrixCell c;
+  c.message_size = size;
+  c.qps = q;
+  c.bidirectional = bi;
+  c.plan = plan;
+  c.test = test;
+  for (size_t i : test.streams) {
+    config::StreamSpec& s = c.plan.streams[i];
+    // The test sends at its load (LoadRunner sets each stream's rate), so the
+    // planned rate is not held against the cell's frames: 1 Mpps planned for
+    // 64 B frames is 12 Gbit/s of 1500 B ones, and would refuse the cell.
+    if (s.burst.frames == 0) s.rate = Rate{Rate::Kind::kMax, 0};
+    if (size != 0) config::SetMessageSize(s.frame, size);
+    if (q != 0) s.flows = q;
+    if (bi && s.rx_port != s.port) {  // the parser refuses `bi` for a stream without an rx_port of its own
+      config::StreamSpec back = s;
+      back.name = s.name + "-reverse";
+      std::swap(back.port, back.rx_port);
+      c.plan.streams.push_back(back);
+      c.test.streams.push_back(c.plan.streams.size() - 1);
+    }
+  }
+  std::vector<std::string> parts;
+  if (size != 0) parts.push_back(absl::StrFormat("msg=%d B", size));
+  if (q != 0) parts.push_back(absl::StrFormat("qps=%d", q));
+  if (!test.bidirectional.empty()) parts.push_back(bi ? "bi" : "uni");
+  for (const std::string& p : parts) c.label += (c.label.empty() ? "" : ", ") + p;
+  return c;
+}
+
+}  // namespace
 
 std::vector<MatrixCell> ExpandMatrix(const config::Plan& plan, const config::TestSpec& test) {
   const std::vector<uint64_t> sizes = test.message_sizes.empty() ? std::vector<uint64_t>{0} : test.message_sizes;
@@ -11,41 +49,44 @@ std::vector<MatrixCell> ExpandMatrix(const config::Plan& plan, const config::Tes
   std::vector<MatrixCell> cells;
   for (uint64_t size : sizes) {
     for (uint32_t q : qps) {
-      for (bool bi : dirs) {
-        MatrixCell c;
-        c.message_size = size;
-        c.qps = q;
-        c.bidirectional = bi;
-        c.plan = plan;
-        c.test = test;
-        for (size_t i : test.streams) {
-          config::StreamSpec& s = c.plan.streams[i];
-          if (size != 0) {
-            switch (s.frame.kind) {
-              case config::FrameKind::kRoce: s.frame.roce.message = size; break;
-              case config::FrameKind::kUet: s.frame.uet.message = size; break;
-              default: s.frame.size = static_cast<uint32_t>(size); break;
-            }
-          }
-          if (q != 0) s.flows = q;
-          if (bi && s.rx_port != s.port) {
-            config::StreamSpec back = s;
-            back.name = s.name + "-reverse";
-            std::swap(back.port, back.rx_port);
-            c.plan.streams.push_back(back);
-            c.test.streams.push_back(c.plan.streams.size() - 1);
-          }
-        }
-        std::vector<std::string> parts;
-        if (size != 0) parts.push_back(absl::StrFormat("msg=%d B", size));
-        if (q != 0) parts.push_back(absl::StrFormat("qps=%d", q));
-        if (!test.bidirectional.empty()) parts.push_back(bi ? "bi" : "uni");
-        for (const std::string& p : parts) c.label += (c.label.empty() ? "" : ", ") + p;
-        cells.push_back(std::move(c));
-      }
+      for (bool bi : dirs) cells.push_back(MakeCell(plan, test, size, q, bi));
     }
   }
   return cells;
+}
+
+absl::Status PrecheckPlan(const config::Plan& plan) {
+  FG_RETURN_IF_ERROR(stream::CheckStreams(plan));
+  for (size_t t = 0; t < plan.tests.size(); ++t) {
+    const config::TestSpec& test = plan.tests[t];
+    if (test.kind != config::TestSpec::Kind::kThroughput) continue;
+    bool any_bi = false;
+    for (bool bi : test.bidirectional) any_bi = any_bi || bi;
+    // Each entry changes the streams on its own (a size their frames, a QP
+    // count their flow keys, `bi` adds reverses), so checking one entry at a
+    // time checks every cell and names the entry at fault. A size is checked
+    // on the reverses too: they leave from the other port, with its MTU.
+    auto check = [&](const char* axis, size_t k, const config::Location& at, const MatrixCell& cell) {
+      const std::string entry =
+          absl::StrFormat("%s: tests[%d].throughput.%s[%d]", config::FormatLocation(plan.file, at), t, axis, k);
+      return stream::CheckStreams(cell.plan, [&](size_t i, std::string_view field) {
+        return absl::StrFormat("%s: in cell '%s', stream '%s' %s", entry, cell.label, cell.plan.streams[i].name, field);
+      });
+    };
+    for (size_t k = 0; k < test.message_sizes.size(); ++k) {
+      FG_RETURN_IF_ERROR(
+          check("message_sizes", k, test.message_sizes_at[k], MakeCell(plan, test, test.message_sizes[k], 0, any_bi)));
+    }
+    for (size_t k = 0; k < test.qps.size(); ++k) {
+      FG_RETURN_IF_ERROR(check("qps", k, test.qps_at[k], MakeCell(plan, test, 0, test.qps[k], false)));
+    }
+    for (size_t k = 0; k < test.bidirectional.size(); ++k) {
+      if (test.bidirectional[k]) {
+        FG_RETURN_IF_ERROR(check("directions", k, test.directions_at[k], MakeCell(plan, test, 0, 0, true)));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace fg::methods

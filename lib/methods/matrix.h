@@ -8,12 +8,14 @@
 // to its port) to the test; the caller compiles the cell's plan and runs the
 // search on it.
 //
+//   FG_RETURN_IF_ERROR(fg::methods::PrecheckPlan(plan));   // before EAL starts
 //   for (const auto& cell : fg::methods::ExpandMatrix(plan, plan.tests[0])) { ... }
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "config/plan.h"
 
 namespace fg::methods {
@@ -29,5 +31,11 @@ struct MatrixCell {
 
 // One cell when the test names no matrix.
 std::vector<MatrixCell> ExpandMatrix(const config::Plan& plan, const config::TestSpec& test);
+
+// What can be checked of a plan before EAL starts: its streams and every cell
+// of every throughput test, as each would be compiled (stream::CheckStreams:
+// frames against the MTU, flow keys, rates), so nothing fails once traffic
+// has begun. An error about a cell names the matrix entry (file:line:col).
+absl::Status PrecheckPlan(const config::Plan& plan);
 
 }  // namespace fg::methods

@@ -24,6 +24,9 @@ class Eal {
   // Initialises EAL with `argv` (argv[0] is the program name). With
   // `own_runtime_dir` the runtime directory (/var/run/dpdk/<file-prefix>) is
   // removed at exit: set it when the file prefix is private to this process.
+  // Arguments EAL refuses (where DPDK would print its usage text) give an
+  // InvalidArgument error of one line with DPDK's reason; the usage text is
+  // not printed.
   static absl::StatusOr<std::unique_ptr<Eal>> Start(const std::vector<std::string>& argv, bool own_runtime_dir = false);
   ~Eal();
   Eal(const Eal&) = delete;

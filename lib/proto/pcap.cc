@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -14,40 +15,32 @@ absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrFormat("%s: %s", what, std::strerror(errno)));
 }
 
-bool Put32(std::FILE* f, uint32_t v) { return std::fwrite(&v, 4, 1, f) == 1; }  // host order, per pcap
-bool Put16(std::FILE* f, uint16_t v) { return std::fwrite(&v, 2, 1, f) == 1; }
+constexpr size_t kFlushBytes = 1 << 20;
+
+void Put32(std::string& b, uint32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); }  // host order, per pcap
+void Put16(std::string& b, uint16_t v) { b.append(reinterpret_cast<const char*>(&v), 2); }
 
 }  // namespace
 
 absl::StatusOr<PcapWriter> PcapWriter::Open(const std::string& path, uint32_t snaplen) {
-  PcapWriter w;
-  w.path_ = path;
-  w.tmp_ = absl::StrFormat("%s.tmp-%d", path, getpid());
+  auto file = report::AtomicFile::Create(path);
+  if (!file.ok()) return file.status();
+  PcapWriter w(*std::move(file));
   w.snaplen_ = snaplen;
-  w.f_ = std::fopen(w.tmp_.c_str(), "wb");
-  if (w.f_ == nullptr) return Errno(absl::StrFormat("%s: cannot create", w.tmp_));
-  const bool ok = Put32(w.f_, kPcapMagicNs) && Put16(w.f_, 2) && Put16(w.f_, 4) && Put32(w.f_, 0) && Put32(w.f_, 0) &&
-                  Put32(w.f_, snaplen) && Put32(w.f_, kLinkTypeEthernet);
-  if (!ok) return Errno(absl::StrFormat("%s: write", w.tmp_));
+  Put32(w.buf_, kPcapMagicNs);
+  Put16(w.buf_, 2);
+  Put16(w.buf_, 4);
+  Put32(w.buf_, 0);
+  Put32(w.buf_, 0);
+  Put32(w.buf_, snaplen);
+  Put32(w.buf_, kLinkTypeEthernet);
   return w;
 }
 
-PcapWriter::PcapWriter(PcapWriter&& o) noexcept { *this = std::move(o); }
-
-PcapWriter& PcapWriter::operator=(PcapWriter&& o) noexcept {
-  std::swap(f_, o.f_);
-  std::swap(path_, o.path_);
-  std::swap(tmp_, o.tmp_);
-  snaplen_ = o.snaplen_;
-  records_ = o.records_;
-  return *this;
-}
-
-PcapWriter::~PcapWriter() {
-  if (f_ != nullptr) {
-    std::fclose(f_);
-    std::remove(tmp_.c_str());
-  }
+absl::Status PcapWriter::Flush() {
+  absl::Status s = file_.Write(buf_);
+  buf_.clear();
+  return s;
 }
 
 absl::Status PcapWriter::Write(std::span<const uint8_t> frame, uint64_t ts_ns) {
@@ -55,29 +48,22 @@ absl::Status PcapWriter::Write(std::span<const uint8_t> frame, uint64_t ts_ns) {
 }
 
 absl::Status PcapWriter::Write(std::span<const uint8_t> frame, uint64_t ts_ns, uint32_t orig_len) {
+  if (closed_) return absl::FailedPreconditionError(absl::StrFormat("%s: already closed", file_.target()));
   const uint32_t caplen = std::min<uint32_t>(static_cast<uint32_t>(frame.size()), snaplen_);
-  const bool ok = Put32(f_, static_cast<uint32_t>(ts_ns / 1'000'000'000)) &&
-                  Put32(f_, static_cast<uint32_t>(ts_ns % 1'000'000'000)) && Put32(f_, caplen) &&
-                  Put32(f_, std::max(orig_len, caplen)) && std::fwrite(frame.data(), 1, caplen, f_) == caplen;
-  if (!ok) return Errno(absl::StrFormat("%s: write", tmp_));
+  Put32(buf_, static_cast<uint32_t>(ts_ns / 1'000'000'000));
+  Put32(buf_, static_cast<uint32_t>(ts_ns % 1'000'000'000));
+  Put32(buf_, caplen);
+  Put32(buf_, std::max(orig_len, caplen));
+  buf_.append(reinterpret_cast<const char*>(frame.data()), caplen);
   ++records_;
-  return absl::OkStatus();
+  return buf_.size() >= kFlushBytes ? Flush() : absl::OkStatus();
 }
 
 absl::Status PcapWriter::Close() {
-  if (f_ == nullptr) return absl::OkStatus();
-  const bool flushed = std::fflush(f_) == 0 && fsync(fileno(f_)) == 0;
-  const bool closed = std::fclose(f_) == 0;
-  f_ = nullptr;
-  if (!flushed || !closed) {
-    std::remove(tmp_.c_str());
-    return Errno(absl::StrFormat("%s: flush", tmp_));
-  }
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    std::remove(tmp_.c_str());
-    return Errno(absl::StrFormat("%s: rename", path_));
-  }
-  return absl::OkStatus();
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  if (auto s = Flush(); !s.ok()) return s;
+  return file_.Commit();
 }
 
 absl::StatusOr<std::vector<PcapRecord>> ReadPcap(const std::string& path) {

@@ -1,7 +1,9 @@
 // proto/pcap.h: classic pcap files (nanosecond timestamps, Ethernet link type).
 //
-// The writer fills "<path>.tmp-<pid>" and renames it over <path> on Close(),
-// so a failed or interrupted run leaves no half-written capture.
+// The writer goes through report::AtomicFile: it fills "<path>.tmp-<pid>" and
+// renames it over <path> on Close(), so a failed or interrupted run leaves no
+// half-written capture (and no temporary file), and only a regular file is
+// ever replaced (Open refuses a device, a FIFO or a directory).
 //
 //   auto w = fg::proto::PcapWriter::Open("out.pcap");
 //   FG_RETURN_IF_ERROR(w->Write(frame_span, /*ts_ns=*/1234));
@@ -10,13 +12,13 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "report/atomic_file.h"
 
 namespace fg::proto {
 
@@ -27,9 +29,9 @@ inline constexpr uint32_t kLinkTypeEthernet = 1;
 class PcapWriter {
  public:
   static absl::StatusOr<PcapWriter> Open(const std::string& path, uint32_t snaplen = 65535);
-  PcapWriter(PcapWriter&&) noexcept;
-  PcapWriter& operator=(PcapWriter&&) noexcept;
-  ~PcapWriter();  // without Close(): the temporary file is removed
+  PcapWriter(PcapWriter&&) noexcept = default;
+  PcapWriter& operator=(PcapWriter&&) noexcept = default;
+  ~PcapWriter() = default;  // without Close(): the temporary file is removed
 
   // Writes one frame (without FCS); `ts_ns` since the epoch or since 0.
   absl::Status Write(std::span<const uint8_t> frame, uint64_t ts_ns);
@@ -39,11 +41,14 @@ class PcapWriter {
   uint64_t records() const { return records_; }
 
  private:
-  PcapWriter() = default;
-  std::FILE* f_ = nullptr;
-  std::string path_, tmp_;
+  explicit PcapWriter(report::AtomicFile file) : file_(std::move(file)) {}
+  absl::Status Flush();
+
+  report::AtomicFile file_;
+  std::string buf_;  // written to file_ in blocks of kFlushBytes
   uint32_t snaplen_ = 65535;
   uint64_t records_ = 0;
+  bool closed_ = false;
 };
 
 struct PcapRecord {

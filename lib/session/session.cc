@@ -5,8 +5,10 @@
 #include <regex>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "methods/matrix.h"
 
 namespace fg::session {
 
@@ -57,11 +59,26 @@ port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk
       .tx_scheduled = ps.tx_scheduled,
       .kernel_iface = port::KernelInterfaceOf(ps.device)};
 }
+// An argument EAL refused that the plan's eal: list gave (DPDK quotes it:
+// "unrecognized option '--bogus'") is named at its place in the plan.
+absl::Status LocateEalError(const config::Plan& plan, const absl::Status& s) {
+  if (s.code() != absl::StatusCode::kInvalidArgument) return s;
+  for (size_t i = 0; i < plan.eal.size() && i < plan.eal_at.size(); ++i) {
+    if (absl::StrContains(s.message(), "'" + plan.eal[i] + "'")) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: eal[%d]: %s", config::FormatLocation(plan.file, plan.eal_at[i]), i, s.message()));
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
                                                        const std::vector<std::string>& cli_eal_args,
                                                        const port::DriverRegistry& drivers, bool scan_pci) {
+  // Before EAL starts: a plan whose streams or test cells cannot compile runs nothing.
+  FG_RETURN_IF_ERROR(methods::PrecheckPlan(plan));
   std::unique_ptr<Session> s(new Session());
   s->plan_ = plan;
   port::EalRequest req;
@@ -86,7 +103,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
     refs.push_back(ref);
   }
   s->decision_ = port::DecideEalArgs(req, port::ProbeHost());
-  FG_ASSIGN_OR_RETURN(s->eal_, port::Eal::Start(s->decision_.argv, s->decision_.private_prefix));
+  auto eal = port::Eal::Start(s->decision_.argv, s->decision_.private_prefix);
+  if (!eal.ok()) return LocateEalError(plan, eal.status());
+  s->eal_ = *std::move(eal);
 
   const unsigned used_lcores = static_cast<unsigned>(s->eal_->worker_lcores().size()) + 1;
   for (size_t i = 0; i < plan.ports.size(); ++i) {
@@ -121,7 +140,11 @@ absl::StatusOr<std::vector<stream::CompiledStream>> Session::CompileStreams() {
     p->RefreshLink();
     line.push_back(p->capabilities().line_bps());
   }
-  return stream::Compile(plan_, line);
+  FG_ASSIGN_OR_RETURN(std::vector<stream::CompiledStream> streams, stream::Compile(plan_, line));
+  // Streams sent at their own rates must fit their ports; a plan's tests send
+  // at each test's load instead (its streams' rates are not used).
+  if (plan_.tests.empty()) FG_RETURN_IF_ERROR(stream::CheckPortLoads(plan_, streams, line));
+  return streams;
 }
 
 absl::Status Session::Reload(const config::Plan& plan) {
@@ -136,6 +159,7 @@ absl::Status Session::Reload(const config::Plan& plan) {
         "%s: its ports differ from those open (%s); EAL starts once per process: start fabricgen again with this plan",
         plan.file, plan_.file));
   }
+  FG_RETURN_IF_ERROR(methods::PrecheckPlan(plan));
   plan_ = plan;
   return absl::OkStatus();
 }

@@ -42,6 +42,8 @@ class Session {
  public:
   // `cli_eal_args` are appended after the plan's eal: list. Without
   // `scan_pci`, a plan that names no PCI device skips the PCI bus scan.
+  // Before EAL starts, the plan's streams and test cells are checked
+  // (methods::PrecheckPlan), as they are again by Reload.
   static absl::StatusOr<std::unique_ptr<Session>> Open(const config::Plan& plan,
                                                        const std::vector<std::string>& cli_eal_args,
                                                        const port::DriverRegistry& drivers, bool scan_pci = false);
@@ -55,7 +57,9 @@ class Session {
   port::Eal& eal() { return *eal_; }
   const port::EalDecision& eal_decision() const { return decision_; }
   std::vector<port::Port*> ports();
-  // Compiles the plan's streams against the ports' link speeds.
+  // Compiles the plan's streams against the ports' link speeds. Without
+  // tests, the rates set on each port must add up to at most its line rate
+  // (stream::CheckPortLoads).
   absl::StatusOr<std::vector<stream::CompiledStream>> CompileStreams();
 
  private:

@@ -3,8 +3,120 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
 
 namespace fg::stream {
+namespace {
+
+std::string DefaultWhere(const config::Plan& plan, size_t i, absl::string_view field) {
+  const config::StreamSpec& s = plan.streams[i];
+  if (field == "rate" && s.rate_at.line > 0) {
+    return absl::StrFormat("%s: streams[%d].rate", config::FormatLocation(plan.file, s.rate_at), i);
+  }
+  return absl::StrFormat("%s:%d: streams[%d].%s", plan.file, s.line, i, field);
+}
+
+absl::Status ErrorAt(const config::Plan& plan, const StreamWhere& where, size_t i, absl::string_view field,
+                     absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: %s", where ? where(i, std::string_view(field.data(), field.size())) : DefaultWhere(plan, i, field),
+      message));
+}
+
+// The frame checks of the parser, the Program and the flow keys of stream i.
+absl::StatusOr<Program> CompileProgram(const config::Plan& plan, size_t i, uint32_t flow_id, const StreamWhere& where) {
+  const config::StreamSpec& s = plan.streams[i];
+  const config::PortSpec& tx = plan.ports[s.port];
+  if (auto f = config::CheckFrame(s.frame, tx.mtu, tx.name); !f.ok()) {
+    // The message names the key inside the frame: "frame.size: ...".
+    const absl::string_view m = f.message();
+    const size_t colon = m.find(": ");
+    return ErrorAt(plan, where, i, m.substr(0, colon), m.substr(colon + 2));
+  }
+  auto program = Program::Compile(s.frame, flow_id);
+  if (!program.ok()) return ErrorAt(plan, where, i, "frame", program.status().message());
+  // Every flow needs a key of its own, inside the field and, for plain UDP,
+  // clear of the RoCEv2 and UET ports (those frames would parse as such).
+  if (s.flows > 1) {
+    const uint64_t last = uint64_t{program->key_base()} + s.flows - 1;
+    const uint64_t limit = program->key_bits() == 0 ? 0 : (uint64_t{1} << program->key_bits()) - 1;
+    const char* what = s.frame.kind == config::FrameKind::kRoce  ? "destination QP"
+                       : s.frame.kind == config::FrameKind::kUet ? "SPDCID"
+                                                                 : "UDP destination port";
+    if (limit == 0) {
+      return ErrorAt(plan, where, i, "flows",
+                     absl::StrFormat("%s frames have no flow key; use flows: 1", config::FrameKindName(s.frame.kind)));
+    }
+    if (last > limit) {
+      return ErrorAt(plan, where, i, "flows",
+                     absl::StrFormat("%d flows from %s %d run past %d; lower the first key or the flow count "
+                                     "(RoCEv2 QPs allow 16,777,216 flows)",
+                                     s.flows, what, program->key_base(), limit));
+    }
+    if (s.frame.kind == config::FrameKind::kUdp) {
+      for (uint32_t reserved : {4791u, 4793u}) {
+        if (program->key_base() <= reserved && reserved <= last) {
+          return ErrorAt(plan, where, i, "flows",
+                         absl::StrFormat("UDP destination ports %d..%d include %d (RoCEv2/UET): those frames would "
+                                         "not be plain UDP test frames; start elsewhere (frame.udp_dst)",
+                                         program->key_base(), last, reserved));
+        }
+      }
+    }
+  }
+  return program;
+}
+
+// A paced rate below kMinPps would overflow the TX pacer's interval.
+absl::Status CheckMinRate(const config::Plan& plan, const StreamWhere& where, size_t i, double pps, double frame_size) {
+  const config::StreamSpec& s = plan.streams[i];
+  if (s.burst.frames != 0 || s.rate.kind == Rate::Kind::kMax || !(pps < kMinPps)) return absl::OkStatus();
+  return ErrorAt(plan, where, i, "rate",
+                 absl::StrFormat("this rate sends %.1f B frames at %g pps, below the minimum of %g pps", frame_size,
+                                 pps, kMinPps));
+}
+
+}  // namespace
+
+absl::Status CheckStreams(const config::Plan& plan, const StreamWhere& where) {
+  uint32_t next_flow = 0;
+  for (size_t i = 0; i < plan.streams.size(); ++i) {
+    const config::StreamSpec& s = plan.streams[i];
+    auto program = CompileProgram(plan, i, next_flow, where);
+    if (!program.ok()) return program.status();
+    next_flow += s.flows;
+    if (s.rate.kind != Rate::Kind::kPercentLine) {
+      const double size = program->mean_frame_size();
+      if (auto m = CheckMinRate(plan, where, i, s.rate.ToPps(size, 0), size); !m.ok()) return m;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPortLoads(const config::Plan& plan, const std::vector<CompiledStream>& streams,
+                            const std::vector<double>& line_bps) {
+  for (size_t p = 0; p < plan.ports.size() && p < line_bps.size(); ++p) {
+    if (line_bps[p] <= 0) continue;
+    double sum = 0;
+    std::vector<std::string> parts;
+    for (const CompiledStream& c : streams) {
+      const config::StreamSpec& s = plan.streams[c.index];
+      if (c.tx_port != p || s.burst.frames != 0 || !std::isfinite(c.pps)) continue;
+      const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
+      sum += l1;
+      parts.push_back(absl::StrFormat("'%s' %s = %s L1", c.name, FormatRate(s.rate), FormatBitRate(l1)));
+      if (sum > line_bps[p] * 1.000001) {  // named at the stream that takes the port past its line rate
+        return ErrorAt(plan, nullptr, c.index, "rate",
+                       absl::StrFormat("the streams sent on port '%s' add up to %s at L1 (%s), above its line rate "
+                                       "of %s; lower their rates (rate: max streams are not counted)",
+                                       plan.ports[p].name, FormatBitRate(sum), absl::StrJoin(parts, " + "),
+                                       FormatBitRate(line_bps[p])));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps) {
   std::vector<CompiledStream> out;
@@ -19,42 +131,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.flows = s.flows;
     c.verify_payload = s.verify_payload;
     next_flow += s.flows;
-    auto program = Program::Compile(s.frame, c.flow_id);
-    if (!program.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s:%d: streams[%d].frame: %s", plan.file, s.line, i, program.status().message()));
-    }
-    c.program = *std::move(program);
-    // Every flow needs a key of its own, inside the field and, for plain UDP,
-    // clear of the RoCEv2 and UET ports (those frames would parse as such).
-    if (s.flows > 1) {
-      const uint64_t last = uint64_t{c.program.key_base()} + s.flows - 1;
-      const uint64_t limit = c.program.key_bits() == 0 ? 0 : (uint64_t{1} << c.program.key_bits()) - 1;
-      const char* what = s.frame.kind == config::FrameKind::kRoce  ? "destination QP"
-                         : s.frame.kind == config::FrameKind::kUet ? "SPDCID"
-                                                                   : "UDP destination port";
-      if (limit == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s:%d: streams[%d].flows: %s frames have no flow key; use flows: 1", plan.file, s.line, i,
-                            config::FrameKindName(s.frame.kind)));
-      }
-      if (last > limit) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s:%d: streams[%d].flows: %d flows from %s %d run past %d; lower the first key or the flow count "
-            "(RoCEv2 QPs allow 16,777,216 flows)",
-            plan.file, s.line, i, s.flows, what, c.program.key_base(), limit));
-      }
-      if (s.frame.kind == config::FrameKind::kUdp) {
-        for (uint32_t reserved : {4791u, 4793u}) {
-          if (c.program.key_base() <= reserved && reserved <= last) {
-            return absl::InvalidArgumentError(absl::StrFormat(
-                "%s:%d: streams[%d].flows: UDP destination ports %d..%d include %d (RoCEv2/UET): those frames "
-                "would not be plain UDP test frames; start elsewhere (frame.udp_dst)",
-                plan.file, s.line, i, c.program.key_base(), last, reserved));
-          }
-        }
-      }
-    }
+    FG_ASSIGN_OR_RETURN(c.program, CompileProgram(plan, i, c.flow_id, nullptr));
     c.frame_size = c.program.mean_frame_size();
     const double line = s.port < line_bps.size() ? line_bps[s.port] : 0;
     if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {
@@ -64,6 +141,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
           plan.file, s.line, i, FormatRate(s.rate), plan.ports[s.port].name));
     }
     c.pps = s.rate.ToPps(c.frame_size, line);
+    FG_RETURN_IF_ERROR(CheckMinRate(plan, nullptr, i, c.pps, c.frame_size));
     if (s.burst.frames > 0) {
       if (line <= 0) {
         return absl::InvalidArgumentError(absl::StrFormat(

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,5 +43,22 @@ struct CompiledStream {
 
 // `line_bps[i]` is the L1 line rate of plan port i (0 when unknown).
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps);
+
+// Where an error about stream `i`'s `field` ("frame", "flows", "rate") is
+// reported: by default "plan.yaml:12: streams[0].flows" (the rate with its
+// column). A test matrix names its entry instead.
+using StreamWhere = std::function<std::string(size_t i, std::string_view field)>;
+
+// What Compile checks without a port's line rate, so it can run before EAL
+// starts: every stream's frame against its TX port's MTU (as the parser does,
+// for plans changed since: a matrix cell), its Program, one key per flow, and
+// a rate in pps or bit/s of at least kMinPps.
+absl::Status CheckStreams(const config::Plan& plan, const StreamWhere& where = nullptr);
+
+// Once ports are open: the rates set on each TX port (`rate: max` and burst
+// streams aside; a % of line counts as that share) add up to at most its line
+// rate. `streams` are Compile's, `line_bps` its argument.
+absl::Status CheckPortLoads(const config::Plan& plan, const std::vector<CompiledStream>& streams,
+                            const std::vector<double>& line_bps);
 
 }  // namespace fg::stream

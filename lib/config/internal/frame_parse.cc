@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "config/plan.h"
 
 namespace fg::config::internal {
 namespace {
@@ -76,18 +77,10 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
   FG_RETURN_IF_ERROR(Opt(n, "ack_credits", r.ack_credits, IntIn(0, 31)));
   FG_RETURN_IF_ERROR(Opt(n, "ack_req", r.ack_req, [](const Node& x) { return Named(x, kAckReq); }));
   FG_RETURN_IF_ERROR(Opt(n, "icrc", r.bad_icrc, [](const Node& x) { return Named(x, kIcrc); }));
-  // Checks PlanMessage would make, located at the plan.
+  // Data operations: the message is checked with the whole frame (FindFault).
   const bool data = r.op == Op::kWrite || r.op == Op::kWriteImm || r.op == Op::kSend || r.op == Op::kSendImm ||
                     r.op == Op::kReadResponse;
-  if (data) {
-    proto::roce::Verb verb = r.op == Op::kWrite      ? proto::roce::Verb::kWrite
-                             : r.op == Op::kWriteImm ? proto::roce::Verb::kWriteImm
-                             : r.op == Op::kSend     ? proto::roce::Verb::kSend
-                             : r.op == Op::kSendImm  ? proto::roce::Verb::kSendImm
-                                                     : proto::roce::Verb::kReadResponse;
-    auto m = proto::roce::PlanMessage(verb, r.transport, r.message, r.pmtu);
-    if (!m.ok()) return n.Error(m.status().message());
-  } else if (r.transport != Transport::kRc && r.op != Op::kCnp) {
+  if (!data && r.transport != Transport::kRc && r.op != Op::kCnp) {
     return n.At("transport").Error("READ_REQUEST, ACK and NAK are RC operations");
   }
   return absl::OkStatus();
@@ -221,7 +214,56 @@ uint32_t LargestIpPacket(const FrameSpec& f) {
   }
 }
 
+// The checks PlanMessage would make of a RoCE data message.
+absl::Status CheckRoceMessage(const RoceSpec& r) {
+  using Op = RoceSpec::Op;
+  proto::roce::Verb verb;
+  switch (r.op) {
+    case Op::kWrite: verb = proto::roce::Verb::kWrite; break;
+    case Op::kWriteImm: verb = proto::roce::Verb::kWriteImm; break;
+    case Op::kSend: verb = proto::roce::Verb::kSend; break;
+    case Op::kSendImm: verb = proto::roce::Verb::kSendImm; break;
+    case Op::kReadResponse: verb = proto::roce::Verb::kReadResponse; break;
+    default: return absl::OkStatus();  // one packet, no message to plan
+  }
+  auto m = proto::roce::PlanMessage(verb, r.transport, r.message, r.pmtu);
+  return m.ok() ? absl::OkStatus() : m.status();
+}
+
 }  // namespace
+
+std::optional<FrameFault> FindFault(const FrameSpec& f, uint32_t port_mtu, const std::string& port_name) {
+  if (f.kind == FrameKind::kRoce) {
+    if (auto s = CheckRoceMessage(f.roce); !s.ok()) return FrameFault{"roce", std::string(s.message())};
+  }
+  if (f.kind == FrameKind::kUdp) {
+    const uint32_t min = proto::EncapLen(f.encap) + 16 + 4;
+    if (f.size < min) {
+      return FrameFault{"size", absl::StrFormat("%d B is too small: headers and the 16 B test signature need at "
+                                                "least %d B (FCS included)",
+                                                f.size, min)};
+    }
+    if (f.size > kMaxFrameSize) {
+      return FrameFault{"size",
+                        absl::StrFormat("%d B is out of range; expected %d B to %d B", f.size, min, kMaxFrameSize)};
+    }
+  }
+  const bool ip = f.kind == FrameKind::kUdp || f.kind == FrameKind::kRoce || f.kind == FrameKind::kUet;
+  const uint32_t ip_bytes = LargestIpPacket(f);
+  if (ip && ip_bytes > port_mtu) {
+    const char* key = f.kind == FrameKind::kRoce ? "roce" : f.kind == FrameKind::kUet ? "uet" : "size";
+    return FrameFault{
+        key, absl::StrFormat("the largest frame carries %d B of IP packet, more than port '%s' MTU of %d B; raise "
+                             "ports[].mtu or lower %s",
+                             ip_bytes, port_name, port_mtu,
+                             f.kind == FrameKind::kRoce  ? "roce.pmtu"
+                             : f.kind == FrameKind::kUet ? "uet.max_payload"
+                                                         : "the size")};
+  }
+  return std::nullopt;
+}
+
+namespace {}  // namespace
 
 absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std::string& port_name) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"size",         "l3",      "src_mac", "dst_mac",    "vlan",  "src_ip",  "dst_ip",
@@ -337,32 +379,29 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
     }
   }
 
-  if (f.kind == FrameKind::kUdp) {
-    FG_RETURN_IF_ERROR(Opt(n, "size", f.size, BytesIn(1, 9022)));
-    proto::Encap probe = e;
-    const uint32_t min = proto::EncapLen(probe) + 16 + 4;
-    if (f.size < min) {
-      return n.At("size").Error(absl::StrFormat(
-          "%d B is too small: headers and the 16 B test signature need at least %d B (FCS included)", f.size, min));
-    }
-  }
-  const uint32_t ip_bytes = LargestIpPacket(f);
-  if (ip && ip_bytes > port_mtu) {
-    const char* key = f.kind == FrameKind::kRoce ? "roce" : f.kind == FrameKind::kUet ? "uet" : "size";
-    return n.At(key).Error(absl::StrFormat(
-        "the largest frame carries %d B of IP packet, more than port '%s' MTU of %d B; raise ports[].mtu or "
-        "lower %s",
-        ip_bytes, port_name, port_mtu,
-        f.kind == FrameKind::kRoce  ? "roce.pmtu"
-        : f.kind == FrameKind::kUet ? "uet.max_payload"
-                                    : "the size"));
-  }
+  if (f.kind == FrameKind::kUdp) FG_RETURN_IF_ERROR(Opt(n, "size", f.size, BytesIn(1, kMaxFrameSize)));
+  if (auto fault = FindFault(f, port_mtu, port_name)) return n.At(fault->key).Error(fault->message);
   return f;
 }
 
 }  // namespace fg::config::internal
 
 namespace fg::config {
+absl::Status CheckFrame(const FrameSpec& frame, uint32_t port_mtu, const std::string& port_name) {
+  if (auto fault = internal::FindFault(frame, port_mtu, port_name)) {
+    return absl::InvalidArgumentError(absl::StrFormat("frame.%s: %s", fault->key, fault->message));
+  }
+  return absl::OkStatus();
+}
+
+void SetMessageSize(FrameSpec& frame, uint64_t bytes) {
+  switch (frame.kind) {
+    case FrameKind::kRoce: frame.roce.message = bytes; break;
+    case FrameKind::kUet: frame.uet.message = bytes; break;
+    default: frame.size = static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX)); break;
+  }
+}
+
 const char* FrameKindName(FrameKind k) {
   switch (k) {
     case FrameKind::kUdp: return "UDP";

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "yaml-cpp/eventhandler.h"
 
 namespace fg::config::internal {
 namespace {
@@ -35,6 +38,85 @@ const char* KindName(const YAML::Node& n) {
   }
 }
 
+// Limits of the document walk: a plan is a few hundred nodes; anchors can
+// make a short text expand (or refer to itself), so the walk is bounded.
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxNodes = 100'000;
+
+// "file:line:col: field: message"; yaml-cpp marks are 0-based, and a null
+// mark (-1) means "no position".
+absl::Status LocatedError(const std::string& file, const YAML::Mark& m, absl::string_view field,
+                          absl::string_view message) {
+  if (m.line < 0) return absl::InvalidArgumentError(absl::StrFormat("%s: %s: %s", file, field, message));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s:%d:%d: %s: %s", file, m.line + 1, m.column + 1, field, message));
+}
+
+// What yaml-cpp accepts and a plan must not hold, anywhere: keys that are not
+// text (a list or map as a key), a key given twice in one map (yaml-cpp keeps
+// both and lookups would see only the first), and nesting past kMaxDepth.
+absl::Status CheckTree(const std::string& file, const YAML::Node& n, const std::string& path, int depth,
+                       size_t& nodes) {
+  if (++nodes > kMaxNodes) {
+    return LocatedError(file, n.Mark(), path.empty() ? "plan" : path,
+                        absl::StrFormat("more than %d YAML nodes (anchors expanded); a plan is smaller", kMaxNodes));
+  }
+  if (depth > kMaxDepth) {
+    return LocatedError(file, n.Mark(), path,
+                        absl::StrFormat("nested deeper than %d levels (an anchor that refers to itself?)", kMaxDepth));
+  }
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (auto s = CheckTree(file, n[i], absl::StrFormat("%s[%d]", path, i), depth + 1, nodes); !s.ok()) return s;
+    }
+  } else if (n.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) {
+        return LocatedError(file, kv.first.Mark(), path.empty() ? "plan" : path,
+                            absl::StrFormat("a key must be plain text, found %s as a key", KindName(kv.first)));
+      }
+      const std::string key = kv.first.Scalar();
+      const std::string field = path.empty() ? key : path + "." + key;
+      auto [it, fresh] = seen.emplace(key, kv.first.Mark());
+      if (!fresh) {
+        return LocatedError(file, kv.first.Mark(), field,
+                            absl::StrFormat("'%s' is given twice in this map (lines %d and %d); give it once", key,
+                                            it->second.line + 1, kv.first.Mark().line + 1));
+      }
+      if (auto s = CheckTree(file, kv.second, field, depth + 1, nodes); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Where a second document starts, if there is one. YAML::LoadAll would say,
+// but it loops forever on some malformed text (",1": the parser starts a
+// document again at the same place); this stops at the second start.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& m) override { starts.push_back(m); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+std::optional<YAML::Mark> SecondDocument(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts h;
+  while (h.starts.size() < 2 && parser.HandleNextDocument(h)) {
+  }
+  if (h.starts.size() < 2 || h.starts[1].pos == h.starts[0].pos) return std::nullopt;  // no progress: yaml-cpp's loop
+  return h.starts[1];
+}
+
 std::string JoinViews(std::initializer_list<std::string_view> items) {
   std::string out;
   for (std::string_view v : items) {
@@ -46,15 +128,7 @@ std::string JoinViews(std::initializer_list<std::string_view> items) {
 
 }  // namespace
 
-absl::Status Node::Error(absl::string_view message) const {
-  const YAML::Mark m = node_.Mark();
-  // yaml-cpp marks are 0-based; a null mark (-1) means "no position".
-  if (m.line < 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %s: %s", *file_, path_, message));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrFormat("%s:%d:%d: %s: %s", *file_, m.line + 1, m.column + 1, path_, message));
-}
+absl::Status Node::Error(absl::string_view message) const { return LocatedError(*file_, node_.Mark(), path_, message); }
 
 absl::Status Node::ExpectMap() const {
   if (!node_.IsMap()) return Error(absl::StrFormat("expected a map of fields, found %s", KindName(node_)));
@@ -113,7 +187,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Node::StringPai
   if (auto s = ExpectMap(); !s.ok()) return s;
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& kv : node_) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = kv.first.Scalar();  // LoadYamlString refused keys that are not text
     const Node value = Child(kv.second, path_.empty() ? key : path_ + "." + key);
     auto v = value.Scalar("a text value (key: value pairs describe it)");
     if (!v.ok()) return v.status();
@@ -190,7 +264,9 @@ absl::StatusOr<double> Node::Percent(double min, double max) const {
   t.erase(pct);
   while (!t.empty() && t.back() == ' ') t.pop_back();
   double v = 0;
-  if (t.empty() || !absl::SimpleAtod(t, &v)) return Error(absl::StrFormat("'%s' is not a percentage", *text));
+  if (t.empty() || !absl::SimpleAtod(t, &v) || !std::isfinite(v)) {
+    return Error(absl::StrFormat("'%s' is not a percentage; expected a finite number and a %% sign", *text));
+  }
   if (v < min || v > max) {
     return Error(absl::StrFormat("%s is out of range; expected %g %% to %g %%", *text, min, max));
   }
@@ -208,13 +284,20 @@ absl::StatusOr<std::string> Node::OneOf(std::initializer_list<std::string_view> 
 
 absl::StatusOr<Node> LoadYamlString(const std::string* file, const std::string& text) {
   try {
+    // Load reads the first document and ignores the rest: refuse a second.
+    if (auto second = SecondDocument(text)) {
+      return LocatedError(*file, *second, "plan",
+                          "a second YAML document starts here; a plan is one document (remove the '---' and what "
+                          "follows, or give it a file of its own)");
+    }
     YAML::Node root = YAML::Load(text);
-    Node n(file, root, "");
     if (!root.IsMap()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s:1:1: plan: expected a map of fields at the top level (ports, streams, ...)", *file));
     }
-    return n;
+    size_t nodes = 0;
+    if (auto s = CheckTree(*file, root, "", 0, nodes); !s.ok()) return s;
+    return Node(file, root, "");
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s:%d:%d: YAML syntax error: %s", *file, e.mark.line + 1, e.mark.column + 1, e.msg));

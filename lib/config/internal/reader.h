@@ -26,6 +26,7 @@ class Node {
 
   const std::string& path() const { return path_; }
   int line() const { return node_.Mark().line + 1; }
+  int column() const { return node_.Mark().column + 1; }
 
   // An error located at this node.
   absl::Status Error(absl::string_view message) const;

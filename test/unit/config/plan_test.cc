@@ -163,6 +163,87 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"lab_not_a_map", "lab: 3\nstreams: [{name: s, rate: 1 kpps}]\n", "bad.yaml:1:6: lab:"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Issue 12: inputs yaml-cpp accepts and a plan must not hold, and numbers
+// that parse but cannot be meant.
+INSTANTIATE_TEST_SUITE_P(
+    Hardening, BadPlan,
+    ::testing::Values(
+        BadCase{"list_as_key", "dut: {[1, 2]: x}\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:7: dut: a key must be plain text, found a list as a key"},
+        BadCase{"map_as_key", "host:\n  ? {a: 1}\n  : x\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:2:5: host: a key must be plain text, found a map as a key"},
+        BadCase{"list_as_key_in_a_stream", "streams:\n  - {name: s, rate: 1 kpps, [a]: 1}\n",
+                "bad.yaml:2:29: streams[0]: a key must be plain text, found a list as a key"},
+        BadCase{"list_as_top_level_key", "[a]: 1\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:1: plan: a key must be plain text, found a list as a key"},
+        BadCase{"duplicate_key", "streams:\n  - name: s\n    rate: 1 kpps\n    count: 10\n    rate: 2 kpps\n",
+                "bad.yaml:5:5: streams[0].rate: 'rate' is given twice in this map (lines 3 and 5); give it once"},
+        BadCase{"duplicate_top_level_key", "duration: 1 s\nstreams: [{name: s, rate: 1 kpps}]\nduration: 2 s\n",
+                "bad.yaml:3:1: duration: 'duration' is given twice in this map (lines 1 and 3)"},
+        BadCase{"duplicate_key_in_free_text", "dut: {model: a, model: b}\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:17: dut.model: 'model' is given twice in this map (lines 1 and 1)"},
+        BadCase{"second_document", "streams: [{name: s, rate: 1 kpps}]\n---\nname: x\n",
+                "bad.yaml:2:1: plan: a second YAML document starts here; a plan is one document"},
+        BadCase{"empty_second_document", "streams: [{name: s, rate: 1 kpps}]\n---\n",
+                "bad.yaml:2:1: plan: a second YAML document starts here"},
+        BadCase{"self_referring_anchor", "streams: &a [*a]\n", "streams[0]"},
+        BadCase{"duration_rounds_to_zero", "duration: 0.1 ns\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:11: duration: duration '0.1 ns' rounds to 0 ns; durations are whole nanoseconds, at "
+                "least 1 ns"},
+        BadCase{"stream_duration_rounds_to_zero", "streams: [{name: s, rate: 1 kpps, duration: 0.4 ns}]\n",
+                "bad.yaml:1:45: streams[0].duration: duration '0.4 ns' rounds to 0 ns"},
+        BadCase{"zero_drain", "drain: 0 ms\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:8: drain: duration '0 ms' must be greater than zero"},
+        BadCase{"nan_percent", "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - throughput: {min: nan %}\n",
+                "bad.yaml:3:23: tests[0].throughput.min: 'nan %' is not a percentage; expected a finite number"},
+        BadCase{"inf_percent", "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - latency: {load: inf %}\n",
+                "bad.yaml:3:21: tests[0].latency.load: 'inf %' is not a percentage"},
+        BadCase{"nan_rate", "streams: [{name: s, rate: nan pps}]\n", "bad.yaml:1:27: streams[0].rate: expected a rate"},
+        BadCase{"inf_duration", "duration: inf s\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:11: duration: expected a duration"},
+        BadCase{"nan_size", "streams: [{name: s, rate: 1 kpps, frame: {size: nan B}}]\n",
+                "streams[0].frame.size: expected a size"},
+        BadCase{"rate_below_minimum", "streams: [{name: s, rate: 1e-7 pps}]\n",
+                "bad.yaml:1:27: streams[0].rate: rate '1e-7 pps' is below the minimum of 0.001 pps"},
+        BadCase{"bi_without_rx_port",
+                "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - throughput: {directions: [uni, bi]}\n",
+                "bad.yaml:3:36: tests[0].throughput.directions[1]: 'bi' also runs each stream back from its rx_port "
+                "to its port, but stream 's' is received on its own port 'loop0'"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Plan, MatrixEntriesKeepWhereTheyAreWritten) {
+  auto plan = ParsePlan("m.yaml",
+                        "ports: [{name: a}, {name: b}]\n"
+                        "streams: [{name: s, port: a, rx_port: b, rate: 1 kpps}]\n"
+                        "tests:\n"
+                        "  - throughput: {message_sizes: [64, 128], qps: [2], directions: [bi]}\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const TestSpec& t = plan->tests[0];
+  ASSERT_EQ(t.message_sizes_at.size(), 2u);
+  EXPECT_EQ(FormatLocation("m.yaml", t.message_sizes_at[1]), "m.yaml:4:38");
+  ASSERT_EQ(t.qps_at.size(), 1u);
+  EXPECT_EQ(FormatLocation("m.yaml", t.qps_at[0]), "m.yaml:4:50");
+  ASSERT_EQ(t.directions_at.size(), 1u);
+  EXPECT_EQ(FormatLocation("m.yaml", t.directions_at[0]), "m.yaml:4:67");
+  EXPECT_EQ(FormatLocation("m.yaml", plan->streams[0].rate_at), "m.yaml:2:48");
+}
+
+TEST(Plan, CheckFrameIsTheParsersCheck) {
+  auto plan = ParsePlan("f.yaml", "streams: [{name: s, rate: 1 kpps}]\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  FrameSpec f = plan->streams[0].frame;
+  EXPECT_TRUE(CheckFrame(f, 1500, "loop0").ok());
+  for (uint64_t bad : {1u, 40u, 61u}) {
+    SetMessageSize(f, bad);
+    EXPECT_THAT(std::string(CheckFrame(f, 1500, "loop0").message()), HasSubstr("frame.size: "));
+  }
+  SetMessageSize(f, 2000);
+  EXPECT_THAT(std::string(CheckFrame(f, 1500, "loop0").message()),
+              HasSubstr("frame.size: the largest frame carries 1982 B of IP packet, more than port 'loop0' MTU"));
+  SetMessageSize(f, 1518);
+  EXPECT_TRUE(CheckFrame(f, 1500, "loop0").ok());
+}
+
 TEST(Plan, ThroughputTestsWithTheirDefaults) {
   auto plan = ParsePlan("t.yaml", R"(
 streams: [{name: a, rate: 1 Mpps}, {name: b, rate: 1 Mpps}]

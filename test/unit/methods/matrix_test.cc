@@ -1,5 +1,6 @@
 #include "methods/matrix.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace fg::methods {
@@ -24,6 +25,7 @@ tests:
     const config::StreamSpec& w = c.plan.streams[0];
     EXPECT_EQ(w.frame.roce.message, c.message_size);
     EXPECT_EQ(w.flows, c.qps);
+    EXPECT_EQ(w.rate.kind, Rate::Kind::kMax);      // the test's load sets it; the planned 1 Mpps is not checked
     EXPECT_EQ(c.plan.streams[1].frame.size, 64u);  // not in the test: untouched
     if (c.bidirectional) {
       ASSERT_EQ(c.test.streams.size(), 2u);
@@ -48,4 +50,29 @@ tests:
 }
 
 }  // namespace
+TEST(Matrix, EveryCellIsCheckedBeforeAnythingRunsNamingItsEntry) {
+  auto check = [](const std::string& test) {
+    auto plan = config::ParsePlan("m.yaml",
+                                  "ports: [{name: a, mtu: 9000}, {name: b}]\n"
+                                  "streams: [{name: u, port: a, rx_port: b, rate: 1 Mpps, frame: {size: 64}}]\n"
+                                  "tests:\n  - throughput: " +
+                                      test + "\n");
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? PrecheckPlan(*plan) : plan.status();
+  };
+  EXPECT_TRUE(check("{message_sizes: [64, 1500], qps: [1, 32], directions: [uni, bi]}").ok());
+  EXPECT_EQ(check("{message_sizes: [64, 40]}").message(),
+            "m.yaml:4:38: tests[0].throughput.message_sizes[1]: in cell 'msg=40 B', stream 'u' frame.size: 40 B is "
+            "too small: headers and the 16 B test signature need at least 62 B (FCS included)");
+  // 9000 B fits port a's MTU, not port b's, from which `bi` sends it back.
+  EXPECT_TRUE(check("{message_sizes: [9000]}").ok());
+  EXPECT_THAT(std::string(check("{message_sizes: [9000], directions: [uni, bi]}").message()),
+              ::testing::HasSubstr("m.yaml:4:34: tests[0].throughput.message_sizes[0]: in cell 'msg=9000 B, bi', "
+                                   "stream 'u-reverse' frame.size: the largest frame carries 8982 B of IP packet, "
+                                   "more than port 'b' MTU of 1500 B"));
+  EXPECT_THAT(std::string(check("{qps: [4, 65000]}").message()),
+              ::testing::HasSubstr("m.yaml:4:27: tests[0].throughput.qps[1]: in cell 'qps=65000', stream 'u' flows: "
+                                   "65000 flows from UDP destination port 5001 run past 65535"));
+}
+
 }  // namespace fg::methods

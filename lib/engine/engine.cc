@@ -513,6 +513,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     result_.ports[pi].hw = ports_[pi]->stats();
     result_.ports[pi].xstats = ports_[pi]->xstats();
     result_.ports[pi].kernel_iface = ports_[pi]->options().kernel_iface;
+    result_.ports[pi].software_rx_stamps = ports_[pi]->rx_timestamp().unit == port::RxTimestamp::Unit::kNone;
     if (pi < kernel_end_.size()) result_.ports[pi].kernel = kernel_end_[pi];
   }
   AssessTesterLimits(result_);

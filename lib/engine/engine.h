@@ -105,6 +105,7 @@ struct PortResult {
   port::KernelCounters kernel;  // the kernel interface behind the PMD (af_packet), over the trial
   // RX lcores that came back to this port's queues after more than 1 ms with frames waiting.
   uint64_t rx_stalls = 0, rx_stall_max_ns = 0;
+  bool software_rx_stamps = true;  // RX times from the TSC after rx_burst (a stall delays them)
   std::string kernel_iface;
   std::vector<TesterLimit> tester_limits;  // where this port's tester side was the limit
 };

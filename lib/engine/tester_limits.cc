@@ -33,7 +33,20 @@ namespace {
 // shortfall.
 uint64_t ShortfallTolerance(uint64_t due) { return std::max<uint64_t>(tx::kTxBurst, due / 10'000); }
 
-void AssessPort(PortResult& p, int64_t host_backlog_drops) {
+// PAUSE or PFC frames the port received over the trial: the device held
+// the tester's TX back (its flow control, not the tester's limit).
+uint64_t PauseReceived(const PortResult& p) {
+  uint64_t n = 0;
+  for (const port::Xstat& x : p.xstats) {
+    const bool rx = x.name.find("rx") != std::string::npos;
+    const bool pause = x.name.find("pause") != std::string::npos || x.name.find("pfc") != std::string::npos ||
+                       x.name.find("xoff") != std::string::npos || x.name.find("xon") != std::string::npos;
+    if (rx && pause) n += x.value;
+  }
+  return n;
+}
+
+void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::string>& warnings) {
   std::vector<TesterLimit>& out = p.tester_limits;
   const port::Stats& hw = p.hw;
   if (hw.rx_missed != 0) {
@@ -43,10 +56,14 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops) {
     out.push_back({kRxDrop, hw.rx_nombuf, "the PMD had no mbuf for received frames (rx_nombuf)"});
   }
   if (hw.rx_errors != 0) {
-    out.push_back({kRxDrop, hw.rx_errors, "frames the PMD received in error and did not deliver (ierrors)"});
+    // CRC, length, runts: damaged on the link or by the device, not dropped by the tester.
+    warnings.push_back(absl::StrFormat(
+        "port %s: the PMD received %s frames in error (ierrors: CRC or length, from the link or the device); "
+        "they count as lost",
+        p.name, FormatCount(hw.rx_errors)));
   }
   if (hw.tx_errors != 0) out.push_back({kTxError, hw.tx_errors, "the PMD failed to send frames (oerrors)"});
-  if (p.rx_stalls != 0) {
+  if (p.rx_stalls != 0 && p.software_rx_stamps) {
     out.push_back({kRxStall, p.rx_stalls,
                    absl::StrFormat("the RX lcore came back more than 1 ms after its last poll with frames waiting "
                                    "(longest %s): latency figures include the tester's own delay",
@@ -64,14 +81,15 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops) {
       out.push_back({kRxDrop, k.rx_dropped,
                      absl::StrFormat("interface %s dropped frames on receive (rx_dropped)", p.kernel_iface)});
     }
-    if (hw.tx_packets > k.tx_packets) {
-      out.push_back({kTxError, hw.tx_packets - k.tx_packets,
-                     absl::StrFormat("the PMD took %s frames, interface %s sent %s", FormatCount(hw.tx_packets),
-                                     p.kernel_iface, FormatCount(k.tx_packets))});
-    }
-    if (k.tx_dropped != 0) {
-      out.push_back({kTxError, k.tx_dropped,
-                     absl::StrFormat("interface %s dropped frames on send (tx_dropped)", p.kernel_iface)});
+    // What the interface handed on, or could not hand on to its peer (a
+    // veth's tx_dropped: the peer's input backlog, the device's side, which
+    // host_backlog_drop also sees); anything else the PMD took was lost in
+    // the tester.
+    if (hw.tx_packets > k.tx_packets + k.tx_dropped) {
+      out.push_back({kTxError, hw.tx_packets - k.tx_packets - k.tx_dropped,
+                     absl::StrFormat("the PMD took %s frames, interface %s sent %s (and could not hand on %s)",
+                                     FormatCount(hw.tx_packets), p.kernel_iface, FormatCount(k.tx_packets),
+                                     FormatCount(k.tx_dropped))});
     }
     if (host_backlog_drops > 0) {
       out.push_back({kHostBacklogDrop, static_cast<uint64_t>(host_backlog_drops),
@@ -82,10 +100,18 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops) {
   }
 }
 
-void AssessStream(StreamResult& s, const std::vector<PortResult>& ports) {
+void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::vector<std::string>& warnings) {
   std::vector<TesterLimit>& out = s.tester_limits;
   const tx::TxCounters& t = s.tx;
-  if (t.paced && t.shortfall() > ShortfallTolerance(t.due)) {
+  const bool short_of_rate =
+      (t.paced && t.shortfall() > ShortfallTolerance(t.due)) || t.credit_dropped != 0 || t.late_burst_frames != 0;
+  if (const uint64_t pause = PauseReceived(ports[s.tx_port]); pause != 0 && short_of_rate) {
+    // The device paused the port: TX waited as it must. Not the tester's limit.
+    warnings.push_back(absl::StrFormat(
+        "stream %s: sent %s of the %s frames its set rate called for while port %s received %s PAUSE/PFC frames: "
+        "the device's flow control held TX back",
+        s.name, FormatCount(t.packets), FormatCount(t.due), ports[s.tx_port].name, FormatCount(pause)));
+  } else if (t.paced && t.shortfall() > ShortfallTolerance(t.due)) {
     std::string why;
     if (t.retries != 0) why += absl::StrFormat("; the PMD refused part of %s bursts", FormatCount(t.retries));
     out.push_back({kTxShortfall, t.shortfall(),
@@ -93,11 +119,16 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports) {
                                    FormatCount(t.packets), FormatCount(t.due),
                                    100.0 * static_cast<double>(t.shortfall()) / static_cast<double>(t.due), why)});
   }
-  if (t.credit_dropped != 0) {
+  if (PauseReceived(ports[s.tx_port]) == 0 && t.credit_dropped != 0) {
     out.push_back({kPacingStall, t.credit_dropped,
-                   absl::StrFormat("the TX lcore fell more than 1 ms behind the set rate %s times; the slots it "
-                                   "missed were skipped, not sent late",
+                   absl::StrFormat("the TX lcore fell more than 1 ms (or one burst) behind the set rate %s times; "
+                                   "the slots it missed were skipped, not sent late",
                                    FormatCount(t.stalls))});
+  }
+  if (PauseReceived(ports[s.tx_port]) == 0 && t.late_burst_frames != 0) {
+    out.push_back({kPacingStall, t.late_burst_frames,
+                   "frames of bursts the TX lcore released more than 1 ms after their start (not the back-to-back "
+                   "bursts at their times the schedule called for)"});
   }
   if (t.alloc_failures != 0) {
     out.push_back({kTxError, t.alloc_failures, "the mbuf pool was empty when TX needed a burst (times)"});
@@ -118,11 +149,11 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports) {
 void AssessTesterLimits(TrialResult& r) {
   for (PortResult& p : r.ports) {
     p.tester_limits.clear();
-    AssessPort(p, r.host_backlog_drops);
+    AssessPort(p, r.host_backlog_drops, r.warnings);
   }
   for (StreamResult& s : r.streams) {
     s.tester_limits.clear();
-    AssessStream(s, r.ports);
+    AssessStream(s, r.ports, r.warnings);
   }
 }
 

@@ -6,10 +6,11 @@
 //
 //   tx_shortfall   TX sent fewer frames than the set rate and count called
 //                  for (TxCounters::due vs packets), beyond 0.01 % or one burst
-//   pacing_stall   the TX lcore fell more than 1 ms behind and skipped slots
+//   pacing_stall   the TX lcore fell more than 1 ms (and a burst) behind and
+//                  skipped slots, or released bursts more than 1 ms late
 //   tx_error       mbuf pool empty, the PMD's oerrors, or frames the PMD took
 //                  that the kernel interface never sent (af_packet)
-//   rx_drop        the PMD's imissed / rx_nombuf / ierrors, or frames the
+//   rx_drop        the PMD's imissed / rx_nombuf, or frames the
 //                  kernel interface received that the PMD never read (af_packet
 //                  drops in its packet socket, which DPDK 22.11 does not count)
 //   rx_stall       an RX lcore came back more than 1 ms after its last poll
@@ -17,6 +18,9 @@
 //                  tester's own delay (counts stay exact)
 //   host_backlog_drop  the host kernel's input backlog dropped frames while a
 //                  kernel-backed port was in use (/proc/net/softnet_stat)
+//
+// Not the tester's (run warnings instead): a shortfall while the TX port
+// received PAUSE/PFC frames (the device's flow control), ierrors (the link's).
 //
 // A stream carries its own TX limits and those of its ports (TX port: tx_error;
 // RX port: rx_drop, rx_stall, host_backlog_drop); its loss figures then include the
@@ -33,7 +37,7 @@
 namespace fg::engine {
 
 struct TesterLimit {
-  std::string kind;    // tx_shortfall, pacing_stall, tx_error, rx_drop, host_backlog_drop
+  std::string kind;    // one of the k* names below
   uint64_t count = 0;  // frames (slots for pacing_stall, events for a pool running empty)
   std::string detail;  // what was seen, with the numbers of each observation point
 };

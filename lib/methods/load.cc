@@ -13,6 +13,7 @@ absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vec
                                             const config::TestSpec& test, bool bursts) {
   LoadRunner r;
   r.eal_ = &eal;
+  r.judges_latency_ = test.kind == config::TestSpec::Kind::kLatency;
   r.ports_ = ports;
   for (size_t i : test.streams) {
     const stream::CompiledStream& s = streams.at(i);
@@ -115,24 +116,21 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
     rx_l1_bits += static_cast<double>(unique) * (s.frame_size + kL1OverheadBytes) * 8;
     t.set_fps += s.set_pps;
   }
-  const double secs = r.duration_ns > 0 ? r.duration_ns / 1e9 : duration_s;
+  // Over the trial's set duration: TX stops at its end (the engine's own
+  // TX phase also holds the millisecond it takes to notice).
+  const double secs = duration_s > 0 ? duration_s : r.duration_ns / 1e9;
   t.offered_l1_bps = tx_l1_bits / secs;
   t.offered_l2_bps = tx_l2_bits / secs;
   t.offered_fps = static_cast<double>(t.tx_frames) / secs;
   t.received_l1_bps = rx_l1_bits / secs;
   t.set_l1_bps = load * line_l1_bps_;
   for (const auto& [port, n] : per_port_) t.port_offered_l1_bps.push_back(port_bits[port] / secs);
+  // The limits that bear on this test's figures: its streams' (their TX,
+  // their ports); an RX lcore's stall delays latencies, not counts.
   for (const engine::StreamResult& s : r.streams) {
     for (const engine::TesterLimit& l : s.tester_limits) {
+      if (l.kind == engine::kRxStall && !judges_latency_) continue;
       t.tester_limits.push_back({l.kind, l.count, "stream " + s.name + ": " + l.detail});
-    }
-  }
-  if (t.tester_limits.empty() && r.tester_limited()) {
-    // A port no stream of the test uses: still the tester's limit in this trial.
-    for (const engine::PortResult& p : r.ports) {
-      for (const engine::TesterLimit& l : p.tester_limits) {
-        t.tester_limits.push_back({l.kind, l.count, "port " + p.name + ": " + l.detail});
-      }
     }
   }
   if (!t.tester_limits.empty()) {
@@ -171,8 +169,8 @@ absl::StatusOr<engine::TrialResult> LoadRunner::RunUnlimited(
   std::string last;
   for (int a = 0; a < attempts; ++a) {
     FG_ASSIGN_OR_RETURN(engine::TrialResult r, trial());
-    if (!r.tester_limited()) return r;
     TrialRecord t = record(r, static_cast<int>(trials.size()));
+    if (t.tester_limits.empty()) return r;
     t.included = false;
     last = t.excluded_because;
     trials.push_back(t);

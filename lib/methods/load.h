@@ -113,6 +113,7 @@ class LoadRunner {
   std::map<size_t, int> per_port_;  // TX port -> the test's streams on it
   std::vector<std::string> names_;
   double line_l1_bps_ = 0, mean_frame_size_ = 0;
+  bool judges_latency_ = false;  // a latency test: an RX stall (rx_stall) makes a trial's figures the tester's
 };
 
 // The test's warm-up, when it has one: traffic at `load` for warmup_ns,

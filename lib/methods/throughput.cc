@@ -157,7 +157,9 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     GoalOutcome sum;
     sum.port_l1_bps.assign(out.tx_ports.size(), 0);
     o.port_l1_bps.assign(out.tx_ports.size(), 0);
+    int decided = 0;  // searches with deciding trials for this goal
     for (const auto& r : reps) {
+      decided += r[g].deciding_trial_seconds > 0;
       o.found = o.found && r[g].found;
       o.repetition_lower_bounds.push_back(r[g].lower_bound);
       o.upper_bound = std::max(o.upper_bound, r[g].upper_bound);
@@ -175,7 +177,8 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
         sum.port_l1_bps[p] += r[g].port_l1_bps[p];
       }
     }
-    // Each goal's figures are the mean over the searches.
+    // Each goal's figures are the mean over the searches; the measured ones
+    // over the searches that had deciding trials.
     const double n = static_cast<double>(reps.size());
     const double mean = sum.lower_bound / n;
     double sq = 0;
@@ -183,14 +186,17 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     o.cv = reps.size() > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean : 0;
     o.lower_bound = mean;
     o.conditional_throughput = sum.conditional_throughput / n;
-    o.lower_bound_l1_bps = sum.lower_bound_l1_bps / n;
-    o.lower_bound_l2_bps = sum.lower_bound_l2_bps / n;
-    o.lower_bound_pps = sum.lower_bound_pps / n;
     o.set_l1_bps = sum.set_l1_bps / n;
     o.set_l2_bps = sum.set_l2_bps / n;
     o.set_pps = sum.set_pps / n;
     o.deciding_trial_seconds = sum.deciding_trial_seconds;
-    for (size_t p = 0; p < o.port_l1_bps.size(); ++p) o.port_l1_bps[p] = sum.port_l1_bps[p] / n;
+    const double measured = static_cast<double>(decided);
+    o.lower_bound_l1_bps = measured > 0 ? sum.lower_bound_l1_bps / measured : 0;
+    o.lower_bound_l2_bps = measured > 0 ? sum.lower_bound_l2_bps / measured : 0;
+    o.lower_bound_pps = measured > 0 ? sum.lower_bound_pps / measured : 0;
+    for (size_t p = 0; p < o.port_l1_bps.size(); ++p) {
+      o.port_l1_bps[p] = measured > 0 ? sum.port_l1_bps[p] / measured : 0;
+    }
   }
   return out;
 }

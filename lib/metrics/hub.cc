@@ -189,7 +189,7 @@ std::vector<MetricFamily> Hub::Collect() {
            StreamCounter{"fabricgen_stream_ecn_ce_packets_total", "Frames received with ECN CE.", &StreamTotals::ce},
            StreamCounter{"fabricgen_stream_tx_slots_skipped_total",
                          "TX slots skipped because the TX lcore fell more than 1 ms behind the set rate (the "
-                         "tester's own limit, never the device's).",
+                         "tester's own limit, unless the device was sending PAUSE/PFC frames).",
                          &StreamTotals::tx_slots_skipped},
        }) {
     MetricFamily& m = family(c.name, Type::kCounter, c.help);

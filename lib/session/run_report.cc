@@ -222,6 +222,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
       w.Null();  // unpaced: no set rate to fall short of
     }
     w.Field("tx_stalls", s.tx.stalls);
+    w.Field("tx_late_burst_frames", s.tx.late_burst_frames);
     w.EndObject();
   }
   w.EndArray();

@@ -26,7 +26,7 @@ struct alignas(64) TxTask::State {
   uint64_t start_tsc = 0;
   uint64_t end_tsc = 0;
   uint64_t limit = 0;         // packets, 0 = none
-  uint64_t max_backlog = 0;   // due packets beyond which missed slots are skipped (1 ms worth)
+  uint64_t max_backlog = 0;   // due packets beyond which missed slots are skipped (1 ms worth, at least a burst)
   uint32_t burst_frames = 0;  // burst schedule: frames per burst (0: paced by interval_fp)
   uint64_t burst_period = 0;  // TSC ticks from one burst's start to the next
   uint64_t next_burst = 0;    // TSC of the next burst's start
@@ -48,7 +48,8 @@ struct alignas(64) TxTask::State {
   rte_mbuf* pending[kTxBurst] = {};
   uint32_t pending_len[kTxBurst] = {};  // frame bytes of each pending mbuf (never read an mbuf once sent)
 
-  alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, stalls, first_ns, last_ns, due;
+  alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, stalls,
+      late_burst_frames, first_ns, last_ns, due;
   std::atomic<bool> paced{false};
   std::atomic<bool> done{false};
 
@@ -57,8 +58,9 @@ struct alignas(64) TxTask::State {
   alignas(64) std::atomic<uint64_t> ctl_gen{0};
   std::atomic<uint64_t> ctl_pps_bits{0};
   std::atomic<int> ctl_mode{kRunning};
-  uint64_t seen_gen = 0;  // lcore
-  bool paused = false;    // lcore
+  std::atomic<uint64_t> ctl_stop_tsc{0};  // when Stop was asked: the stream owes nothing after it
+  uint64_t seen_gen = 0;                  // lcore
+  bool paused = false;                    // lcore
   static constexpr int kRunning = 0, kPaused = 1, kStopped = 2;
 };
 
@@ -76,8 +78,11 @@ uint64_t IntervalFp(double pps, uint64_t hz) {
   return fp >= kMaxIntervalFp ? static_cast<uint64_t>(kMaxIntervalFp)
                               : std::max<uint64_t>(1, static_cast<uint64_t>(fp));
 }
+// Slots the pacer catches up back to back after a short hold-up: 1 ms worth,
+// at least one burst; beyond that it skips them (pacing_stall). Catching up
+// more would send a micro-burst the set rate never called for.
 uint64_t MaxBacklog(double pps) {
-  return std::max<uint64_t>(4 * kTxBurst, std::isfinite(pps) ? static_cast<uint64_t>(pps / 1000) : 0);
+  return std::max<uint64_t>(kTxBurst, std::isfinite(pps) ? static_cast<uint64_t>(pps / 1000) : 0);
 }
 
 }  // namespace
@@ -91,6 +96,7 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
       clock_(clock),
       tag_off_(template_tag_offset),
       tag_salt_((ReadTsc() << 1) | 1),
+      late_ticks_(clock.FromNs(1'000'000)),
       sched_(schedule) {
   for (const stream::CompiledStream* s : streams) {
     auto st = std::make_unique<State>();
@@ -132,6 +138,7 @@ TxCounters TxTask::counters(size_t i) const {
   c.alloc_failures = st.alloc_failures.Read();
   c.credit_dropped = st.credit_dropped.Read();
   c.stalls = st.stalls.Read();
+  c.late_burst_frames = st.late_burst_frames.Read();
   c.first_ns = st.first_ns.Read();
   c.last_ns = st.last_ns.Read();
   c.due = st.due.Read();
@@ -141,6 +148,9 @@ TxCounters TxTask::counters(size_t i) const {
 
 void TxTask::Control(size_t i, double pps, int mode) {
   State& st = *streams_[i];
+  if (mode == State::kStopped && st.ctl_stop_tsc.load(std::memory_order_relaxed) == 0) {
+    st.ctl_stop_tsc.store(ReadTsc(), std::memory_order_relaxed);
+  }
   st.ctl_pps_bits.store(std::bit_cast<uint64_t>(pps), std::memory_order_relaxed);
   st.ctl_mode.store(mode, std::memory_order_relaxed);
   st.ctl_gen.store(st.ctl_gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
@@ -161,26 +171,37 @@ double TxTask::rate(size_t i) const {
 bool TxTask::stopped(size_t i) const { return streams_[i]->done.load(std::memory_order_acquire); }
 bool TxTask::paused(size_t i) const { return streams_[i]->ctl_mode.load(std::memory_order_relaxed) == State::kPaused; }
 
-// Frames the open segment called for by TSC time `t`: paced, the slots due
-// before t (packet k is due at k intervals after the segment's start, skipped
-// ones included); a burst schedule, what it released; unpaced, what was made.
-uint64_t TxTask::SegmentDue(const State& st, uint64_t t) {
-  if (st.burst_frames != 0) return st.generated - st.seg_generated0 + st.burst_left;
-  if (st.interval_fp == 0) return st.generated - st.seg_generated0;
+// Frames the open segment called for. At the stream's end (`final`, at TSC
+// time t): paced, the slots due before t (packet k is due k intervals after
+// the segment's start, skipped ones included); a burst schedule, every burst
+// that started before t. At a rate change or pause: the slots the pacer has
+// passed (generated or skipped), so the poll in progress owes nothing, and
+// released frames of a burst that a pause abandons are not owed either.
+// Unpaced: what was made.
+uint64_t TxTask::SegmentDue(const State& st, uint64_t t, bool final) {
+  const uint64_t made = st.generated - st.seg_generated0;
+  if (st.burst_frames != 0) {
+    if (!final) return made;
+    uint64_t unreleased = 0;
+    if (st.burst_period != 0 && st.next_burst < t) unreleased = (t - st.next_burst - 1) / st.burst_period + 1;
+    return made + st.burst_left + unreleased * st.burst_frames;
+  }
+  if (st.interval_fp == 0) return made;
+  if (!final) return st.next_fp / st.interval_fp;
   if (t <= st.start_tsc) return 0;
   const uint64_t t_fp = (t - st.start_tsc) << kFpShift;
   return (t_fp + st.interval_fp - 1) / st.interval_fp;
 }
 
-void TxTask::CloseSegment(State& st, uint64_t t) {
+void TxTask::CloseSegment(State& st, uint64_t t, bool final) {
   if (!st.segment_open) return;
-  st.due_closed += SegmentDue(st, t);
+  st.due_closed += SegmentDue(st, t, final);
   st.segment_open = false;
 }
 
 void TxTask::Exhaust(State& st, uint64_t t) {
   st.exhausted = true;
-  CloseSegment(st, t);
+  CloseSegment(st, t, true);
   uint64_t due = std::max(st.due_closed, st.generated);
   if (st.limit != 0) due = std::min(due, st.limit);
   st.due.Set(due);
@@ -189,9 +210,10 @@ void TxTask::Exhaust(State& st, uint64_t t) {
 
 void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
   st.seen_gen = gen;
+  if (st.exhausted) return;  // done sending (frames may still be pending): nothing changes what it owed
   const int mode = st.ctl_mode.load(std::memory_order_relaxed);
   if (mode == State::kStopped) {
-    Exhaust(st, now);
+    Exhaust(st, std::min(st.ctl_stop_tsc.load(std::memory_order_relaxed), st.end_tsc));
     return;
   }
   const double pps = std::bit_cast<double>(st.ctl_pps_bits.load(std::memory_order_relaxed));
@@ -199,7 +221,7 @@ void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
   const bool resume = st.paused && mode == State::kRunning;
   const bool pause = !st.paused && mode == State::kPaused;
   // What the old rate called for ends here (a pause sends nothing and owes nothing).
-  if (interval != st.interval_fp || resume || pause) CloseSegment(st, now);
+  if (interval != st.interval_fp || resume || pause) CloseSegment(st, now, false);
   if (interval != st.interval_fp || resume) {
     // Pacing restarts now: no burst to catch up on what the old rate (or
     // the pause) did not send.
@@ -305,6 +327,9 @@ unsigned TxTask::Poll() {
         // Burst schedule: each period releases a whole burst, sent as fast
         // as the port takes it (back to back at line rate on a NIC).
         while (now >= st.next_burst) {
+          // Released more than 1 ms after its start: not the back-to-back
+          // burst at its time that the schedule called for.
+          if (now - st.next_burst > late_ticks_) st.late_burst_frames.Add(st.burst_frames);
           st.burst_left += st.burst_frames;
           st.next_burst += st.burst_period;
         }
@@ -360,7 +385,10 @@ void TxTask::Finish() {
   for (auto& st : streams_) {
     if (st->npending != 0) rte_pktmbuf_free_bulk(st->pending, st->npending);
     st->npending = 0;
-    if (!st->exhausted) Exhaust(*st, std::min(now, st->end_tsc));
+    if (!st->exhausted) {
+      const uint64_t stop = st->ctl_stop_tsc.load(std::memory_order_relaxed);
+      Exhaust(*st, std::min(stop != 0 ? stop : now, st->end_tsc));
+    }
     st->done.store(true, std::memory_order_release);
   }
 }

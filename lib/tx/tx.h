@@ -38,7 +38,8 @@ struct TxCounters {
   uint64_t retries = 0;  // tx_burst calls that left frames pending
   uint64_t alloc_failures = 0;
   uint64_t credit_dropped = 0;         // packet slots skipped because the lcore fell behind the set rate
-  uint64_t stalls = 0;                 // times the lcore fell more than 1 ms behind (each skipped slots)
+  uint64_t stalls = 0;                 // times the lcore fell more than 1 ms (or a burst) behind: slots skipped
+  uint64_t late_burst_frames = 0;      // burst schedules: frames of bursts released more than 1 ms late
   uint64_t first_ns = 0, last_ns = 0;  // TSC ns of the first and last accepted burst
   // Frames the set rate (or burst schedule) and count called for over the
   // stream's sending time, pauses excluded and rate changes followed: what
@@ -94,15 +95,16 @@ class TxTask : public PollTask {
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
   // On the lcore: the stream stops generating at `t`; its due count is final.
   void Exhaust(State& st, uint64_t t);
-  static uint64_t SegmentDue(const State& st, uint64_t t);
-  static void CloseSegment(State& st, uint64_t t);
+  static uint64_t SegmentDue(const State& st, uint64_t t, bool final);
+  static void CloseSegment(State& st, uint64_t t, bool final);
   size_t rr_ = 0;  // the stream that goes first this poll (streams sharing the queue take turns)
   void Control(size_t i, double pps, int mode);  // control thread
   uint16_t port_id_, queue_;
   rte_mempool* pool_;
   TscClock clock_;
   int tag_off_;
-  uint64_t tag_salt_;  // differs per task, so a tag from an earlier run never matches
+  uint64_t tag_salt_;    // differs per task, so a tag from an earlier run never matches
+  uint64_t late_ticks_;  // 1 ms: a burst released later than this after its start is late
   std::vector<std::unique_ptr<State>> streams_;
   port::TxSchedule sched_;
   uint64_t sched_seen_ = 0;  // the shared line's sequence last copied

@@ -30,10 +30,6 @@ constexpr int64_t kUntilStopped = int64_t{365} * 24 * 3600 * 1'000'000'000;
 
 const std::vector<std::string> kShowTopics = {"ports", "streams", "flows", "latency", "histogram"};
 
-// The lowest rate TX paces, as the plan's minimum (lib/config refuses lower
-// rates; kept here while lib/config/plan.cc changes under issue 12).
-constexpr double kMinPps = 0.001;
-
 // A file the shell is about to write: its directory must exist and be
 // writable, and the file, if there, must be a regular file (it is replaced).
 absl::Status WritableFile(std::string_view verb, const std::string& path) {

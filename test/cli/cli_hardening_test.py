@@ -198,8 +198,12 @@ class Hardening(unittest.TestCase):
                       "10.000 Gbit/s" % path, err)
         rc, out, err, path = self.script("rate udp 0.0001 pps\n")
         self.assertEqual(rc, 2)
-        self.assertEqual(err, "%s:1: rate udp 0.0001 pps: rate: 0.0001 pps for udp is below the TX minimum of 0.001 "
-                              "pps (one frame every 1000.000 s)\n" % path)
+        self.assertEqual(err, "%s:1: rate udp 0.0001 pps: rate: rate '0.0001 pps' is below the minimum of 0.001 "
+                              "pps\n" % path)
+        # A bit rate that comes to less: the same minimum, after conversion.
+        rc, out, err, path = self.script("rate udp 0.1 bps\n")
+        self.assertEqual(rc, 2)
+        self.assertIn("is below the TX minimum of 0.001 pps (one frame every 1000.000 s)", err)
         # Within the line rate (udp 80 % + roce 1.063 Gbit/s L1), and max, are taken.
         rc, out, err, _ = self.script("start\nrate udp 80%\nrate udp max\nstop\n")
         self.assertEqual(rc, 0, err)

@@ -1,5 +1,9 @@
 // metrics/server.h: the /metrics HTTP endpoint (civetweb, one thread).
 //
+// Debian 12's civetweb is built without IPv6: an IPv6 address is served by
+// our own listener instead (one thread, one connection at a time, 2 s to
+// send a request, GET /metrics only), so `[::1]:9464` works everywhere.
+//
 // Each scrape calls `collect` on civetweb's thread and answers with the text
 // exposition. `collect` must not block on the data path: fabricgen's reads
 // per-lcore counters with relaxed loads (metrics/hub.h).
@@ -8,9 +12,11 @@
 //   printf("%s\n", (*s)->url().c_str());   // http://127.0.0.1:9464/metrics
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -33,8 +39,7 @@ absl::StatusOr<Listen> ParseListen(const std::string& listen);
 class Server {
  public:
   using Collect = std::function<std::vector<MetricFamily>()>;
-  // `listen`: as ParseListen reads it. An IPv6 address needs a civetweb
-  // built with IPv6 (Debian 12's is not: a clear error then).
+  // `listen`: as ParseListen reads it.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const std::string& listen, Collect collect);
   ~Server();
 
@@ -44,10 +49,17 @@ class Server {
  private:
   Server() = default;
   static int Handle(mg_connection* conn, void* self);
+  // The IPv6 listener when civetweb has none: a bound socket and its thread.
+  absl::Status ListenIpv6(const Listen& l, const std::string& listen);
+  void ServeIpv6();
+  void Answer(int conn);
   mg_context* ctx_ = nullptr;
+  int fd_ = -1;
+  int wake_[2] = {-1, -1};  // written by the destructor to end ServeIpv6
+  std::thread thread_;
   Collect collect_;
   std::string url_;
-  uint64_t scrapes_ = 0;
+  std::atomic<uint64_t> scrapes_{0};
 };
 
 }  // namespace fg::metrics

@@ -85,9 +85,12 @@ name: tbf capacity under load
 %(ports)sstreams:
   - {name: s, port: a, rx_port: b, rate: 10 kpps, frame: {size: %(frame)d B}}
 tests:
-  - throughput: {name: ndr-binary, search: binary, min: 0.5 %%, max: 5 %%, precision: 0.02 %%,
+  - throughput: {name: ndr-binary, search: binary, min: 0.5 %%, max: 2.5 %%, precision: 0.02 %%,
                  trial_duration: 1 s, warmup: 500 ms}
 """ % {"frame": FRAME, "ports": PORTS}
+# max 2.5 % of line = 20,300 frames/s of 1518 B, above the 16,513 frames/s of
+# the tbf: a loaded tester often still offers that, so the search usually
+# decides (and must then be within 2 %); when it cannot, it must say so.
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")

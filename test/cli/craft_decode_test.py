@@ -30,8 +30,12 @@ FABRICGEN = ""
 ROOT = ""
 
 
+# Every capture goes in one directory, removed when the tests end (pass or fail).
+WORK = tempfile.TemporaryDirectory(prefix="fabricgen-craft-")
+
+
 def craft(plan, count):
-    tmp = tempfile.mkdtemp(prefix="fabricgen-craft-")
+    tmp = tempfile.mkdtemp(dir=WORK.name)
     pcap = os.path.join(tmp, "out.pcap")
     r = subprocess.run([FABRICGEN, "craft", os.path.join(ROOT, plan), "--pcap", pcap, "--count", str(count)],
                        capture_output=True, text=True, timeout=60)

@@ -423,16 +423,18 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   // the kernel counted is read within the millisecond that follows), then
   // the PMDs' once the lcores have stopped: a frame never shows as dropped
   // only because it came between the two readings.
+  kernel_end_.assign(ports_.size(), {});
+  bool kernel_backed = false;
   for (size_t pi = 0; pi < ports_.size(); ++pi) {
     if (ports_[pi]->options().kernel_iface.empty()) continue;
-    kernel_end_.resize(ports_.size());
     kernel_end_[pi] = ports_[pi]->kernel_stats();
+    kernel_backed = true;
   }
   if (backlog_drops_start_ >= 0) {
     const int64_t end = port::HostBacklogDrops();
     if (end >= 0) result_.host_backlog_drops = end - backlog_drops_start_;
   }
-  if (!kernel_end_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (kernel_backed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (auto& w : work_) w.phase.store(kStop, std::memory_order_release);
   rte_eal_mp_wait_lcore();
   stop_background_.store(true, std::memory_order_release);

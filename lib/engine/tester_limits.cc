@@ -29,9 +29,11 @@ bool TrialResult::tester_limited() const {
 namespace {
 
 // TX may end up to one poll short of the set count (the slots due between
-// the last poll and the end): below one burst or 0.01 % it is pacing, not a
-// shortfall.
-uint64_t ShortfallTolerance(uint64_t due) { return std::max<uint64_t>(tx::kTxBurst, due / 10'000); }
+// the last poll and the end), and a host that takes the lcore away for a
+// few ms now and then costs a few skipped slots: below one burst or 0.1 %
+// of what was due (a fifth of the finest search precision, 0.5 %) the
+// offered load is the set one for every purpose of a test; beyond, it is not.
+uint64_t ShortfallTolerance(uint64_t due) { return std::max<uint64_t>(tx::kTxBurst, due / 1'000); }
 
 // PAUSE or PFC frames the port received over the trial: the device held
 // the tester's TX back (its flow control, not the tester's limit).
@@ -119,7 +121,7 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::ve
                                    FormatCount(t.packets), FormatCount(t.due),
                                    100.0 * static_cast<double>(t.shortfall()) / static_cast<double>(t.due), why)});
   }
-  if (PauseReceived(ports[s.tx_port]) == 0 && t.credit_dropped != 0) {
+  if (PauseReceived(ports[s.tx_port]) == 0 && t.credit_dropped > ShortfallTolerance(t.due)) {
     out.push_back({kPacingStall, t.credit_dropped,
                    absl::StrFormat("the TX lcore fell more than 1 ms (or one burst) behind the set rate %s times; "
                                    "the slots it missed were skipped, not sent late",

@@ -5,7 +5,7 @@
 // and per port, each way the tester was the limit:
 //
 //   tx_shortfall   TX sent fewer frames than the set rate and count called
-//                  for (TxCounters::due vs packets), beyond 0.01 % or one burst
+//                  for (TxCounters::due vs packets), beyond 0.1 % or one burst
 //   pacing_stall   the TX lcore fell more than 1 ms (and a burst) behind and
 //                  skipped slots, or released bursts more than 1 ms late
 //   tx_error       mbuf pool empty, the PMD's oerrors, or frames the PMD took

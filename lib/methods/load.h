@@ -38,7 +38,7 @@ struct TrialRecord {
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
   uint64_t rx_other_frames = 0;           // received without a signature of the test (ARP, LLDP, ...)
   double loss_ratio = 0;
-  // Measured: what TX sent over the trial's TX time, aggregate over the test's streams.
+  // Measured: what TX sent over the trial's set duration (TX stops at its end), aggregate over the test's streams.
   double offered_l1_bps = 0, offered_l2_bps = 0, offered_fps = 0;
   double received_l1_bps = 0;
   // Set: what the load called for (load x line rate; bursts: line rate while bursting).

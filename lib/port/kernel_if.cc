@@ -1,6 +1,5 @@
 #include "port/kernel_if.h"
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 

@@ -49,7 +49,7 @@ void WriteAccounting(report::JsonWriter& w, const std::vector<methods::TrialReco
   double seconds = 0;
   for (const auto& t : trials) {
     counted += t.included;
-    limited += !t.tester_limits.empty();
+    limited += !t.tester_limits.empty() && t.phase != "warm-up";  // a warm-up never counts anyway
     if (t.included) seconds += t.duration_s;
   }
   w.Key("trial_accounting");
@@ -233,7 +233,7 @@ void WriteLoadBalance(report::JsonWriter& w, const methods::LoadBalanceResult& r
 int TesterLimitedTrials(const std::vector<TestOutcome>& results) {
   int n = 0;
   for (const TestOutcome& o : results) {
-    for (const methods::TrialRecord& t : o.trials()) n += !t.tester_limits.empty();
+    for (const methods::TrialRecord& t : o.trials()) n += !t.tester_limits.empty() && t.phase != "warm-up";
   }
   return n;
 }

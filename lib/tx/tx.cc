@@ -310,8 +310,7 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
 // 347 instructions per packet in Poll, rte_eth_tx_burst into net_null
 // included, for 10^6 RoCEv2 SEND_ONLY frames of 78 B unpaced (349 before the
 // due accounting and the stream rotation: no cost). Command:
-//   valgrind --tool=callgrind --toggle-collect='fg::tx::TxTask::Poll*' build/app/fabricgen run PLAN
-//     -- --no-huge --no-shconf -m 1024 --no-pci -l 0-1   (PLAN: docs/benchmarks.md, "Instruction counts")
+//   tools/count_instructions.sh build      (docs/benchmarks.md, "After issue 12")
 // Wall-clock figures against testpmd: tools/bench_vs_testpmd.sh, docs/benchmarks.md.
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;

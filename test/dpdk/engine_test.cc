@@ -277,7 +277,8 @@ TEST(LiveRun, TopFlowsOverManyFlowsSeesEveryFlowOnce) {
   Bench b = Make("streams: [{name: a, rate: 500 kpps, duration: 5 s, flows: 5000}]\n");
   auto run = LiveRun::Start(TestEal(), b.raw(), b.streams, Drain(10'000'000));
   ASSERT_TRUE(run.ok()) << run.status();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // 50,000 frames: every flow has started
+  // Every flow has started once 5,000 frames have come back (flows take turns).
+  while ((*run)->Streams()[0].rx_packets < 5000) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   auto top = (*run)->TopFlows(5000);
   ASSERT_TRUE(top.ok()) << top.status();
   ASSERT_EQ(top->size(), 5000u);

@@ -88,6 +88,12 @@ class Mover {
     moved_.fetch_add(1);
   }
   void Run() {
+    // On the main lcore's CPU, never on a worker's: the DUT must not take
+    // the tester's core (the tester would then be the limit, and say so).
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(rte_lcore_to_cpu_id(static_cast<int>(rte_get_main_lcore())), &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     rte_mbuf* burst[32];
     std::map<uint32_t, rte_mbuf*> held;
     while (!stop_.load()) {

@@ -88,11 +88,16 @@ class NftTruthsTest(LabRun):
         self.assertEqual(s["lost_packets"], qdisc["bfifo"]["drops"])
 
     def test_the_tester_kept_up(self):
-        # Unloaded, every figure above is exact: the tester names no limit of its own.
-        self.assertFalse(self.report["tester_limited"],
-                         [(s["name"], s["tester_limits"]) for s in self.report["streams"] if s["tester_limits"]])
+        # Unloaded, every figure above is exact and the tester names no limit
+        # that touches a count. An RX stall (latency only) can still be listed
+        # on this 2-vCPU VM, whose host now and then takes a vCPU for over a
+        # millisecond (steal time): that is true, and said.
+        limits = [(s["name"], l) for s in self.report["streams"] for l in s["tester_limits"]]
+        self.say("tester limits unloaded: %s", limits or "none")
+        self.assertEqual([x for x in limits if x[1]["kind"] != "rx_stall"], [])
+        self.assertEqual(self.report["tester_limited"], bool(limits))
         for p in self.report["ports"]:
-            self.assertEqual(p["tester_limits"], [], p["name"])
+            self.assertEqual([l for l in p["tester_limits"] if l["kind"] != "rx_stall"], [], p["name"])
             self.assertIsNotNone(p["kernel_interface"], p["name"])  # af_packet: the kernel's counters were read
 
     def test_every_frame_of_a_crosses_one_spine_and_ecmp_uses_both(self):

@@ -96,7 +96,20 @@ class TbfCapacityTest(LabRun):
         self.assertLess(seconds["ndr-pdr"], seconds["ndr-binary"] + seconds["pdr-binary"])
 
     def test_the_tester_kept_up_in_every_trial(self):
-        self.assertFalse(self.report["tester_limited"])
+        # Unloaded, the tester keeps up; on this VM its host may still take a
+        # vCPU away once or twice over the ~40 trials, and such a trial must
+        # be excluded, named, and run again (the capacities above come from
+        # the trials it kept up in).
+        limited = [(test["name"], t["index"], t["excluded_because"]) for test in self.report["tests"]
+                   for t in test["trials"] if t["tester_limited"] and t["phase"] != "warm-up"]
+        self.say("tester-limited trials unloaded: %s", limited or "none")
+        self.assertLessEqual(len(limited), 2, limited)
+        self.assertEqual(self.report["tester_limited"], bool(limited))
+        for test in self.report["tests"]:
+            self.assertTrue(test["complete"], test["name"])
+            for t in test["trials"]:
+                if t["tester_limited"]:
+                    self.assertFalse(t["included"])
         for test in self.report["tests"]:
             self.assertEqual(test["trial_accounting"]["excluded_tester_limited"], 0, test["name"])
 

@@ -127,7 +127,7 @@ struct TestSpec {
   // Every kind: a trial where the tester itself fell behind (engine tester
   // limits) is not counted and is run again, up to this many times; then
   // the test stops rather than judge the device by it.
-  int tester_limit_retries = 2;
+  int tester_limit_retries = 5;
   int line = 0;
 };
 

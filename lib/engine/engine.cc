@@ -17,25 +17,72 @@ namespace fg::engine {
 enum Phase : int { kRun = 0, kDrain = 1, kStop = 2 };
 
 struct LcoreWork {
-  std::vector<PollTask*> tx, rx;
+  uint32_t index = 0;  // worker index (flow owner id)
+  unsigned lcore = 0;
+  std::vector<tx::TxTask*> tx;
+  std::vector<rx::RxTask*> rx;
+  rx::FlowTable* table = nullptr;
+  std::vector<rx::HandoffRing*> in;  // from every other worker
   std::vector<std::string> names;
   std::atomic<int> phase{kRun};
+  // Written by the lcore only, read by anyone (show runtime).
+  alignas(64) Counter polls, busy_polls, tx_packets, rx_packets, tx_cycles, rx_cycles, handoff_in,
+      handoff_max_polls;
 };
 
+// A worker's loop: its TX tasks, its RX queues, then what other lcores
+// handed it for the flows it owns, then control requests. Three TSC reads a
+// loop give VPP-style cycles per frame for TX and RX apart (about 2 cycles a
+// frame at full bursts).
 int LcoreMain(void* arg) {
   LcoreWork& w = *static_cast<LcoreWork*>(arg);
+  rx::Handoff recs[64];
+  uint64_t max_lag = 0;
   for (;;) {
     const int phase = w.phase.load(std::memory_order_acquire);
     if (phase == kStop) break;
-    unsigned work = 0;
+    const uint64_t poll = w.polls.Read() + 1;
+    w.polls.Set(poll);
+    const uint64_t t0 = ReadTsc();
+    unsigned tx = 0;
     if (phase == kRun) {
-      for (PollTask* t : w.tx) work += t->Poll();
+      for (tx::TxTask* t : w.tx) tx += t->Poll();
     }
-    for (PollTask* t : w.rx) work += t->Poll();
-    if (work == 0) rte_pause();
+    const uint64_t t1 = ReadTsc();
+    unsigned rx = 0;
+    for (rx::RxTask* t : w.rx) rx += t->Poll();
+    uint64_t handed = 0;
+    for (rx::HandoffRing* ring : w.in) {
+      for (size_t k; (k = ring->Pop(recs, 64)) != 0;) {
+        for (size_t i = 0; i < k; ++i) {
+          const uint64_t lag = static_cast<uint16_t>(static_cast<uint16_t>(poll) - recs[i].owner_poll);
+          if (lag > max_lag) max_lag = lag;
+        }
+        w.table->Deliver(recs, k);
+        handed += k;
+      }
+    }
+    if (w.table != nullptr) w.table->ServeRequests();
+    if (tx != 0) {
+      w.tx_packets.Add(tx);
+      w.tx_cycles.Add(t1 - t0);
+    }
+    if (rx != 0 || handed != 0) {
+      w.rx_packets.Add(rx);
+      w.rx_cycles.Add(ReadTsc() - t1);
+      if (handed != 0) {
+        w.handoff_in.Add(handed);
+        if (max_lag > w.handoff_max_polls.Read()) w.handoff_max_polls.Set(max_lag);
+      }
+    }
+    if (tx != 0 || rx != 0 || handed != 0) {
+      w.busy_polls.Add(1);
+    } else {
+      rte_pause();
+    }
   }
-  for (PollTask* t : w.tx) t->Finish();
-  for (PollTask* t : w.rx) t->Finish();
+  for (tx::TxTask* t : w.tx) t->Finish();
+  for (rx::RxTask* t : w.rx) t->Finish();
   return 0;
 }
 
@@ -43,12 +90,13 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
                                                         const std::vector<stream::CompiledStream>& streams,
                                                         const TrialOptions& options) {
   std::unique_ptr<LiveRun> r(new LiveRun(eal, ports, streams, options));
-  const std::vector<unsigned>& workers = eal.worker_lcores();
+  std::vector<unsigned> workers = eal.worker_lcores();
   if (workers.empty()) {
     return absl::FailedPreconditionError(
         "no worker lcore: fabricgen needs at least two lcores (e.g. EAL argument -l 0-1); the main lcore "
         "only controls the run");
   }
+  if (options.max_workers != 0 && workers.size() > options.max_workers) workers.resize(options.max_workers);
   for (size_t i = 0; i < streams.size(); ++i) {
     if (streams[i].index != i) {
       return absl::InvalidArgumentError(
@@ -56,64 +104,148 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
                           streams[i].name, streams[i].index, i));
     }
   }
+  const uint32_t nw = static_cast<uint32_t>(workers.size());
+  r->lcores_ = workers;
+
+  // Owners: every flow to one worker (engine/placement.h).
+  std::vector<uint16_t> txq(ports.size());
+  for (size_t pi = 0; pi < ports.size(); ++pi) txq[pi] = ports[pi]->options().tx_queues;
+  r->placement_ = Place(streams, nw, txq, options.placement);
+  const Placement& pl = r->placement_;
+  r->result_.placement_policy = pl.Describe(streams, workers);
+
+  auto& work = r->work_;
+  work = std::vector<LcoreWork>(nw);
+  for (uint32_t w = 0; w < nw; ++w) {
+    work[w].index = w;
+    work[w].lcore = workers[w];
+  }
+
+  // RX analysis: one table per worker with the flows it owns.
+  for (uint32_t w = 0; w < nw; ++w) {
+    std::vector<rx::OwnedFlow> owned;
+    owned.reserve(pl.owned[w].size());
+    for (uint32_t g : pl.owned[w]) owned.push_back(rx::OwnedFlow{0, g});
+    for (const auto& s : streams) {
+      for (uint32_t f = 0; f < s.flows; ++f) {
+        const uint32_t g = s.flow_id + f;
+        if (pl.owner[g] == w) owned[pl.slot[g]].group = s.index;
+      }
+    }
+    r->tables_.push_back(std::make_unique<rx::FlowTable>(std::move(owned), static_cast<uint32_t>(streams.size()),
+                                                         options.loss_log_capacity, options.per_flow != 0));
+    work[w].table = r->tables_.back().get();
+  }
+  // Handoff rings, one per ordered pair of workers.
+  r->rings_.resize(size_t{nw} * nw);
+  for (uint32_t from = 0; from < nw; ++from) {
+    for (uint32_t to = 0; to < nw; ++to) {
+      if (from == to) continue;
+      r->rings_[from * nw + to] = std::make_unique<rx::HandoffRing>(rx::kHandoffRing);
+      work[to].in.push_back(r->rings_[from * nw + to].get());
+    }
+  }
 
   const int tag_off = port::TxTemplateTagOffset();
-  // TX: one task per (port, queue) that carries streams.
-  std::map<std::pair<size_t, uint16_t>, std::vector<const stream::CompiledStream*>> by_queue;
-  for (const auto& s : streams) by_queue[{s.tx_port, s.tx_queue}].push_back(&s);
+  // TX: one task per (worker, port) with the shards of the streams it owns
+  // flows of, on the worker's own TX queue of that port.
   auto& txs = r->txs_;
-  std::vector<std::string> tx_names;
-  for (auto& [key, list] : by_queue) {
-    port::Port* p = ports[key.first];
-    txs.push_back(
-        std::make_unique<tx::TxTask>(p->id(), key.second, p->pool(), list, r->clock_, tag_off, p->tx_schedule()));
-    tx_names.push_back(absl::StrFormat("tx %s/q%d", p->name(), key.second));
+  for (uint32_t w = 0; w < nw; ++w) {
+    for (size_t pi = 0; pi < ports.size(); ++pi) {
+      std::vector<tx::Shard> shards;
+      for (const auto& s : streams) {
+        if (s.tx_port != pi) continue;
+        tx::Shard sh{&s, {}, 0, 0};
+        uint64_t count = 0;
+        for (uint32_t f = 0; f < s.flows; ++f) {
+          if (pl.owner[s.flow_id + f] != w) continue;
+          sh.flows.push_back(f);
+          // Flows take turns: flow f sends every flows-th packet of the count.
+          if (s.count != 0) count += s.count / s.flows + (f < s.count % s.flows ? 1 : 0);
+        }
+        if (sh.flows.empty()) continue;
+        const double share = static_cast<double>(sh.flows.size()) / s.flows;
+        sh.pps = s.pps * share;
+        sh.count = count;
+        if (s.count != 0 && count == 0) continue;  // fewer packets than flows: this shard has none to send
+        if (sh.flows.size() == s.flows) sh.flows.clear();
+        shards.push_back(std::move(sh));
+      }
+      if (shards.empty()) continue;
+      port::Port* p = ports[pi];
+      if (w >= p->options().tx_queues) {
+        return absl::InternalError(absl::StrFormat("port %s: worker %d has no TX queue of its own", p->name(), w));
+      }
+      txs.push_back(std::make_unique<tx::TxTask>(p->id(), static_cast<uint16_t>(w), p->pool(), shards, r->clock_,
+                                                 tag_off, p->tx_schedule()));
+      work[w].tx.push_back(txs.back().get());
+      work[w].names.push_back(absl::StrFormat("tx %s/q%d", p->name(), w));
+    }
   }
 
   // RX: every queue of every port, so everything that arrives is counted;
-  // each port's tasks analyse the flows of the streams it receives.
-  uint32_t total_flows = 0;
-  for (const auto& s : streams) total_flows = std::max(total_flows, s.flow_id + s.flows);
+  // queue q of a port is polled by worker q % workers.
   auto& rxs = r->rxs_;
-  std::vector<std::string> rx_names;
+  std::vector<const Counter*> polls(nw);
+  for (uint32_t w = 0; w < nw; ++w) polls[w] = &work[w].polls;
   for (size_t pi = 0; pi < ports.size(); ++pi) {
-    std::vector<rx::GroupRange> groups;
-    for (uint32_t i = 0; i < streams.size(); ++i) {
-      // Data arrives on rx_port; feedback (CNP, NAK, NACK) returns to tx_port.
-      if (streams[i].rx_port != pi && streams[i].tx_port != pi) continue;
-      rx::GroupRange g{.group = i, .first_flow = streams[i].flow_id, .flows = streams[i].flows};
-      switch (streams[i].program.key_kind()) {
-        case stream::KeyKind::kRoceQp: g.key_kind = rx::GroupRange::KeyKind::kRoceQp; break;
-        case stream::KeyKind::kUetPdc: g.key_kind = rx::GroupRange::KeyKind::kUetPdc; break;
+    auto d = std::make_shared<rx::PortDispatch>();
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;  // data flows received here
+    bool verify = false;
+    for (const auto& s : streams) {
+      if (s.rx_port == pi) ranges.emplace_back(s.flow_id, s.flow_id + s.flows);
+      verify = verify || (s.rx_port == pi && s.verify_payload);
+    }
+    std::sort(ranges.begin(), ranges.end());
+    bool contiguous = !ranges.empty();
+    for (size_t i = 1; i < ranges.size(); ++i) contiguous = contiguous && ranges[i].first == ranges[i - 1].second;
+    if (pl.modulo && contiguous) {
+      d->modulo = nw;
+      d->lo = ranges.front().first;
+      d->hi = ranges.back().second;
+    } else {
+      d->data.assign(pl.owner.size(), {});
+      for (const auto& [lo, hi] : ranges) {
+        for (uint32_t g = lo; g < hi; ++g) d->data[g] = {pl.owner[g], pl.slot[g]};
+      }
+    }
+    if (verify) {
+      d->verify.assign(streams.size(), 0);
+      d->group_of.assign(pl.owner.size(), 0);
+      for (const auto& s : streams) {
+        if (s.rx_port == pi && s.verify_payload) d->verify[s.index] = 1;
+        for (uint32_t f = 0; f < s.flows; ++f) d->group_of[s.flow_id + f] = s.index;
+      }
+    }
+    for (const auto& s : streams) {
+      // Feedback (CNP, NAK, NACK) returns to tx_port (or arrives where the data does).
+      if (s.rx_port != pi && s.tx_port != pi) continue;
+      rx::PortDispatch::KeyKind kind = rx::PortDispatch::KeyKind::kNone;
+      switch (s.program.key_kind()) {
+        case stream::KeyKind::kRoceQp: kind = rx::PortDispatch::KeyKind::kRoceQp; break;
+        case stream::KeyKind::kUetPdc: kind = rx::PortDispatch::KeyKind::kUetPdc; break;
         default: break;
       }
-      g.key_base = streams[i].program.key_base();
-      g.data = streams[i].rx_port == pi;
-      g.verify_payload = streams[i].verify_payload;
-      groups.push_back(g);
+      if (kind == rx::PortDispatch::KeyKind::kNone) continue;
+      for (uint32_t f = 0; f < s.flows; ++f) {
+        const uint32_t g = s.flow_id + f;
+        d->keys.emplace(uint64_t{static_cast<uint8_t>(kind)} << 32 | (s.program.key_base() + f),
+                        rx::PortDispatch::Target{pl.owner[g], pl.slot[g]});
+      }
     }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
-      rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, total_flows, groups,
-                                                      static_cast<uint32_t>(streams.size()), r->clock_,
-                                                      options.loss_log_capacity, ports[pi]->rx_timestamp().offset,
-                                                      ports[pi]->rx_timestamp().flag, ports[pi]->rx_timestamp().line,
-                                                      tag_off, ports[pi]->rx_timestamp().shared)});
-      rx_names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
+      const uint32_t w = q % nw;
+      std::vector<rx::HandoffRing*> out(nw, nullptr);
+      for (uint32_t to = 0; to < nw; ++to) {
+        if (to != w) out[to] = r->rings_[w * nw + to].get();
+      }
+      rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, w, d, work[w].table, out, polls, r->clock_,
+                                                      ports[pi]->rx_timestamp().offset, ports[pi]->rx_timestamp().flag,
+                                                      ports[pi]->rx_timestamp().line, tag_off,
+                                                      ports[pi]->rx_timestamp().shared)});
+      work[w].rx.push_back(rxs.back().task.get());
+      work[w].names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));
     }
-  }
-
-  // Placement: TX round-robin from the first worker, RX round-robin from the
-  // last, so two workers keep TX and RX apart.
-  auto& work = r->work_;
-  work = std::vector<LcoreWork>(workers.size());
-  for (size_t i = 0; i < txs.size(); ++i) {
-    work[i % workers.size()].tx.push_back(txs[i].get());
-    work[i % workers.size()].names.push_back(tx_names[i]);
-  }
-  for (size_t i = 0; i < rxs.size(); ++i) {
-    LcoreWork& w = work[workers.size() - 1 - i % workers.size()];
-    w.rx.push_back(rxs[i].task.get());
-    w.names.push_back(rx_names[i]);
   }
 
   for (port::Port* p : ports) p->ResetStats();
@@ -122,9 +254,10 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
     if (!p->options().kernel_iface.empty()) r->backlog_drops_start_ = port::HostBacklogDrops();
   }
 
-  for (size_t i = 0; i < workers.size(); ++i) {
+  for (uint32_t i = 0; i < nw; ++i) {
     if (work[i].tx.empty() && work[i].rx.empty()) continue;
-    result.placement.push_back(absl::StrFormat("lcore %d: %s", workers[i], absl::StrJoin(work[i].names, ", ")));
+    result.placement.push_back(absl::StrFormat("lcore %d: %s", workers[i],
+                                               absl::StrJoin(work[i].names, ", ")));
   }
   if (options.on_placement) options.on_placement(result.placement);
 
@@ -138,10 +271,11 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
   const uint64_t start = ReadTsc() + r->clock_.FromNs(2'000'000);
   r->start_ = start;
   for (auto& t : txs) t->Arm(start);
-  for (size_t i = 0; i < workers.size(); ++i) {
-    if (work[i].tx.empty() && work[i].rx.empty()) continue;
+  for (uint32_t i = 0; i < nw; ++i) {
+    // Every worker runs: one with no queue of its own may still own flows
+    // whose frames others hand it.
     if (int ret = rte_eal_remote_launch(LcoreMain, &work[i], workers[i]); ret != 0) {
-      for (size_t j = 0; j < i; ++j) work[j].phase.store(kStop, std::memory_order_release);
+      for (uint32_t j = 0; j < i; ++j) work[j].phase.store(kStop, std::memory_order_release);
       rte_eal_mp_wait_lcore();
       r->finished_ = true;
       return absl::InternalError(absl::StrFormat("cannot launch lcore %d (%d)", workers[i], ret));
@@ -168,8 +302,8 @@ void LiveRun::TakeSample(uint64_t now) {
   for (auto& t : txs_) {
     for (size_t i = 0; i < t->num_streams(); ++i) smp.tx_packets[t->stream(i).index] += t->counters(i).packets;
   }
-  for (auto& ref : rxs_) {
-    for (uint32_t i = 0; i < streams_.size(); ++i) smp.rx_packets[i] += ref.task->counters(i).packets;
+  for (const auto& t : tables_) {
+    for (uint32_t i = 0; i < streams_.size(); ++i) smp.rx_packets[i] += t->counters(i).packets;
   }
   // The ports' extended counters too (read by the control thread, as
   // testpmd does; the lcores are not disturbed).
@@ -228,44 +362,51 @@ int64_t LiveRun::elapsed_ns() const {
   return now > start_ ? static_cast<int64_t>(clock_.ToNs(now - start_)) : 0;
 }
 
-std::pair<tx::TxTask*, size_t> LiveRun::TxOf(size_t stream) const {
+std::vector<LiveRun::ShardRef> LiveRun::TxOf(size_t stream) const {
+  std::vector<ShardRef> out;
   for (const auto& t : txs_) {
     for (size_t i = 0; i < t->num_streams(); ++i) {
-      if (t->stream(i).index == stream) return {t.get(), i};
+      const stream::CompiledStream& s = t->stream(i);
+      if (s.index != stream) continue;
+      const size_t nf = t->flows(i).size();
+      out.push_back({t.get(), i, static_cast<double>(nf) / s.flows});
     }
   }
-  return {nullptr, 0};
+  return out;
 }
 
 absl::Status LiveRun::SetRate(size_t stream, double pps) {
-  auto [t, i] = TxOf(stream);
-  if (t == nullptr) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
+  const std::vector<ShardRef> shards = TxOf(stream);
+  if (shards.empty()) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
   if (!(pps > 0)) return absl::InvalidArgumentError("a rate must be > 0");
-  t->SetRate(i, pps);
+  for (const ShardRef& sh : shards) sh.task->SetRate(sh.index, pps * sh.share);
   return absl::OkStatus();
 }
 
 absl::Status LiveRun::SetPaused(size_t stream, bool paused) {
-  auto [t, i] = TxOf(stream);
-  if (t == nullptr) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
-  t->SetPaused(i, paused);
+  const std::vector<ShardRef> shards = TxOf(stream);
+  if (shards.empty()) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
+  for (const ShardRef& sh : shards) sh.task->SetPaused(sh.index, paused);
   return absl::OkStatus();
 }
 
 absl::Status LiveRun::StopStream(size_t stream) {
-  auto [t, i] = TxOf(stream);
-  if (t == nullptr) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
-  t->Stop(i);
+  const std::vector<ShardRef> shards = TxOf(stream);
+  if (shards.empty()) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
+  for (const ShardRef& sh : shards) sh.task->Stop(sh.index);
   return absl::OkStatus();
 }
 
 LiveRun::StreamState LiveRun::state(size_t stream) const {
-  auto [t, i] = TxOf(stream);
   StreamState s;
-  if (t == nullptr) return s;
-  s.pps = t->rate(i);
-  s.paused = t->paused(i);
-  s.done = t->stopped(i);
+  const std::vector<ShardRef> shards = TxOf(stream);
+  if (shards.empty()) return s;
+  s.done = true;
+  for (const ShardRef& sh : shards) {
+    s.pps += sh.task->rate(sh.index);
+    s.paused = sh.task->paused(sh.index);
+    s.done = s.done && sh.task->stopped(sh.index);
+  }
   return s;
 }
 
@@ -280,9 +421,9 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
       s.tx_slots_skipped += c.credit_dropped;
     }
   }
-  for (const auto& ref : rxs_) {
+  for (const auto& table : tables_) {
     for (uint32_t i = 0; i < streams_.size(); ++i) {
-      const rx::GroupLiveView v = ref.task->live(i);
+      const rx::GroupLiveView v = table->live(i);
       StreamLive& s = out[i];
       s.rx_packets += v.packets;
       s.rx_bytes += v.bytes;
@@ -297,20 +438,18 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
 
 std::vector<LiveRun::PortLive> LiveRun::Ports() const {
   std::vector<PortLive> out(ports_.size());
-  const std::vector<StreamLive> s = Streams();
-  for (size_t i = 0; i < streams_.size(); ++i) {
-    out[streams_[i].tx_port].tx_packets += s[i].tx_packets;
-    out[streams_[i].tx_port].tx_bytes += s[i].tx_bytes;
+  for (const auto& t : txs_) {
+    for (size_t i = 0; i < t->num_streams(); ++i) {
+      const tx::TxCounters c = t->counters(i);
+      out[t->stream(i).tx_port].tx_packets += c.packets;
+      out[t->stream(i).tx_port].tx_bytes += c.bytes;
+    }
   }
   for (const auto& ref : rxs_) {
-    for (uint32_t i = 0; i < streams_.size(); ++i) {
-      const rx::RxCounters c = ref.task->counters(i);
-      out[ref.port].rx_packets += c.packets;
-      out[ref.port].rx_bytes += c.bytes;
-    }
+    const rx::RxCounters d = ref.task->data();
     const rx::RxCounters u = ref.task->unknown();
-    out[ref.port].rx_packets += u.packets;
-    out[ref.port].rx_bytes += u.bytes;
+    out[ref.port].rx_packets += d.packets + u.packets;
+    out[ref.port].rx_bytes += d.bytes + u.bytes;
     out[ref.port].rx_unknown_packets += u.packets;
   }
   return out;
@@ -318,8 +457,31 @@ std::vector<LiveRun::PortLive> LiveRun::Ports() const {
 
 stats::LatencyHistogram LiveRun::Latency(size_t stream) const {
   stats::LatencyHistogram h;
-  for (const auto& ref : rxs_) h.Merge(ref.task->LatencySnapshot(static_cast<uint32_t>(stream)));
+  for (const auto& t : tables_) h.Merge(t->LatencySnapshot(static_cast<uint32_t>(stream)));
   return h;
+}
+
+std::vector<LcoreStats> LiveRun::Runtime() const {
+  std::vector<LcoreStats> out;
+  for (const LcoreWork& w : work_) {
+    LcoreStats l;
+    l.lcore = w.lcore;
+    l.polls = w.polls.Read();
+    l.busy_polls = w.busy_polls.Read();
+    l.tx_packets = w.tx_packets.Read();
+    l.rx_packets = w.rx_packets.Read();
+    l.tx_cycles = w.tx_cycles.Read();
+    l.rx_cycles = w.rx_cycles.Read();
+    l.handoff_in = w.handoff_in.Read();
+    l.handoff_max_polls = w.handoff_max_polls.Read();
+    for (const rx::RxTask* t : w.rx) {
+      l.handoff_out += t->handed_off();
+      l.handoff_waits += t->handoff_waits();
+    }
+    l.flows = w.table != nullptr ? w.table->size() : 0;
+    out.push_back(l);
+  }
+  return out;
 }
 
 absl::Status LiveRun::Ask(const std::vector<std::pair<rx::RxTask*, rx::RxRequest*>>& asks, int64_t timeout_ns,
@@ -347,16 +509,27 @@ absl::Status LiveRun::Ask(const std::vector<std::pair<rx::RxTask*, rx::RxRequest
 
 absl::StatusOr<std::vector<rx::FlowView>> LiveRun::TopFlows(size_t n) const {
   if (finished_) return absl::FailedPreconditionError("the run has ended");
-  std::vector<rx::RxRequest> reqs(rxs_.size());
-  std::vector<std::pair<rx::RxTask*, rx::RxRequest*>> asks;
-  for (size_t i = 0; i < rxs_.size(); ++i) {
-    reqs[i].kind = rx::RxRequest::Kind::kTopFlows;
-    reqs[i].n = n;
-    asks.emplace_back(rxs_[i].task.get(), &reqs[i]);
+  // Owned here until answered; a request the lcores have not answered in
+  // time is kept (the lcore may still write it) until the run is destroyed.
+  auto reqs = std::make_unique<std::vector<rx::TopFlowsRequest>>(tables_.size());
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    (*reqs)[i].n = n;
+    tables_[i]->Post((*reqs)[i]);
   }
-  if (absl::Status s = Ask(asks, 2'000'000'000, false); !s.ok()) return s;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    bool all = true;
+    for (size_t i = 0; i < tables_.size(); ++i) all = all && tables_[i]->Served((*reqs)[i]);
+    if (all) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::lock_guard<std::mutex> lock(abandoned_mu_);
+      abandoned_.push_back(std::move(reqs));
+      return absl::DeadlineExceededError("the RX lcores did not answer in time");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   std::vector<rx::FlowView> all;
-  for (const rx::RxRequest& r : reqs) all.insert(all.end(), r.flows.begin(), r.flows.end());
+  for (const rx::TopFlowsRequest& r : *reqs) all.insert(all.end(), r.flows.begin(), r.flows.end());
   std::stable_sort(all.begin(), all.end(), [](const rx::FlowView& a, const rx::FlowView& b) {
     if (a.lost != b.lost) return a.lost > b.lost;
     if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
@@ -472,11 +645,10 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     r.set_pps = streams_[i].pps;
   }
   for (auto& t : txs_) {
-    for (size_t i = 0; i < t->num_streams(); ++i) {
-      StreamResult& r = result_.streams[t->stream(i).index];
-      r.tx = t->counters(i);
-      if (r.tx.packets != 0) r.tx_duration_ns = static_cast<int64_t>(r.tx.last_ns - r.tx.first_ns);
-    }
+    for (size_t i = 0; i < t->num_streams(); ++i) result_.streams[t->stream(i).index].tx += t->counters(i);
+  }
+  for (StreamResult& r : result_.streams) {
+    if (r.tx.packets != 0) r.tx_duration_ns = static_cast<int64_t>(r.tx.last_ns - r.tx.first_ns);
   }
   result_.ports.resize(ports_.size());
   for (size_t pi = 0; pi < ports_.size(); ++pi) result_.ports[pi].name = ports_[pi]->name();
@@ -484,20 +656,23 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     result_.ports[r.tx_port].tx_packets += r.tx.packets;
     result_.ports[r.tx_port].tx_bytes += r.tx.bytes;
   }
-  for (auto& ref : rxs_) {
-    PortResult& pr = result_.ports[ref.port];
-    const std::vector<stats::GroupStats> summaries = ref.task->Summaries();
+  for (const auto& table : tables_) {
+    const std::vector<stats::GroupStats> summaries = table->Summaries();
     for (uint32_t i = 0; i < streams_.size(); ++i) {
-      const rx::RxCounters c = ref.task->counters(i);
+      const rx::RxCounters c = table->counters(i);
       result_.streams[i].rx.packets += c.packets;
       result_.streams[i].rx.bytes += c.bytes;
       result_.streams[i].analysis.Merge(summaries[i]);
-      pr.rx_packets += c.packets;
-      pr.rx_bytes += c.bytes;
     }
-    const stats::LossLog& log = ref.task->loss_log();
+    const stats::LossLog& log = table->loss_log();
     result_.loss_events.insert(result_.loss_events.end(), log.events().begin(), log.events().end());
     result_.loss_events_not_logged += log.dropped();
+  }
+  for (auto& ref : rxs_) {
+    PortResult& pr = result_.ports[ref.port];
+    const rx::RxCounters d = ref.task->data();
+    pr.rx_packets += d.packets;
+    pr.rx_bytes += d.bytes;
     const rx::FeedbackCounters fb = ref.task->feedback();
     pr.rx_cnp += fb.cnp;
     pr.rx_roce_nak += fb.roce_nak;
@@ -511,6 +686,8 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     pr.rx_stalls += ref.task->stalls();
     pr.rx_stall_max_ns = std::max(pr.rx_stall_max_ns, ref.task->stall_max_ns());
   }
+  result_.lcores = Runtime();
+  CollectFlows();
   for (size_t pi = 0; pi < ports_.size(); ++pi) {
     result_.ports[pi].hw = ports_[pi]->stats();
     result_.ports[pi].xstats = ports_[pi]->xstats();
@@ -532,6 +709,61 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     }
   }
   return result_;
+}
+
+// Per-flow figures (StreamResult::per_flow): TX counts from the shards, RX
+// from the owners' tables; every flow of a stream with at most
+// options_.per_flow flows, else that many worst by loss, then by latency.
+void LiveRun::CollectFlows() {
+  if (options_.per_flow == 0) return;
+  std::vector<std::vector<FlowReport>> flows(streams_.size());
+  std::vector<std::vector<uint64_t>> txp(streams_.size()), txb(streams_.size());
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    flows[i].resize(streams_[i].flows);
+    txp[i].assign(streams_[i].flows, 0);
+    txb[i].assign(streams_[i].flows, 0);
+  }
+  for (const auto& t : txs_) {
+    for (size_t i = 0; i < t->num_streams(); ++i) {
+      const uint32_t k = t->stream(i).index;
+      t->FlowSent(i, txp[k], txb[k]);
+    }
+  }
+  for (const auto& table : tables_) {
+    for (const rx::FlowResult& f : table->Flows()) {
+      const stream::CompiledStream& s = streams_[f.group];
+      flows[f.group][f.flow - s.flow_id].rx = f;
+    }
+  }
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    const stream::CompiledStream& s = streams_[i];
+    for (uint32_t f = 0; f < s.flows; ++f) {
+      FlowReport& r = flows[i][f];
+      r.index = f;
+      r.key = s.program.Flow(s.flow_id, f).key;
+      r.owner_lcore = lcores_[placement_.owner[s.flow_id + f]];
+      r.tx_packets = txp[i][f];
+      r.tx_bytes = txb[i][f];
+    }
+    StreamResult& sr = result_.streams[i];
+    if (flows[i].size() <= options_.per_flow) {
+      sr.per_flow = std::move(flows[i]);
+      continue;
+    }
+    sr.per_flow_all = false;
+    auto worse = [](const FlowReport& a, const FlowReport& b) {
+      if (a.lost() != b.lost()) return a.lost() > b.lost();
+      const uint64_t la = a.rx.latency_distribution ? a.rx.latency_max_ns : a.rx.latency_last_ns;
+      const uint64_t lb = b.rx.latency_distribution ? b.rx.latency_max_ns : b.rx.latency_last_ns;
+      if (la != lb) return la > lb;
+      return a.index < b.index;
+    };
+    std::partial_sort(flows[i].begin(), flows[i].begin() + options_.per_flow, flows[i].end(), worse);
+    flows[i].resize(options_.per_flow);
+    std::sort(flows[i].begin(), flows[i].end(),
+              [](const FlowReport& a, const FlowReport& b) { return a.index < b.index; });
+    sr.per_flow = std::move(flows[i]);
+  }
 }
 
 absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,

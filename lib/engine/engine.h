@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/tsc.h"
+#include "engine/placement.h"
 #include "engine/tester_limits.h"
 #include "port/eal.h"
 #include "port/port.h"
@@ -68,6 +69,48 @@ struct TrialOptions {
   // RunTrial: called with the live run once traffic starts, and with nullptr
   // before it is torn down (live metrics read it meanwhile).
   std::function<void(const class LiveRun*)> on_live;
+  // Who owns each flow (engine/placement.h), over at most `max_workers`
+  // worker lcores (0: every worker EAL has).
+  PlacementPolicy placement = PlacementPolicy::kFlow;
+  uint32_t max_workers = 0;
+  // Flows reported one by one per stream (StreamResult::per_flow): every
+  // flow when the stream has at most this many, else this many worst.
+  uint32_t per_flow = 1024;
+};
+
+// One flow after the run: what TX sent and RX saw of it (report.json per_flow).
+struct FlowReport {
+  uint32_t index = 0;  // within the stream
+  uint64_t key = 0;    // QP, PDC or UDP port the flow is addressed by (its key in the frame)
+  uint32_t owner_lcore = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0;
+  rx::FlowResult rx;
+  // Frames sent and never received once: tx - (rx - duplicates).
+  int64_t lost() const {
+    return static_cast<int64_t>(tx_packets) - static_cast<int64_t>(rx.rx_packets - rx.duplicate);
+  }
+  // Received frames per second over the flow's first to last arrival.
+  double rx_rate_pps() const {
+    return rx.rx_packets >= 2 && rx.last_rx_ns > rx.first_rx_ns
+               ? static_cast<double>(rx.rx_packets - 1) * 1e9 / static_cast<double>(rx.last_rx_ns - rx.first_rx_ns)
+               : 0;
+  }
+};
+
+// One worker lcore's loop (VPP's `show runtime`): polls, polls that moved
+// frames, and the TSC cycles its TX and RX work took per frame.
+struct LcoreStats {
+  unsigned lcore = 0;
+  uint64_t polls = 0, busy_polls = 0;
+  uint64_t tx_packets = 0, rx_packets = 0;  // sent by its TX tasks; taken from its RX queues
+  uint64_t tx_cycles = 0, rx_cycles = 0;    // TSC cycles in TX and RX work of polls that moved frames
+  uint64_t handoff_in = 0;                  // records other lcores handed it (frames and feedback of its flows)
+  uint64_t handoff_out = 0;                 // records it handed to other owners
+  uint64_t handoff_waits = 0;               // polls whose records waited for an owner's full ring
+  uint64_t handoff_max_polls = 0;           // most of its own polls a record waited before it was observed
+  uint32_t flows = 0;                       // flows it owns
+  double tx_cycles_per_packet() const { return tx_packets ? static_cast<double>(tx_cycles) / tx_packets : 0; }
+  double rx_cycles_per_packet() const { return rx_packets ? static_cast<double>(rx_cycles) / rx_packets : 0; }
 };
 
 struct StreamResult {
@@ -85,6 +128,10 @@ struct StreamResult {
   int64_t tx_duration_ns = 0;  // first to last accepted TX burst
   // Where the tester itself was the limit for this stream (its TX, its ports); empty when it kept up.
   std::vector<TesterLimit> tester_limits;
+  // Flow by flow (TrialOptions::per_flow): every flow, or the worst by loss
+  // then latency; in flow order.
+  std::vector<FlowReport> per_flow;
+  bool per_flow_all = true;  // false: per_flow holds only the worst flows
   // TX packets never received once (losses after the last arrival included):
   // tx - (rx - duplicates). Exact when the drain time covers the path delay.
   int64_t lost() const {
@@ -117,6 +164,8 @@ struct TrialResult {
   std::vector<StreamResult> streams;
   std::vector<PortResult> ports;
   std::vector<std::string> placement;                 // "lcore 1: tx loop0/q0, rx loop0/q0"
+  std::string placement_policy;                       // Placement::Describe
+  std::vector<LcoreStats> lcores;                     // per worker lcore that ran
   std::vector<Sample> samples;                        // every sample_interval_ns, and one at the end of TX
   std::vector<std::vector<std::string>> xstat_names;  // per port (pause/PFC counters where the PMD has them)
   std::vector<stats::LossEvent> loss_events;          // the first ones, in receive-time order per RX task
@@ -169,6 +218,9 @@ class LiveRun {
   bool tx_done() const;        // every stream has sent its count, reached its duration or was stopped
   int64_t elapsed_ns() const;  // since the synchronized start
   const std::vector<std::string>& placement() const { return result_.placement; }
+  const std::string& placement_policy() const { return result_.placement_policy; }
+  // Per worker lcore, so far (relaxed reads: `show runtime`).
+  std::vector<LcoreStats> Runtime() const;
   const std::vector<stream::CompiledStream>& streams() const { return streams_; }
 
   absl::Status SetRate(size_t stream, double pps);
@@ -226,9 +278,16 @@ class LiveRun {
           const std::vector<stream::CompiledStream>& streams, const TrialOptions& options);
   void Background();
   void TakeSample(uint64_t now);
-  std::pair<tx::TxTask*, size_t> TxOf(size_t stream) const;
+  // Every shard of a stream: (task, index in the task, share of the stream's rate).
+  struct ShardRef {
+    tx::TxTask* task;
+    size_t index;
+    double share;
+  };
+  std::vector<ShardRef> TxOf(size_t stream) const;
   absl::Status Ask(const std::vector<std::pair<rx::RxTask*, rx::RxRequest*>>& asks, int64_t timeout_ns,
                    bool cancel_on_timeout) const;
+  void CollectFlows();
 
   struct RxRef {
     size_t port;
@@ -240,6 +299,12 @@ class LiveRun {
   TrialOptions options_;
   std::vector<std::unique_ptr<tx::TxTask>> txs_;
   std::vector<RxRef> rxs_;
+  std::vector<std::unique_ptr<rx::FlowTable>> tables_;  // per worker
+  std::vector<std::unique_ptr<rx::HandoffRing>> rings_;  // [from * W + to]
+  Placement placement_;
+  mutable std::mutex abandoned_mu_;
+  mutable std::vector<std::unique_ptr<std::vector<rx::TopFlowsRequest>>> abandoned_;  // TopFlows timed out
+  std::vector<unsigned> lcores_;  // worker index -> lcore id
   std::vector<LcoreWork> work_;
   uint64_t start_ = 0;
   bool finished_ = false;

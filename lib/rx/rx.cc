@@ -13,18 +13,19 @@
 
 namespace fg::rx {
 
-RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
-               uint32_t num_groups, TscClock clock, size_t loss_log_capacity, int ts_offset, uint64_t ts_flag,
-               clock::ClockLine ts_line, int template_tag_offset, const clock::SharedClockLine* ts_shared)
+RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t self, std::shared_ptr<const PortDispatch> dispatch,
+               FlowTable* table, std::vector<HandoffRing*> out, std::vector<const Counter*> owner_polls,
+               TscClock clock, int ts_offset, uint64_t ts_flag, clock::ClockLine ts_line, int template_tag_offset,
+               const clock::SharedClockLine* ts_shared)
     : port_id_(port_id),
       queue_(queue),
+      self_(self),
+      dispatch_(std::move(dispatch)),
+      table_(table),
+      out_(std::move(out)),
+      owner_polls_(std::move(owner_polls)),
       clock_(clock),
-      flow_to_slot_(total_flows, kNoSlot),
-      group_verify_(num_groups, 0),
-      groups_(num_groups),
-      live_(new Live[num_groups + 1]),
-      num_groups_(num_groups),
-      log_(loss_log_capacity),
+      waiting_(out_.size()),
       stall_ticks_(clock.FromNs(kRxStallNs)),
       ts_offset_(ts_offset),
       ts_flag_(ts_flag),
@@ -32,85 +33,65 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std
       ts_shared_(ts_shared),
       ts_line_(ts_line) {
   UseLine(ts_line_);
-  events_.reset(new stats::GroupLive[num_groups]);
-  // Slots of the groups whose data arrives here first, then those whose
-  // feedback only returns here (their signed frames find no slot).
-  std::vector<GroupRange> ordered;
-  for (const GroupRange& g : groups) {
-    if (g.data) ordered.push_back(g);
-  }
-  for (const GroupRange& g : groups) {
-    if (!g.data) ordered.push_back(g);
-  }
-  uint32_t slots = 0;
-  for (const GroupRange& g : ordered) {
-    slots += g.flows;
-    if (g.data) data_slots_ += g.flows;
-  }
-  flows_.resize(slots);
-  slot_group_.resize(slots);
-  slot_flow_.resize(slots);
-  // When the task's data flows are one contiguous run of ids in slot order
-  // (the usual case), slot = flow - first: no table load per frame.
-  identity_first_ = ordered.empty() ? 0 : ordered[0].first_flow;
-  identity_ = true;
-  uint32_t before = 0;
-  for (const GroupRange& g : ordered) {
-    if (!g.data) break;
-    identity_ = identity_ && g.first_flow == identity_first_ + before;
-    before += g.flows;
-  }
-  uint32_t slot = 0;
-  for (const GroupRange& g : ordered) {
-    if (g.verify_payload) group_verify_[g.group] = 1;
-    for (uint32_t i = 0; i < g.flows; ++i, ++slot) {
-      if (g.data) flow_to_slot_[g.first_flow + i] = slot;
-      slot_group_[slot] = g.group;
-      slot_flow_[slot] = g.first_flow + i;
-      if (g.key_kind != GroupRange::KeyKind::kNone) {
-        key_to_slot_.emplace(uint64_t{static_cast<uint8_t>(g.key_kind)} << 32 | (g.key_base + i), slot);
-      }
-    }
-  }
-}
-
-// A frame without a signature: feedback addressed to one of our flows, or
-// nothing we know. Off the fast path: control frames are few.
-void RxTask::CountFeedback(const uint8_t* frame, uint32_t len) {
-  const proto::Feedback fb = proto::ClassifyFeedback(frame, len);
-  if (fb.kind == proto::Feedback::Kind::kNone) return;
-  const GroupRange::KeyKind kind =
-      fb.kind == proto::Feedback::Kind::kUetNack ? GroupRange::KeyKind::kUetPdc : GroupRange::KeyKind::kRoceQp;
-  (fb.kind == proto::Feedback::Kind::kRoceCnp   ? fb_cnp_
-   : fb.kind == proto::Feedback::Kind::kRoceNak ? fb_nak_
-                                                : fb_nack_)
-      .Add(1);
-  auto it = key_to_slot_.find(uint64_t{static_cast<uint8_t>(kind)} << 32 | fb.key);
-  if (it == key_to_slot_.end()) {
-    fb_unmatched_.Add(1);
-    return;
-  }
-  stats::FlowState& f = flows_[it->second];
-  if (fb.kind == proto::Feedback::Kind::kRoceCnp) {
-    ++f.cnp;
-  } else {
-    ++f.nack;
-  }
+  for (auto& w : waiting_) w.reserve(4 * kRxBurst);
 }
 
 RxTask::~RxTask() = default;
 
-// Two passes over the burst (VPP's shape): the first finds each frame's
-// signature and flow slot and prefetches that flow's state, the second
-// updates it, so the cache misses of a million-flow table overlap instead of
-// stalling one after another.
+// A record for flow target t: observed now when this lcore owns the flow,
+// else queued for its owner's ring.
+inline void RxTask::Emit(const PortDispatch::Target& t, Handoff& h) {
+  h.slot = t.slot;
+  if (t.owner == self_) {
+    local_[nlocal_++] = h;
+    return;
+  }
+  h.owner_poll = static_cast<uint16_t>(owner_polls_[t.owner]->Read());
+  waiting_[t.owner].push_back(h);
+  ++waiting_total_;
+}
+
+bool RxTask::FlushWaiting() {
+  if (waiting_total_ == 0) return true;
+  for (size_t w = 0; w < waiting_.size(); ++w) {
+    std::vector<Handoff>& q = waiting_[w];
+    if (q.empty()) continue;
+    const size_t pushed = out_[w]->Push(q.data(), q.size());
+    handed_off_.Add(pushed);
+    waiting_total_ -= pushed;
+    q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(pushed));
+  }
+  return waiting_total_ == 0;
+}
+
+// Off the fast path: control frames are few.
+void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
+  const proto::Feedback fb = proto::ClassifyFeedback(frame, len);
+  if (fb.kind == proto::Feedback::Kind::kNone) return;
+  const PortDispatch::KeyKind kind =
+      fb.kind == proto::Feedback::Kind::kUetNack ? PortDispatch::KeyKind::kUetPdc : PortDispatch::KeyKind::kRoceQp;
+  (fb.kind == proto::Feedback::Kind::kRoceCnp   ? fb_cnp_
+   : fb.kind == proto::Feedback::Kind::kRoceNak ? fb_nak_
+                                                : fb_nack_)
+      .Add(1);
+  auto it = dispatch_->keys.find(uint64_t{static_cast<uint8_t>(kind)} << 32 | fb.key);
+  if (it == dispatch_->keys.end()) {
+    fb_unmatched_.Add(1);
+    return;
+  }
+  Handoff h;
+  h.kind = fb.kind == proto::Feedback::Kind::kRoceCnp   ? Handoff::kCnp
+           : fb.kind == proto::Feedback::Kind::kRoceNak ? Handoff::kRoceNak
+                                                        : Handoff::kUetNack;
+  h.rx_ns = rx_ns;
+  h.bytes = len + kEthFcsLen;
+  Emit(it->second, h);
+}
+
 unsigned RxTask::Poll() { return ts_offset_ >= 0 ? PollImpl<true>() : PollImpl<false>(); }
 
 void RxTask::Post(RxRequest& r) {
-  if (r.kind == RxRequest::Kind::kTopFlows) {
-    r.flows.clear();
-    r.flows.reserve(r.n);
-  } else if (r.kind == RxRequest::Kind::kCapture) {
+  if (r.kind == RxRequest::Kind::kCapture) {
     r.data.assign(r.n * r.snaplen, 0);
     r.caplen.assign(r.n, 0);
     r.wire_len.assign(r.n, 0);
@@ -133,11 +114,6 @@ void RxTask::ServeRequest() {
   handled_seq_ = seq;
   RxRequest& r = *req_.load(std::memory_order_relaxed);
   switch (r.kind) {
-    case RxRequest::Kind::kTopFlows:
-      top_ = &r;
-      top_seq_ = seq;
-      top_pos_ = 0;
-      break;
     case RxRequest::Kind::kCapture:
       capture_ = &r;
       capture_seq_ = seq;
@@ -148,41 +124,8 @@ void RxTask::ServeRequest() {
       break;
     case RxRequest::Kind::kCancel:
       capture_ = nullptr;
-      top_ = nullptr;
       ack_seq_.store(seq, std::memory_order_release);
       break;
-  }
-}
-
-// Part of a top-flows request: at most kTopFlowsSlotsPerPoll flows (about
-// 2 us of a poll), answered once every flow has been seen. Flows scanned
-// early show their figures of that moment: a view, not a snapshot.
-void RxTask::ScanTopFlows() {
-  RxRequest& r = *top_;
-  // The n worst flows, kept sorted in the reserved vector (no allocation).
-  auto worse = [](const FlowView& a, const FlowView& b) {
-    if (a.lost != b.lost) return a.lost > b.lost;
-    if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
-      return a.duplicate + a.reordered > b.duplicate + b.reordered;
-    }
-    return a.received > b.received;
-  };
-  if (r.n == 0) top_pos_ = flows_.size();  // nothing asked for
-  const size_t end = std::min(flows_.size(), top_pos_ + kTopFlowsSlotsPerPoll);
-  for (size_t slot = top_pos_; slot < end; ++slot) {
-    const stats::FlowState& f = flows_[slot];
-    if (!f.started) continue;
-    const FlowView v{slot_group_[slot], slot_flow_[slot], f.received,
-                     f.duplicate,       f.reordered,      f.ce,
-                     f.jitter16 >> 4,   f.lost,           static_cast<uint64_t>(f.last_transit)};
-    if (r.flows.size() == r.n && !worse(v, r.flows.back())) continue;
-    if (r.flows.size() == r.n) r.flows.pop_back();
-    r.flows.insert(std::upper_bound(r.flows.begin(), r.flows.end(), v, worse), v);
-  }
-  top_pos_ = end;
-  if (top_pos_ == flows_.size()) {
-    top_ = nullptr;
-    ack_seq_.store(top_seq_, std::memory_order_release);
   }
 }
 
@@ -204,13 +147,24 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
   }
 }
 
-// Measured cost (tools/count_instructions.sh, as for TxTask::Poll): 267 instructions per
-// packet in Poll on the net_ring loopback, 1 flow, 10^6 frames of 78 B
-// (263 before the per-poll stall check: +1.5 %, empty polls included).
+// Measured cost (tools/count_instructions.sh, as for TxTask::Poll): see
+// docs/benchmarks.md "After issue 13" for the figure of this loop (net_ring
+// loopback, 1 flow, 10^6 frames of 78 B); 267 instructions per packet before
+// the owner handoff.
+//
+// Two passes over the burst (VPP's shape): the first finds each frame's
+// signature and owner and prefetches the flow's state when this lcore owns
+// it, the second builds the records, so the cache misses of a million-flow
+// table overlap instead of stalling one after another.
 template <bool kPerPacketTs>
 unsigned RxTask::PollImpl() {
   ServeRequest();
-  if (top_ != nullptr) ScanTopFlows();
+  // Records an owner's full ring held back go first; until they are out, the
+  // queue is left to fill (its drops are the PMD's imissed: a tester limit).
+  if (!FlushWaiting()) {
+    handoff_waits_.Add(1);
+    return 0;
+  }
   rte_mbuf* pkts[kRxBurst];
   const uint64_t before = ReadTsc();
   const uint64_t since = before - last_poll_tsc_;
@@ -230,11 +184,10 @@ unsigned RxTask::PollImpl() {
   if constexpr (kPerPacketTs) {
     if (ts_shared_ != nullptr && ts_shared_->Refresh(ts_line_, ts_seen_)) UseLine(ts_line_);
   }
-  const uint32_t nflows = static_cast<uint32_t>(flow_to_slot_.size());
-  const uint32_t nslots = data_slots_;
+  const PortDispatch& dp = *dispatch_;
   int32_t sig[kRxBurst];
   uint32_t end[kRxBurst];
-  uint32_t slots[kRxBurst];
+  PortDispatch::Target tgt[kRxBurst];
   uint8_t ecn[kRxBurst];
   rte_prefetch0(rte_pktmbuf_mtod(pkts[0], void*));
   for (uint16_t i = 0; i < n; ++i) {
@@ -243,62 +196,59 @@ unsigned RxTask::PollImpl() {
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
     ecn[i] = 0;
     sig[i] = proto::FindSignatureOffset(d, m->data_len, proto::SignatureParse{}, &ecn[i], &end[i]);
-    slots[i] = kNoSlot;
+    tgt[i] = PortDispatch::Target{};
     if (sig[i] >= 0) {
-      const uint32_t flow = proto::Load24(d + sig[i] + 3);
-      if (identity_) {
-        if (flow - identity_first_ < nslots) slots[i] = flow - identity_first_;
-      } else if (flow < nflows) {
-        slots[i] = flow_to_slot_[flow];
-      }
-      if (slots[i] != kNoSlot) {
-        // Both cache lines of the flow's state: pass 2 touches each.
-        rte_prefetch0(&flows_[slots[i]]);
-        rte_prefetch0(reinterpret_cast<const char*>(&flows_[slots[i]]) + 64);
-      }
+      tgt[i] = dp.DataTarget(proto::Load24(d + sig[i] + 3));
+      if (tgt[i].owner == self_) table_->Prefetch(tgt[i].slot);
     }
   }
-  // Runs of equal latency in one group (a TX burst shares its TX time, a
-  // software RX time its burst) go into the histogram as one update.
-  uint32_t run_group = 0;
-  uint64_t run_latency = 0, run_n = 0;
+  uint64_t data_packets = 0, data_bytes = 0, unknown_packets = 0, unknown_bytes = 0;
+  nlocal_ = 0;
   for (uint16_t i = 0; i < n; ++i) {
     const rte_mbuf* m = pkts[i];
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
-    const uint64_t bytes = m->pkt_len + kEthFcsLen;  // PMDs strip the FCS
-    const uint32_t slot = slots[i];
-    if (slot == kNoSlot) {
-      live_[num_groups_].packets.Add(1);
-      live_[num_groups_].bytes.Add(bytes);
-      if (sig[i] < 0) CountFeedback(d, m->data_len);
+    const uint32_t bytes = m->pkt_len + kEthFcsLen;  // PMDs strip the FCS
+    if (tgt[i].owner == kNoSlot) {
+      ++unknown_packets;
+      unknown_bytes += bytes;
+      if (sig[i] < 0) CountFeedback(d, m->data_len, rx_ns);
       continue;
     }
     const uint8_t* s = d + sig[i];
-    const uint32_t group = slot_group_[slot];
     uint64_t t = rx_ns;
     if constexpr (kPerPacketTs) {
       if (m->ol_flags & ts_flag_) {
         const uint64_t v = *RTE_MBUF_DYNFIELD(m, ts_offset_, const uint64_t*);
-        const double d = static_cast<double>(static_cast<int64_t>(v - ts_nic_ref_));
-        t = ts_tsc_ref_ + static_cast<uint64_t>(static_cast<int64_t>(ts_c_ + d * ts_ns_per_unit_));
+        const double dv = static_cast<double>(static_cast<int64_t>(v - ts_nic_ref_));
+        t = ts_tsc_ref_ + static_cast<uint64_t>(static_cast<int64_t>(ts_c_ + dv * ts_ns_per_unit_));
       }
     }
-    if (group_verify_[group] && proto::CountPayloadErrors(d, static_cast<uint32_t>(sig[i]), end[i]) != 0) {
-      ++flows_[slot].payload_errors;
+    Handoff h;
+    h.seq = proto::Load32(s + 6);
+    h.tx_ns = proto::Load48(s + 10);
+    h.rx_ns = t;
+    h.bytes = bytes;
+    h.kind = Handoff::kData;
+    h.flags = ecn[i] == 3 ? Handoff::kCe : 0;
+    if (!dp.verify.empty()) {
+      const uint32_t flow = proto::Load24(s + 3);
+      if (flow < dp.group_of.size() && dp.verify[dp.group_of[flow]] &&
+          proto::CountPayloadErrors(d, static_cast<uint32_t>(sig[i]), end[i]) != 0) {
+        h.flags |= Handoff::kPayloadError;
+      }
     }
-    const uint64_t latency = stats::ObserveFlow(flows_[slot], log_, proto::Load24(s + 3), proto::Load32(s + 6),
-                                                proto::Load48(s + 10), t, ecn[i] == 3, &events_[group]);
-    if (latency != run_latency || group != run_group) {
-      if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
-      run_group = group;
-      run_latency = latency;
-      run_n = 0;
-    }
-    ++run_n;
-    live_[group].packets.Add(1);
-    live_[group].bytes.Add(bytes);
+    ++data_packets;
+    data_bytes += bytes;
+    Emit(tgt[i], h);
   }
-  if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
+  if (nlocal_ != 0) table_->Deliver(local_, nlocal_);
+  if (waiting_total_ != 0) FlushWaiting();
+  data_packets_.Add(data_packets);
+  data_bytes_.Add(data_bytes);
+  if (unknown_packets != 0) {
+    unknown_packets_.Add(unknown_packets);
+    unknown_bytes_.Add(unknown_bytes);
+  }
   // Whatever wrote these frames (a NIC, a test's mover), TX must not take
   // them for intact templates when they come back from the pool.
   // Back to the pool in one put when every mbuf is direct, unshared, one
@@ -318,25 +268,6 @@ unsigned RxTask::PollImpl() {
     rte_pktmbuf_free_bulk(pkts, n);
   }
   return n;
-}
-
-RxCounters RxTask::counters(uint32_t group) const {
-  return RxCounters{live_[group].packets.Read(), live_[group].bytes.Read()};
-}
-
-RxCounters RxTask::unknown() const { return counters(num_groups_); }
-
-GroupLiveView RxTask::live(uint32_t group) const {
-  const stats::GroupLive& e = events_[group];
-  return GroupLiveView{live_[group].packets.Read(), live_[group].bytes.Read(), e.gap_packets.Read(),
-                       e.duplicate.Read(),          e.reordered.Read(),        e.ce.Read()};
-}
-
-std::vector<stats::GroupStats> RxTask::Summaries() const {
-  std::vector<stats::GroupStats> out(groups_.size());
-  for (size_t g = 0; g < groups_.size(); ++g) out[g].latency.Merge(groups_[g].latency);
-  for (size_t s = 0; s < flows_.size(); ++s) out[slot_group_[s]].AddFlow(flows_[s]);
-  return out;
 }
 
 }  // namespace fg::rx

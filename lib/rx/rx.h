@@ -1,22 +1,26 @@
-// rx/rx.h: the RX lcore task: receive, find the signature, analyse per flow.
+// rx/rx.h: the RX queue task: receive, classify, hand each frame to its flow's owner.
 //
-// One RxTask serves one (port, queue). Each frame is parsed only as far as
-// the signature (proto::FindSignatureOffset, which also returns the ECN
-// bits); its flow id selects the flow's state in a flat table built before
-// the run, and stats::Observe updates sequence analysis (loss, duplicates,
-// reordering, loss events), RFC 3550 jitter and the stream's latency
-// histogram. Frames without a signature, or with a flow id this port does
+// One RxTask serves one (port, queue) on one lcore. Each frame is parsed only
+// as far as the signature (proto::FindSignatureOffset, which also returns the
+// ECN bits); its flow id names the flow's owner lcore and its slot there
+// (PortDispatch). Frames of flows this lcore owns are observed at once in its
+// FlowTable; the others become Handoff records pushed to the owner's SPSC
+// ring, which the owner drains on its next poll. Feedback without a
+// signature (CNP, RoCE NAK, UET NACK) is matched by its QP or PDC and goes
+// the same way. Frames without a signature, or with a flow id this port does
 // not expect, are counted apart as "unknown", so every frame is accounted.
+//
+// When an owner's ring is full the records wait in the task, and the task
+// takes no new frames from its queue until they are out (the queue then
+// backs up into the PMD's imissed: a tester limit, never a silent loss).
 //
 // Latency is RX minus TX time on the TSC of this host, both read in
 // software: TX just before rte_eth_tx_burst, RX right after rte_eth_rx_burst
-// (one reading per burst). Its observation point is therefore the tester's
-// software, including the NIC queues in both directions.
+// (one reading per burst), unless the NIC stamps frames (ts_offset).
 //
-//   std::vector<fg::rx::GroupRange> groups = {{.group = 0, .first_flow = 0, .flows = 1000}};
-//   fg::rx::RxTask task(port.id(), 0, /*total_flows=*/1000, groups, /*num_groups=*/1, clock);
-//   while (running) task.Poll();                    // on the lcore
-//   auto summaries = task.Summaries();              // after the lcore stopped
+//   auto d = std::make_shared<fg::rx::PortDispatch>(...);     // engine: who owns what
+//   fg::rx::RxTask task(port.id(), 0, /*self=*/0, d, &table, rings, polls, clock);
+//   while (running) task.Poll();                               // on the lcore
 #pragma once
 
 #include <atomic>
@@ -27,10 +31,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "base/counter.h"
 #include "base/poll_task.h"
+#include "base/spsc_ring.h"
 #include "base/tsc.h"
 #include "clock/clock_fit.h"
 #include "clock/shared_line.h"
-#include "stats/flow_analysis.h"
+#include "rx/flow_table.h"
 
 struct rte_mbuf;
 
@@ -38,28 +43,38 @@ namespace fg::rx {
 
 inline constexpr unsigned kRxBurst = 32;
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
-inline constexpr uint32_t kTopFlowsSlotsPerPoll = 1024;
 inline constexpr uint64_t kRxStallNs = 1'000'000;
+inline constexpr size_t kHandoffRing = 8192;  // records per (producer, owner) ring
 
-struct RxCounters {
-  uint64_t packets = 0;
-  uint64_t bytes = 0;  // frame bytes, FCS included
-};
+using HandoffRing = SpscRing<Handoff>;
 
-// The flows of one stream (a group) this task may receive.
-struct GroupRange {
-  uint32_t group = 0;
-  uint32_t first_flow = 0;
-  uint32_t flows = 0;
-  // Flow keys, to attribute feedback (CNP, NAK, NACK) that carries no
-  // signature: flow i has key key_base + i.
-  enum class KeyKind : uint8_t { kNone, kRoceQp, kUetPdc } key_kind = KeyKind::kNone;
-  uint32_t key_base = 0;
-  bool verify_payload = false;  // check every payload byte against the pattern
-  // false: this port is only where the stream's feedback returns (its TX
-  // port, when it is received elsewhere): its signed frames arriving here
-  // are counted as unknown, never as the stream's.
-  bool data = true;
+// Where the frames and feedback one port receives go: owner lcore (worker
+// index) and slot in its FlowTable, per global flow id.
+struct PortDispatch {
+  struct Target {
+    uint32_t owner = kNoSlot;  // kNoSlot: not expected here
+    uint32_t slot = kNoSlot;
+  };
+  // Data frames whose stream is received on this port. With `modulo` > 0
+  // (flows placed by flow id over that many owners, every flow in one table
+  // per owner) the target is computed: flows [lo, hi) are expected, owner =
+  // flow % modulo, slot = flow / modulo; no table is read per frame.
+  uint32_t modulo = 0, lo = 0, hi = 0;
+  std::vector<Target> data;  // otherwise: by flow id
+  // Feedback returning here (to the streams' TX port): (KeyKind << 32 | key) -> target.
+  enum class KeyKind : uint8_t { kNone, kRoceQp, kUetPdc };
+  absl::flat_hash_map<uint64_t, Target> keys;
+  // Groups (streams) whose payload is checked byte by byte.
+  std::vector<uint8_t> verify;  // by group
+  std::vector<uint32_t> group_of;  // by flow id (payload checks only)
+
+  Target DataTarget(uint32_t flow) const {
+    if (modulo != 0) {
+      if (flow - lo >= hi - lo) return {};
+      return modulo == 1 ? Target{0, flow} : Target{flow % modulo, flow / modulo};
+    }
+    return flow < data.size() ? data[flow] : Target{};
+  }
 };
 
 // Feedback frames seen by a task, matched to a flow or not.
@@ -67,30 +82,12 @@ struct FeedbackCounters {
   uint64_t cnp = 0, roce_nak = 0, uet_nack = 0, unmatched = 0;
 };
 
-// What a group's counters say during the run (any thread, no locks).
-struct GroupLiveView {
-  uint64_t packets = 0, bytes = 0;
-  uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;
-};
-
-// One flow's figures, for a top-N view.
-struct FlowView {
-  uint32_t group = 0, flow = 0;
-  uint64_t received = 0, duplicate = 0, reordered = 0, ce = 0, jitter_ns = 0;
-  int64_t lost = 0;
-  uint64_t latency_last_ns = 0;  // the last frame's latency
-};
-
 // A request the control thread posts to a running RX lcore, which serves it
 // between bursts: the data path is never locked, and pays only when asked.
 // Post() one at a time; Wait() until Served().
 struct RxRequest {
-  enum class Kind : uint8_t { kTopFlows, kCapture, kCancel } kind = Kind::kTopFlows;
-  size_t n = 0;  // top flows: how many; capture: frames
-  // Top flows: by net lost, then duplicates + reordered, then received. The
-  // lcore scans kTopFlowsSlotsPerPoll flows per poll, so a million-flow table
-  // costs many short pauses rather than one long one.
-  std::vector<FlowView> flows;  // filled by the lcore (capacity reserved by Post)
+  enum class Kind : uint8_t { kCapture, kCancel } kind = Kind::kCapture;
+  size_t n = 0;  // frames
   // Capture: the next n frames received (any frame, signature or not), cut at snaplen.
   uint32_t snaplen = 2048;                 // the engine sets it: up to 16 KiB per frame, within 64 MiB per request
   std::vector<uint8_t> data;               // n x snaplen
@@ -101,13 +98,15 @@ struct RxRequest {
 
 class RxTask : public PollTask {
  public:
+  // `self`: this lcore's worker index; `table`: its FlowTable; `out[w]`: the
+  // ring to owner w (null for self); `owner_polls[w]`: owner w's poll count.
   // With `ts_offset` >= 0, a received mbuf whose ol_flags has `ts_flag`
   // carries its RX time at that dynfield offset, mapped to ns by `ts_line`
   // (or by the newest line `ts_shared` holds: re-fitted by the control thread);
   // otherwise the TSC read after rte_eth_rx_burst is used.
-  RxTask(uint16_t port_id, uint16_t queue, uint32_t total_flows, const std::vector<GroupRange>& groups,
-         uint32_t num_groups, TscClock clock, size_t loss_log_capacity = 4096, int ts_offset = -1, uint64_t ts_flag = 0,
-         clock::ClockLine ts_line = {}, int template_tag_offset = -1,
+  RxTask(uint16_t port_id, uint16_t queue, uint32_t self, std::shared_ptr<const PortDispatch> dispatch,
+         FlowTable* table, std::vector<HandoffRing*> out, std::vector<const Counter*> owner_polls, TscClock clock,
+         int ts_offset = -1, uint64_t ts_flag = 0, clock::ClockLine ts_line = {}, int template_tag_offset = -1,
          const clock::SharedClockLine* ts_shared = nullptr);
   ~RxTask() override;
 
@@ -115,10 +114,11 @@ class RxTask : public PollTask {
   bool Done() const override { return false; }  // RX runs until the engine stops it
 
   // Thread-safe, during the run.
-  RxCounters counters(uint32_t group) const;
-  RxCounters unknown() const;
-  GroupLiveView live(uint32_t group) const;
-  stats::LatencyHistogram LatencySnapshot(uint32_t group) const { return groups_[group].latency.Snapshot(); }
+  RxCounters unknown() const { return RxCounters{unknown_packets_.Read(), unknown_bytes_.Read()}; }
+  // Frames this queue took that carried a signature of a stream received here.
+  RxCounters data() const { return RxCounters{data_packets_.Read(), data_bytes_.Read()}; }
+  uint64_t handed_off() const { return handed_off_.Read(); }      // records sent to other owners
+  uint64_t handoff_waits() const { return handoff_waits_.Read(); }  // polls that found an owner's ring full
 
   // Control thread, while an lcore polls this task: posts a request (sizing
   // its buffers first); Served() turns true once the lcore has answered (a
@@ -126,10 +126,6 @@ class RxTask : public PollTask {
   void Post(RxRequest& r);
   bool Served(const RxRequest& r) const;
 
-  // After the lcore has stopped: per group, the latency histogram and the
-  // sums over its flows.
-  std::vector<stats::GroupStats> Summaries() const;
-  const stats::LossLog& loss_log() const { return log_; }
   FeedbackCounters feedback() const { return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read()}; }
   // Times this task's lcore came back more than kRxStallNs after its last
   // poll to find frames waiting (their latency includes the tester's own
@@ -138,37 +134,30 @@ class RxTask : public PollTask {
   uint64_t stall_max_ns() const { return stall_max_ns_.Read(); }
 
  private:
-  struct alignas(64) Live {
-    Counter packets, bytes;
-  };
   uint16_t port_id_, queue_;
+  uint32_t self_;
+  std::shared_ptr<const PortDispatch> dispatch_;
+  FlowTable* table_;
+  std::vector<HandoffRing*> out_;
+  std::vector<const Counter*> owner_polls_;
   TscClock clock_;
-  std::vector<uint32_t> flow_to_slot_;  // global flow id -> slot
-  bool identity_ = false;               // slot = flow - identity_first_ for every flow of the task
-  uint32_t identity_first_ = 0;
-  std::vector<uint32_t> slot_group_;     // slot -> group
-  std::vector<uint32_t> slot_flow_;      // slot -> global flow id (top-N views)
-  std::vector<uint8_t> group_verify_;    // group -> verify its payloads
-  std::vector<stats::FlowState> flows_;  // per slot
-  std::vector<stats::GroupStats> groups_;
-  std::unique_ptr<Live[]> live_;  // num_groups + 1 (the last: unknown)
-  uint32_t num_groups_;
-  stats::LossLog log_;
-  absl::flat_hash_map<uint64_t, uint32_t> key_to_slot_;  // (KeyKind << 32 | key) -> slot
+  // Records for other owners that did not fit their ring yet.
+  std::vector<std::vector<Handoff>> waiting_;
+  size_t waiting_total_ = 0;
+  bool FlushWaiting();  // true when nothing waits any more
+  Counter unknown_packets_, unknown_bytes_, data_packets_, data_bytes_, handed_off_, handoff_waits_;
   Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_;
   Counter stalls_, stall_max_ns_;
   uint64_t last_poll_tsc_ = 0;  // lcore
   uint64_t stall_ticks_;
 
-  void CountFeedback(const uint8_t* frame, uint32_t len);
+  // A frame without a signature: feedback for one of our flows, or nothing we know.
+  void CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns);
+  void Emit(const PortDispatch::Target& t, Handoff& h);
   void ServeRequest();
-  void ScanTopFlows();
-  RxRequest* top_ = nullptr;  // lcore: the top-flows request in progress
-  uint64_t top_seq_ = 0;
-  size_t top_pos_ = 0;       // next slot to scan
-  uint32_t data_slots_ = 0;  // slots [0, data_slots_) take signed frames; the rest only feedback
   void CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns);
-  std::unique_ptr<stats::GroupLive[]> events_;  // per group
+  Handoff local_[kRxBurst];
+  size_t nlocal_ = 0;
   // Requests: the control thread writes req_ then bumps req_seq_ (release);
   // the lcore answers by storing the sequence it served in ack_seq_.
   alignas(64) std::atomic<uint64_t> req_seq_{0};

@@ -1,14 +1,37 @@
 #include "stats/flow_analysis.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fg::stats {
+
+double FlowLatency::Percentile(double p) const {
+  if (count_ == 0) return 0;
+  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_))));
+  uint64_t seen = 0;
+  for (size_t i = 0; i < kBuckets; ++i) {
+    seen += counts_[i];
+    if (seen < rank) continue;
+    double low, width;
+    if (i < kSub) {
+      low = static_cast<double>(i);
+      width = 1;
+    } else {
+      const int e = static_cast<int>(i / kSub) + kSubBits - 1;
+      width = static_cast<double>(uint64_t{1} << (e - kSubBits));
+      low = static_cast<double>(uint64_t{1} << e) + static_cast<double>(i % kSub) * width;
+    }
+    const double mid = i < kSub ? low : low + width / 2;
+    return std::clamp(mid, static_cast<double>(min_), static_cast<double>(max_));
+  }
+  return static_cast<double>(max_);
+}
 
 void GroupStats::AddFlow(const FlowState& f) {
   cnp += f.cnp;
   nack += f.nack;
   payload_errors += f.payload_errors;
-  if (!f.started) return;
+  if (!f.started()) return;
   ++flows_seen;
   received += f.received;
   lost += f.lost;

@@ -1,7 +1,7 @@
 // stats/flow_analysis.h: per-flow sequence and latency analysis.
 //
-// One FlowState per flow (128 bytes, two cache lines), updated by the RX
-// lcore that owns the flow with every received signature. Sequence numbers
+// One FlowState per flow (128 bytes: a hot cache line every frame touches
+// and one only events touch), updated by the lcore that owns the flow with every received signature. Sequence numbers
 // are compared wrap-safely ((int32_t)(a - b)). A 64-packet window of what
 // arrived below the highest sequence tells a duplicate from a late arrival:
 //
@@ -27,6 +27,7 @@
 //   fg::stats::Observe(f, g, log, /*flow=*/0, seq, tx_ns, rx_ns, /*ce=*/false);
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -38,26 +39,64 @@ namespace fg::stats {
 inline constexpr uint64_t kTs48Mask = (uint64_t{1} << 48) - 1;
 
 struct alignas(64) FlowState {
+  // First cache line: what every in-order frame reads and writes (the only
+  // line the RX loop prefetches).
   uint32_t next_seq = 0;
   uint32_t max_extent = 0;  // largest reordering extent seen
   uint64_t window = 0;      // bit i: seq next_seq - 1 - i arrived
-  uint64_t received = 0;    // every frame, duplicates included
-  int64_t lost = 0;         // net: gaps minus late fills
-  uint64_t duplicate = 0;
-  uint64_t reordered = 0;
-  uint64_t late = 0;
-  uint64_t ce = 0;  // ECN CE-marked frames
-  // second cache line
+  uint64_t received = 0;    // every frame, duplicates included (0: the flow has not started)
+  uint64_t rx_bytes = 0;    // frame bytes of every received frame, FCS included
   uint64_t last_rx_ns = 0;  // receive time of the frame that last advanced next_seq
   int64_t last_transit = 0;
-  uint64_t jitter16 = 0;  // 16 x RFC 3550 interarrival jitter, ns
-  uint64_t loss_events = 0;
+  uint64_t jitter16 = 0;     // 16 x RFC 3550 interarrival jitter, ns
+  uint64_t first_rx_ns = 0;  // receive time of the first frame
+  // Second cache line: touched only by events (a gap, a duplicate, a late or
+  // CE-marked frame, feedback), so in-order traffic costs one line per frame.
+  alignas(64) int64_t lost = 0;  // net: gaps minus late fills
+  uint64_t duplicate = 0;
+  uint64_t reordered = 0;
+  uint64_t ce = 0;  // ECN CE-marked frames
   uint64_t loss_ns_total = 0;
   uint64_t loss_ns_max = 0;
+  uint32_t late = 0;
+  uint32_t loss_events = 0;
   uint32_t payload_errors = 0;  // frames whose payload differs from the pattern (when checked)
   uint32_t cnp = 0;             // RoCEv2 CNPs addressed to this flow's QP
   uint32_t nack = 0;            // RoCEv2 NAKs / UET NACKs addressed to this flow
-  bool started = false;
+  bool started() const { return received != 0; }
+};
+
+// One flow's latency distribution, for per-flow reports: log-linear as
+// LatencyHistogram but with 32 sub-buckets per power of two (a percentile is
+// within 1.6 % of the sample: half a bucket), 32-bit counts. Written by the
+// flow's owner lcore; read after the run.
+class FlowLatency {
+ public:
+  static constexpr int kSubBits = 5;
+  static constexpr uint64_t kSub = 1u << kSubBits;
+  static constexpr int kMaxExp = 40;
+  static constexpr size_t kBuckets = (kMaxExp - kSubBits + 1) * kSub;
+  static size_t Index(uint64_t v) {
+    if (v < kSub) return static_cast<size_t>(v);
+    if (v >= (uint64_t{1} << kMaxExp)) v = (uint64_t{1} << kMaxExp) - 1;
+    const int e = 63 - std::countl_zero(v);
+    return static_cast<size_t>(e - kSubBits + 1) * kSub + ((v >> (e - kSubBits)) & (kSub - 1));
+  }
+  void Record(uint64_t ns) {
+    ++counts_[Index(ns)];
+    ++count_;
+    if (ns > max_) max_ = ns;
+    if (ns < min_) min_ = ns;
+  }
+  uint64_t count() const { return count_; }
+  uint64_t max() const { return max_; }
+  // The p-th percentile (0 < p <= 100), ns: the middle of the bucket holding
+  // the sample of rank ceil(p/100 * count), clamped to [min, max].
+  double Percentile(double p) const;
+
+ private:
+  uint32_t counts_[kBuckets] = {};
+  uint64_t count_ = 0, max_ = 0, min_ = UINT64_MAX;
 };
 
 // Totals of a flow group (a stream), summed from its flows after a run, plus
@@ -117,8 +156,11 @@ class LossLog {
 // carry one TX time) into one histogram update.
 // `live` (optional) counts the events as they happen.
 [[gnu::always_inline]] inline uint64_t ObserveFlow(FlowState& f, LossLog& log, uint32_t flow, uint32_t seq,
-                                                   uint64_t tx_ns, uint64_t rx_ns, bool ce, GroupLive* live = nullptr) {
+                                                   uint64_t tx_ns, uint64_t rx_ns, bool ce, GroupLive* live = nullptr,
+                                                   uint32_t bytes = 0) {
+  const bool started = f.received != 0;
   ++f.received;
+  f.rx_bytes += bytes;
   if (ce) {
     ++f.ce;
     if (live != nullptr) live->ce.Add(1);
@@ -126,16 +168,16 @@ class LossLog {
   const uint64_t latency = (rx_ns - tx_ns) & kTs48Mask;
   // RFC 3550 jitter on the transit time of consecutive arrivals.
   const int64_t transit = static_cast<int64_t>(latency);
-  if (f.started) {
+  if (started) {
     const int64_t d = transit - f.last_transit;
     const uint64_t ad = static_cast<uint64_t>(d < 0 ? -d : d);
     f.jitter16 = f.jitter16 + ad - (f.jitter16 >> 4);
   }
   f.last_transit = transit;
-  if (!f.started) {
+  if (!started) {
     // Every flow starts at sequence 0: frames missing before the first one
     // that arrives are lost too (with no receive time before them).
-    f.started = true;
+    f.first_rx_ns = rx_ns;
     if (seq != 0 && static_cast<int32_t>(seq) > 0) {
       f.lost += seq;
       if (live != nullptr) live->gap_packets.Add(seq);

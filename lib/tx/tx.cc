@@ -37,6 +37,8 @@ struct alignas(64) TxTask::State {
   uint32_t next_flow = 0;            // flows take turns, one packet each
   std::vector<stream::Cursor> cursors;
   std::vector<stream::FlowVars> vars;
+  std::vector<uint32_t> flow_index;  // shard flow -> flow within the stream
+  std::vector<uint64_t> flow_packets, flow_bytes;  // per shard flow, accepted by the PMD (lcore)
   bool exhausted = false;
   // Due accounting (TxCounters::due): slots of closed pacing segments, and
   // the open segment's start (a segment runs from a rate change or resume
@@ -46,7 +48,8 @@ struct alignas(64) TxTask::State {
   bool segment_open = true;
   uint16_t npending = 0;
   rte_mbuf* pending[kTxBurst] = {};
-  uint32_t pending_len[kTxBurst] = {};  // frame bytes of each pending mbuf (never read an mbuf once sent)
+  uint32_t pending_len[kTxBurst] = {};   // frame bytes of each pending mbuf (never read an mbuf once sent)
+  uint32_t pending_flow[kTxBurst] = {};  // its shard flow
 
   alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, stalls,
       late_burst_frames, first_ns, last_ns, due;
@@ -87,9 +90,31 @@ uint64_t MaxBacklog(double pps) {
 
 }  // namespace
 
-TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
-               const std::vector<const stream::CompiledStream*>& streams, TscClock clock, int template_tag_offset,
-               const port::TxSchedule& schedule)
+TxCounters& TxCounters::operator+=(const TxCounters& o) {
+  if (o.packets != 0) {
+    first_ns = packets == 0 ? o.first_ns : std::min(first_ns, o.first_ns);
+    last_ns = std::max(last_ns, o.last_ns);
+  }
+  packets += o.packets;
+  bytes += o.bytes;
+  retries += o.retries;
+  alloc_failures += o.alloc_failures;
+  credit_dropped += o.credit_dropped;
+  stalls += o.stalls;
+  late_burst_frames += o.late_burst_frames;
+  due += o.due;
+  paced = paced || o.paced;
+  return *this;
+}
+
+std::vector<Shard> TxTask::Whole(const std::vector<const stream::CompiledStream*>& streams) {
+  std::vector<Shard> out;
+  for (const stream::CompiledStream* s : streams) out.push_back(Shard{s, {}, s->pps, s->count});
+  return out;
+}
+
+TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::vector<Shard>& shards,
+               TscClock clock, int template_tag_offset, const port::TxSchedule& schedule)
     : port_id_(port_id),
       queue_(queue),
       pool_(pool),
@@ -98,18 +123,28 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool,
       tag_salt_((ReadTsc() << 1) | 1),
       late_ticks_(clock.FromNs(1'000'000)),
       sched_(schedule) {
-  for (const stream::CompiledStream* s : streams) {
+  for (const Shard& sh : shards) {
+    const stream::CompiledStream* s = sh.s;
     auto st = std::make_unique<State>();
     st->s = s;
-    st->interval_fp = IntervalFp(s->pps, clock.hz());
-    st->limit = s->count;
+    st->interval_fp = IntervalFp(sh.pps, clock.hz());
+    st->limit = sh.count;
     st->burst_frames = s->burst_frames;
     st->burst_period = clock.FromNs(static_cast<uint64_t>(s->burst_period_ns));
-    st->max_backlog = MaxBacklog(s->pps);
-    st->ctl_pps_bits.store(std::bit_cast<uint64_t>(s->pps), std::memory_order_relaxed);
-    st->cursors.assign(s->flows, s->program.Start());
-    st->vars.resize(s->flows);
-    for (uint32_t f = 0; f < s->flows; ++f) st->vars[f] = s->program.Flow(s->flow_id, f);
+    st->max_backlog = MaxBacklog(sh.pps);
+    st->ctl_pps_bits.store(std::bit_cast<uint64_t>(sh.pps), std::memory_order_relaxed);
+    if (sh.flows.empty()) {
+      st->flow_index.resize(s->flows);
+      for (uint32_t f = 0; f < s->flows; ++f) st->flow_index[f] = f;
+    } else {
+      st->flow_index = sh.flows;
+    }
+    const size_t nf = st->flow_index.size();
+    st->cursors.assign(nf, s->program.Start());
+    st->vars.resize(nf);
+    for (size_t f = 0; f < nf; ++f) st->vars[f] = s->program.Flow(s->flow_id, st->flow_index[f]);
+    st->flow_packets.assign(nf, 0);
+    st->flow_bytes.assign(nf, 0);
     streams_.push_back(std::move(st));
   }
 }
@@ -128,6 +163,16 @@ void TxTask::Arm(uint64_t start_tsc) {
 
 size_t TxTask::num_streams() const { return streams_.size(); }
 const stream::CompiledStream& TxTask::stream(size_t i) const { return *streams_[i]->s; }
+
+const std::vector<uint32_t>& TxTask::flows(size_t i) const { return streams_[i]->flow_index; }
+
+void TxTask::FlowSent(size_t i, std::vector<uint64_t>& packets, std::vector<uint64_t>& bytes) const {
+  const State& st = *streams_[i];
+  for (size_t f = 0; f < st.flow_index.size(); ++f) {
+    packets[st.flow_index[f]] += st.flow_packets[f];
+    bytes[st.flow_index[f]] += st.flow_bytes[f];
+  }
+}
 
 TxCounters TxTask::counters(size_t i) const {
   const State& st = *streams_[i];
@@ -296,6 +341,7 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
     prog.Stamp(d, k, st.cursors[f], ts, st.vars[f]);
     if (++st.next_flow == nflows) st.next_flow = 0;
     st.pending_len[i] = len + kEthFcsLen;
+    st.pending_flow[i] = f;
   }
   if (sched_.enabled()) {
     *RTE_MBUF_DYNFIELD(st.pending[0], sched_.offset, uint64_t*) = sched_.line.ToNic(tx_ns);
@@ -369,7 +415,11 @@ unsigned TxTask::Poll() {
         if (st.packets.Read() == 0) st.first_ns.Set(ns);
         st.last_ns.Set(ns);
         uint64_t bytes = 0;
-        for (uint16_t i = 0; i < sent; ++i) bytes += st.pending_len[i];
+        for (uint16_t i = 0; i < sent; ++i) {
+          bytes += st.pending_len[i];
+          ++st.flow_packets[st.pending_flow[i]];
+          st.flow_bytes[st.pending_flow[i]] += st.pending_len[i];
+        }
         st.packets.Add(sent);
         st.bytes.Add(bytes);
         sent_total += sent;
@@ -378,6 +428,7 @@ unsigned TxTask::Poll() {
         st.retries.Add(1);
         std::memmove(st.pending, st.pending + sent, (st.npending - sent) * sizeof(rte_mbuf*));
         std::memmove(st.pending_len, st.pending_len + sent, (st.npending - sent) * sizeof(uint32_t));
+        std::memmove(st.pending_flow, st.pending_flow + sent, (st.npending - sent) * sizeof(uint32_t));
       }
       st.npending = static_cast<uint16_t>(st.npending - sent);
     }

@@ -1,6 +1,7 @@
 // tx/tx.h: the TX lcore task: frames from templates, stamped and paced.
 //
-// One TxTask serves one (port, queue) and the streams placed on it. Per burst
+// One TxTask serves one (port, queue) and the streams (or the shards of
+// streams: some of their flows) placed on it. Per burst
 // it bulk-allocates mbufs, copies each stream's template, writes the
 // per-packet signature fields (sequence, TX timestamp in ns), and hands the
 // burst to the PMD. Frames the PMD does not take stay pending and go first
@@ -49,6 +50,17 @@ struct TxCounters {
   bool paced = false;
   // Frames TX fell short of the set rate by: due - packets (0 when it kept up).
   uint64_t shortfall() const { return due > packets ? due - packets : 0; }
+  // Adds another shard's counters (a stream whose flows several lcores send).
+  TxCounters& operator+=(const TxCounters& o);
+};
+
+// The part of a stream one TX task sends: some of its flows (indices within
+// the stream, increasing) at their share of its rate and count.
+struct Shard {
+  const stream::CompiledStream* s = nullptr;
+  std::vector<uint32_t> flows;  // empty: every flow of the stream
+  double pps = 0;               // this shard's rate (the stream's rate times its share of the flows)
+  uint64_t count = 0;           // this shard's packet bound (0: none)
 };
 
 class TxTask : public PollTask {
@@ -59,8 +71,10 @@ class TxTask : public PollTask {
   // With `schedule` enabled (send-on-timestamp), each burst leaves at its due
   // time + the lead on the NIC clock: the first mbuf carries that time in the
   // TX timestamp dynfield, and the signatures carry it as TX time.
-  TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::vector<const stream::CompiledStream*>& streams,
-         TscClock clock, int template_tag_offset = -1, const port::TxSchedule& schedule = {});
+  TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::vector<Shard>& shards, TscClock clock,
+         int template_tag_offset = -1, const port::TxSchedule& schedule = {});
+  // Every flow of each stream at its own rate and count.
+  static std::vector<Shard> Whole(const std::vector<const stream::CompiledStream*>& streams);
   ~TxTask() override;
 
   // Sets the start time; streams begin sending from `start_tsc`.
@@ -73,6 +87,10 @@ class TxTask : public PollTask {
   const stream::CompiledStream& stream(size_t i) const;
   // Thread-safe snapshot of stream i's counters.
   TxCounters counters(size_t i) const;
+  // Shard i's flows (indices within its stream) and, after Finish, what
+  // each sent (accepted by the PMD).
+  const std::vector<uint32_t>& flows(size_t i) const;
+  void FlowSent(size_t i, std::vector<uint64_t>& packets, std::vector<uint64_t>& bytes) const;
 
   // Live control from another thread; the lcore applies each on its next
   // poll (one load per stream and poll when nothing changed). A new rate or a

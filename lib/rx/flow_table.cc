@@ -1,0 +1,151 @@
+#include "rx/flow_table.h"
+
+#include <algorithm>
+
+namespace fg::rx {
+
+FlowTable::FlowTable(std::vector<OwnedFlow> flows, uint32_t num_groups, size_t loss_log_capacity,
+                     bool per_flow_latency)
+    : owned_(std::move(flows)),
+      flows_(owned_.size()),
+      groups_(num_groups),
+      live_(new Live[num_groups]),
+      events_(new stats::GroupLive[num_groups]),
+      log_(loss_log_capacity) {
+  if (per_flow_latency && owned_.size() <= kPerFlowLatencyFlows) flow_latency_.resize(owned_.size());
+}
+
+// Measured with the RX loop (rx.cc): the cost per frame is in RxTask::PollImpl's comment.
+void FlowTable::Deliver(const Handoff* recs, size_t n) {
+  // Runs of equal latency in one group (a TX burst shares its TX time, a
+  // software RX time its burst) go into the histogram as one update.
+  uint32_t run_group = 0;
+  uint64_t run_latency = 0, run_n = 0;
+  const bool per_flow = !flow_latency_.empty();
+  for (size_t i = 0; i < n; ++i) {
+    const Handoff& r = recs[i];
+    if (i + 4 < n) Prefetch(recs[i + 4].slot);
+    stats::FlowState& f = flows_[r.slot];
+    const uint32_t group = owned_[r.slot].group;
+    if (r.kind != Handoff::kData) {
+      if (r.kind == Handoff::kCnp) {
+        ++f.cnp;
+      } else {
+        ++f.nack;
+      }
+      fb_matched_.Add(1);
+      continue;
+    }
+    if (r.flags & Handoff::kPayloadError) ++f.payload_errors;
+    const uint64_t latency = stats::ObserveFlow(f, log_, owned_[r.slot].flow, r.seq, r.tx_ns, r.rx_ns,
+                                                (r.flags & Handoff::kCe) != 0, &events_[group], r.bytes);
+    if (per_flow) flow_latency_[r.slot].Record(latency);
+    if (latency != run_latency || group != run_group) {
+      if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
+      run_group = group;
+      run_latency = latency;
+      run_n = 0;
+    }
+    ++run_n;
+    live_[group].packets.Add(1);
+    live_[group].bytes.Add(r.bytes);
+  }
+  if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
+}
+
+GroupLiveView FlowTable::live(uint32_t group) const {
+  const stats::GroupLive& e = events_[group];
+  return GroupLiveView{live_[group].packets.Read(), live_[group].bytes.Read(), e.gap_packets.Read(),
+                       e.duplicate.Read(),          e.reordered.Read(),        e.ce.Read()};
+}
+
+void FlowTable::Post(TopFlowsRequest& r) {
+  r.flows.clear();
+  r.flows.reserve(r.n);
+  req_.store(&r, std::memory_order_relaxed);
+  req_seq_.store(req_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+bool FlowTable::Served(const TopFlowsRequest& r) const {
+  return req_.load(std::memory_order_relaxed) == &r &&
+         ack_seq_.load(std::memory_order_acquire) == req_seq_.load(std::memory_order_relaxed);
+}
+
+// A new request starts a scan; a scan in progress covers at most
+// kTopFlowsSlotsPerPoll flows (about 2 us) per poll, answered once every
+// flow has been seen. Flows scanned early show their figures of that moment:
+// a view, not a snapshot.
+void FlowTable::ServeSlow() {
+  const uint64_t seq = req_seq_.load(std::memory_order_acquire);
+  if (seq != handled_seq_) {
+    handled_seq_ = seq;
+    top_ = req_.load(std::memory_order_relaxed);
+    top_seq_ = seq;
+    top_pos_ = 0;
+  }
+  if (top_ == nullptr) return;
+  TopFlowsRequest& r = *top_;
+  auto worse = [](const FlowView& a, const FlowView& b) {
+    if (a.lost != b.lost) return a.lost > b.lost;
+    if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
+      return a.duplicate + a.reordered > b.duplicate + b.reordered;
+    }
+    return a.received > b.received;
+  };
+  if (r.n == 0) top_pos_ = flows_.size();
+  const size_t end = std::min(flows_.size(), top_pos_ + kTopFlowsSlotsPerPoll);
+  for (size_t slot = top_pos_; slot < end; ++slot) {
+    const stats::FlowState& f = flows_[slot];
+    if (!f.started()) continue;
+    const FlowView v{owned_[slot].group, owned_[slot].flow, f.received,
+                     f.duplicate,        f.reordered,       f.ce,
+                     f.jitter16 >> 4,    f.lost,            static_cast<uint64_t>(f.last_transit)};
+    if (r.flows.size() == r.n && !worse(v, r.flows.back())) continue;
+    if (r.flows.size() == r.n) r.flows.pop_back();
+    r.flows.insert(std::upper_bound(r.flows.begin(), r.flows.end(), v, worse), v);
+  }
+  top_pos_ = end;
+  if (top_pos_ == flows_.size()) {
+    top_ = nullptr;
+    ack_seq_.store(top_seq_, std::memory_order_release);
+  }
+}
+
+std::vector<stats::GroupStats> FlowTable::Summaries() const {
+  std::vector<stats::GroupStats> out(groups_.size());
+  for (size_t g = 0; g < groups_.size(); ++g) out[g].latency.Merge(groups_[g].latency);
+  for (size_t s = 0; s < flows_.size(); ++s) out[owned_[s].group].AddFlow(flows_[s]);
+  return out;
+}
+
+std::vector<FlowResult> FlowTable::Flows() const {
+  std::vector<FlowResult> out(flows_.size());
+  for (size_t s = 0; s < flows_.size(); ++s) {
+    const stats::FlowState& f = flows_[s];
+    FlowResult& r = out[s];
+    r.group = owned_[s].group;
+    r.flow = owned_[s].flow;
+    r.rx_packets = f.received;
+    r.rx_bytes = f.rx_bytes;
+    r.duplicate = f.duplicate;
+    r.reordered = f.reordered;
+    r.late = f.late;
+    r.ce = f.ce;
+    r.cnp = f.cnp;
+    r.nack = f.nack;
+    r.lost_seq = f.lost;
+    r.first_rx_ns = f.first_rx_ns;
+    r.last_rx_ns = f.last_rx_ns;
+    r.latency_last_ns = static_cast<uint64_t>(f.last_transit);
+    r.jitter_ns = f.jitter16 >> 4;
+    if (!flow_latency_.empty() && flow_latency_[s].count() != 0) {
+      r.latency_distribution = true;
+      r.latency_p50_ns = flow_latency_[s].Percentile(50);
+      r.latency_p99_ns = flow_latency_[s].Percentile(99);
+      r.latency_max_ns = flow_latency_[s].max();
+    }
+  }
+  return out;
+}
+
+}  // namespace fg::rx

@@ -1,0 +1,157 @@
+// rx/flow_table.h: the RX analysis state of the flows one lcore owns.
+//
+// Every flow (a stream's QP, PDC or UDP port) has exactly one owner lcore,
+// which holds its sequence, latency and feedback state here; nothing about a
+// flow is shared. RX queues only classify: a frame (or a CNP, NAK or NACK)
+// received by the owner is observed at once, one received elsewhere reaches
+// the owner as a Handoff record over an SPSC ring (base/spsc_ring.h) and is
+// observed on the owner's next poll. Records from the receiving lcore's own
+// queues and from rings go through the same Deliver(), so the two paths
+// count alike.
+//
+// Slots are the owned flows in increasing global flow id; a group is a
+// stream (its latency histogram, live counters and events).
+//
+//   fg::rx::FlowTable t({{.group = 0, .flow = 0}, {.group = 0, .flow = 1}}, /*num_groups=*/1, 4096, true);
+//   t.Deliver(recs, n);                    // on the owner lcore
+//   auto sums = t.Summaries();             // after the lcore stopped
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/counter.h"
+#include "stats/flow_analysis.h"
+
+namespace fg::rx {
+
+inline constexpr uint32_t kTopFlowsSlotsPerPoll = 1024;
+// Per-flow latency distributions are kept when a table owns at most this
+// many flows (4.6 KB each); beyond, per-flow reports give the last and max
+// latency only.
+inline constexpr uint32_t kPerFlowLatencyFlows = 4096;
+
+// One received frame or feedback packet for the owner of its flow (32 B).
+struct Handoff {
+  enum Kind : uint8_t { kData = 0, kCnp = 1, kRoceNak = 2, kUetNack = 3 };
+  enum Flags : uint8_t { kCe = 1, kPayloadError = 2 };
+  uint32_t slot = 0;  // in the owner's table
+  uint32_t seq = 0;
+  uint64_t tx_ns = 0;  // the signature's 48-bit TX stamp
+  uint64_t rx_ns = 0;
+  uint32_t bytes = 0;  // frame bytes, FCS included
+  uint8_t kind = kData;
+  uint8_t flags = 0;
+  // The owner's poll count when the record was made (low 16 bits): the
+  // owner measures how many of its polls a handoff took.
+  uint16_t owner_poll = 0;
+};
+static_assert(sizeof(Handoff) == 32);
+
+struct OwnedFlow {
+  uint32_t group = 0;  // stream index
+  uint32_t flow = 0;   // global flow id
+};
+
+struct RxCounters {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;  // frame bytes, FCS included
+};
+
+// What a group's counters say during the run (any thread, no locks).
+struct GroupLiveView {
+  uint64_t packets = 0, bytes = 0;
+  uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;
+};
+
+// One flow's figures, for a top-N view.
+struct FlowView {
+  uint32_t group = 0, flow = 0;
+  uint64_t received = 0, duplicate = 0, reordered = 0, ce = 0, jitter_ns = 0;
+  int64_t lost = 0;
+  uint64_t latency_last_ns = 0;  // the last frame's latency
+};
+
+// One flow after the run (report.json per_flow).
+struct FlowResult {
+  uint32_t group = 0, flow = 0;
+  uint64_t rx_packets = 0, rx_bytes = 0;
+  uint64_t duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0;
+  int64_t lost_seq = 0;  // gaps net of late fills (the sequence view)
+  uint64_t first_rx_ns = 0, last_rx_ns = 0;
+  uint64_t latency_last_ns = 0;
+  bool latency_distribution = false;  // the percentiles below were kept
+  double latency_p50_ns = 0, latency_p99_ns = 0;
+  uint64_t latency_max_ns = 0;
+  uint64_t jitter_ns = 0;
+};
+
+// A top-flows request from the control thread, served between bursts.
+struct TopFlowsRequest {
+  size_t n = 0;
+  std::vector<FlowView> flows;  // filled by the lcore (capacity reserved by Post)
+};
+
+class FlowTable {
+ public:
+  // `flows` in increasing flow id; their slot is their position.
+  FlowTable(std::vector<OwnedFlow> flows, uint32_t num_groups, size_t loss_log_capacity, bool per_flow_latency);
+
+  uint32_t size() const { return static_cast<uint32_t>(flows_.size()); }
+  const std::vector<OwnedFlow>& owned() const { return owned_; }
+
+  // On the owner lcore: the state a data record will touch, ahead of Deliver.
+  void Prefetch(uint32_t slot) const { __builtin_prefetch(&flows_[slot], 1); }
+  // On the owner lcore: observes every record (data and feedback).
+  void Deliver(const Handoff* recs, size_t n);
+
+  // Thread-safe, during the run.
+  RxCounters counters(uint32_t group) const {
+    return RxCounters{live_[group].packets.Read(), live_[group].bytes.Read()};
+  }
+  GroupLiveView live(uint32_t group) const;
+  stats::LatencyHistogram LatencySnapshot(uint32_t group) const { return groups_[group].latency.Snapshot(); }
+  uint64_t feedback_matched() const { return fb_matched_.Read(); }
+
+  // Control thread, while the owner polls: posts a top-flows request;
+  // Served() turns true once the lcore has scanned every flow (in steps of
+  // kTopFlowsSlotsPerPoll, so a million-flow table never stalls a poll).
+  void Post(TopFlowsRequest& r);
+  bool Served(const TopFlowsRequest& r) const;
+  // On the owner lcore, once per poll: one load when nothing is asked.
+  void ServeRequests() {
+    if (req_seq_.load(std::memory_order_acquire) != handled_seq_ || top_ != nullptr) ServeSlow();
+  }
+
+  // After the lcore has stopped.
+  std::vector<stats::GroupStats> Summaries() const;
+  const stats::LossLog& loss_log() const { return log_; }
+  std::vector<FlowResult> Flows() const;
+
+ private:
+  struct alignas(64) Live {
+    Counter packets, bytes;
+  };
+  void ServeSlow();
+  std::vector<OwnedFlow> owned_;
+  std::vector<stats::FlowState> flows_;  // per slot
+  std::vector<stats::FlowLatency> flow_latency_;  // per slot, when kept
+  std::vector<stats::GroupStats> groups_;
+  std::unique_ptr<Live[]> live_;
+  std::unique_ptr<stats::GroupLive[]> events_;
+  stats::LossLog log_;
+  Counter fb_matched_;
+  // Requests: the control thread writes req_ then bumps req_seq_ (release);
+  // the lcore answers by storing the sequence it served in ack_seq_.
+  alignas(64) std::atomic<uint64_t> req_seq_{0};
+  std::atomic<TopFlowsRequest*> req_{nullptr};
+  alignas(64) std::atomic<uint64_t> ack_seq_{0};
+  uint64_t handled_seq_ = 0;  // lcore
+  TopFlowsRequest* top_ = nullptr;
+  uint64_t top_seq_ = 0;
+  size_t top_pos_ = 0;
+};
+
+}  // namespace fg::rx

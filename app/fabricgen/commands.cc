@@ -155,6 +155,8 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     hub.SetTest(test.name, session::TestKindName(test.kind));
     methods::MethodOptions opt;
     opt.drain_ns = plan.drain_ns;
+    opt.placement = *engine::ParsePolicy(plan.placement);  // the parser allowed only known names
+    opt.per_flow = plan.per_flow;
     opt.interrupt = interrupt;
     opt.on_live = on_live;
     const double test_started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -241,6 +243,8 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
 
   engine::TrialOptions opt;
   opt.drain_ns = plan->drain_ns;
+  opt.placement = *engine::ParsePolicy(plan->placement);  // the parser allowed only known names
+  opt.per_flow = plan->per_flow;
   opt.interrupt = interrupt;
   opt.on_live = on_live;
   hub.SetState("running");

@@ -94,12 +94,46 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
     FG_ASSIGN_OR_RETURN(s.burst.gap_ns, gap.Duration());
     s.rate = Rate{Rate::Kind::kPercentLine, 100};  // inside a burst: line rate
     s.rate_at = Where(*b);
-  } else {
+  }
+  // `flows: N`, or `flows: {count: N, rates: [R, ...]}`: flow i at rates[i % len].
+  std::optional<Node> flows_node = n.Optional("flows");
+  if (flows_node && flows_node->ExpectMap().ok()) {
+    FG_RETURN_IF_ERROR(flows_node->CheckKeys({"count", "rates"}));
+    FG_ASSIGN_OR_RETURN(Node count, flows_node->Required("count"));
+    FG_ASSIGN_OR_RETURN(int64_t c, count.Int(1, 1 << 24));
+    s.flows = static_cast<uint32_t>(c);
+    FG_ASSIGN_OR_RETURN(Node rates, flows_node->Required("rates"));
+    if (n.Optional("rate")) {
+      return rates.Error("a stream with per-flow rates has no stream rate: its rate is the sum of its flows'");
+    }
+    if (n.Optional("burst")) return rates.Error("a burst schedule sends its flows together: no per-flow rates");
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, rates.Items());
+    if (items.empty()) return rates.Error("rates: give at least one rate");
+    std::vector<Rate> list;
+    for (const Node& i : items) {
+      FG_ASSIGN_OR_RETURN(Rate r, i.RateValue());
+      if (r.kind == Rate::Kind::kMax) return i.Error("'max' is not a per-flow rate; give pps, bit/s or % of line");
+      if (!list.empty() && r.kind != list.front().kind) {
+        return i.Error("give every per-flow rate in the same unit (pps, bit/s L2, bit/s L1 or % of line)");
+      }
+      if (!(r.value > 0)) return i.Error("a per-flow rate must be > 0");
+      list.push_back(r);
+    }
+    // The stream's rate is the sum of its flows'; each flow's share of it is
+    // its rate's (the unit is common, so shares are ratios of the values).
+    s.rate = Rate{list.front().kind, 0};
+    s.flow_weights.resize(s.flows);
+    for (uint32_t f = 0; f < s.flows; ++f) {
+      s.flow_weights[f] = list[f % list.size()].value;
+      s.rate.value += s.flow_weights[f];
+    }
+    s.rate_at = Where(rates);
+  } else if (!n.Optional("burst")) {
     FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));
     FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());
     s.rate_at = Where(rate);
   }
-  FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
+  if (s.flow_weights.empty()) FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
   if (auto v = n.Optional("vary")) {
     FG_ASSIGN_OR_RETURN(std::vector<internal::Node> items, v->Items());
     for (const internal::Node& item : items) {
@@ -332,7 +366,7 @@ absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n) {
 
 absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
   FG_RETURN_IF_ERROR(root.CheckKeys({"version", "name", "dut", "host", "topology", "dut_counters", "eal", "duration",
-                                     "drain", "ports", "streams", "tests", "lab"}));
+                                     "drain", "placement", "report", "ports", "streams", "tests", "lab"}));
   Plan plan;
   // The lab (tools/lab.py builds it and validates its contents) is the
   // tester's surroundings, not something fabricgen runs.
@@ -367,6 +401,20 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
   }
   FG_RETURN_IF_ERROR(Opt(root, "duration", plan.duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(Opt(root, "drain", plan.drain_ns, DurationIn()));
+  FG_RETURN_IF_ERROR(
+      Opt(root, "placement", plan.placement, [](const Node& n) { return n.OneOf({"flow", "stream", "port"}); }));
+  if (auto r = root.Optional("report")) {
+    FG_RETURN_IF_ERROR(r->CheckKeys({"per_flow"}));
+    if (auto pf = r->Optional("per_flow")) {
+      auto all = pf->String();
+      if (all.ok() && *all == "all") {
+        plan.per_flow = UINT32_MAX;
+      } else {
+        FG_ASSIGN_OR_RETURN(int64_t v, pf->Int(0, 1 << 24));
+        plan.per_flow = static_cast<uint32_t>(v);
+      }
+    }
+  }
 
   if (auto p = root.Optional("ports")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> items, p->Items());

@@ -70,6 +70,9 @@ struct StreamSpec {
     int64_t gap_ns = 0;
   } burst;
   bool verify_payload = false;  // RX checks every payload byte (costs a pass over each frame)
+  // Per-flow rates (`flows: {count, rates}`): flow i's share of `rate` (the
+  // sum) is flow_weights[i] / rate.value. Empty: the flows share it evenly.
+  std::vector<double> flow_weights;
   uint32_t flows = 1;           // QPs / PDCs / UDP ports: consecutive keys from the frame's
   uint64_t count = 0;           // 0 = unbounded (the stream's or plan's duration ends it)
   int64_t duration_ns = 0;      // 0 = the plan's duration
@@ -146,6 +149,11 @@ struct Plan {
   std::vector<Location> eal_at;         // where each is written
   int64_t duration_ns = 1'000'000'000;  // upper bound of one run
   int64_t drain_ns = 100'000'000;       // wait for in-flight frames after TX stops
+  // Which worker lcore owns each flow: flow (spread flow by flow), stream or port.
+  std::string placement = "flow";
+  // report: {per_flow: all | N}: flows listed one by one per stream (every
+  // flow up to N, else the N worst by loss then latency); all: UINT32_MAX.
+  uint32_t per_flow = 1024;
   std::vector<PortSpec> ports;
   std::vector<StreamSpec> streams;
   std::vector<TestSpec> tests;  // empty: `run` runs the streams once

@@ -164,8 +164,7 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
           if (s.count != 0) count += s.count / s.flows + (f < s.count % s.flows ? 1 : 0);
         }
         if (sh.flows.empty()) continue;
-        const double share = static_cast<double>(sh.flows.size()) / s.flows;
-        sh.pps = s.pps * share;
+        sh.pps = s.pps * s.FlowShare(sh.flows);
         sh.count = count;
         if (s.count != 0 && count == 0) continue;  // fewer packets than flows: this shard has none to send
         if (sh.flows.size() == s.flows) sh.flows.clear();
@@ -368,8 +367,7 @@ std::vector<LiveRun::ShardRef> LiveRun::TxOf(size_t stream) const {
     for (size_t i = 0; i < t->num_streams(); ++i) {
       const stream::CompiledStream& s = t->stream(i);
       if (s.index != stream) continue;
-      const size_t nf = t->flows(i).size();
-      out.push_back({t.get(), i, static_cast<double>(nf) / s.flows});
+      out.push_back({t.get(), i, s.FlowShare(t->flows(i))});
     }
   }
   return out;

@@ -50,6 +50,8 @@ engine::TrialOptions TrialOptionsOf(const MethodOptions& options) {
   opt.interrupt = options.interrupt;
   opt.sample_interval_ns = 0;
   opt.on_live = options.on_live;
+  opt.placement = options.placement;
+  opt.per_flow = options.per_flow;
   return opt;
 }
 

@@ -63,6 +63,9 @@ struct MethodOptions {
   std::function<void(const TrialRecord&)> on_trial;
   // Each trial's live run, while it runs (nullptr when it ends): live metrics.
   std::function<void(const engine::LiveRun*)> on_live;
+  // Flow owners and per-flow reporting (the plan's placement and report.per_flow).
+  engine::PlacementPolicy placement = engine::PlacementPolicy::kFlow;
+  uint32_t per_flow = 1024;
 };
 
 class LoadRunner {

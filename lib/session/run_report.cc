@@ -66,6 +66,70 @@ void WriteEalFields(report::JsonWriter& w, Session& session) {
   w.Field("tsc_hz", session.eal().tsc_hz());
 }
 
+void WritePerFlow(report::JsonWriter& w, const engine::StreamResult& s) {
+  // Flow by flow: every flow, or (per_flow_all false) the worst ones.
+  w.Field("per_flow_all", s.per_flow_all);
+  w.Key("per_flow");
+  w.BeginArray();
+  for (const engine::FlowReport& f : s.per_flow) {
+    w.BeginObject();
+    w.Field("flow", f.index);
+    w.Field("key", f.key);
+    w.Field("owner_lcore", f.owner_lcore);
+    w.Field("tx_packets", f.tx_packets);
+    w.Field("tx_bytes", f.tx_bytes);
+    w.Field("rx_packets", f.rx.rx_packets);
+    w.Field("rx_bytes", f.rx.rx_bytes);
+    w.Field("lost_packets", f.lost());
+    w.Field("duplicate_packets", f.rx.duplicate);
+    w.Field("reordered_packets", f.rx.reordered);
+    w.Field("ce_packets", f.rx.ce);
+    w.Field("cnp_packets", f.rx.cnp);
+    w.Field("nak_packets", f.rx.nack);
+    w.Field("rx_rate_pps", f.rx_rate_pps());
+    w.Key("latency");
+    w.BeginObject();
+    if (f.rx.latency_distribution) {
+      w.Field("p50_ns", f.rx.latency_p50_ns);
+      w.Field("p99_ns", f.rx.latency_p99_ns);
+      w.Field("max_ns", f.rx.latency_max_ns);
+    } else {
+      // Distributions are kept per flow up to rx::kPerFlowLatencyFlows flows an lcore owns.
+      w.Key("p50_ns"), w.Null();
+      w.Key("p99_ns"), w.Null();
+      w.Key("max_ns"), w.Null();
+    }
+    w.Field("last_ns", f.rx.latency_last_ns);
+    w.Field("jitter_ns", f.rx.jitter_ns);
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r) {
+  // Per worker lcore (VPP's show runtime): cycles are TSC cycles.
+  w.Key("lcores");
+  w.BeginArray();
+  for (const engine::LcoreStats& l : r.lcores) {
+    w.BeginObject();
+    w.Field("lcore", l.lcore);
+    w.Field("flows", l.flows);
+    w.Field("polls", l.polls);
+    w.Field("busy_polls", l.busy_polls);
+    w.Field("tx_packets", l.tx_packets);
+    w.Field("rx_packets", l.rx_packets);
+    w.Field("tx_cycles_per_packet", l.tx_cycles_per_packet());
+    w.Field("rx_cycles_per_packet", l.rx_cycles_per_packet());
+    w.Field("handoff_in", l.handoff_in);
+    w.Field("handoff_out", l.handoff_out);
+    w.Field("handoff_waits", l.handoff_waits);
+    w.Field("handoff_max_polls", l.handoff_max_polls);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
 std::string RunReportJson(Session& session, const engine::TrialResult& r, const std::string& started_utc) {
   const config::Plan& plan = session.plan();
   report::JsonWriter w;
@@ -90,6 +154,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   w.BeginArray();
   for (const std::string& p : r.placement) w.String(p);
   w.EndArray();
+  w.Field("flow_placement", r.placement_policy);
   w.EndObject();
 
   std::vector<port::Port*> ports = session.ports();
@@ -223,9 +288,11 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     }
     w.Field("tx_stalls", s.tx.stalls);
     w.Field("tx_late_burst_frames", s.tx.late_burst_frames);
+    WritePerFlow(w, s);
     w.EndObject();
   }
   w.EndArray();
+  WriteLcores(w, r);
 
   // Per-stream packet counters over time (TSC-timed samples).
   w.Key("timeseries");

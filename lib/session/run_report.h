@@ -27,6 +27,9 @@ void WriteReportHeader(report::JsonWriter& w, Session& session, const std::strin
 void WriteEalFields(report::JsonWriter& w, Session& session);
 // "tester_limits": [{kind, count, detail}, ...]
 void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLimit>& limits);
+// A stream's per_flow list, and the top-level lcores list (show runtime).
+void WritePerFlow(report::JsonWriter& w, const engine::StreamResult& s);
+void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r);
 std::string RunSummary(const engine::TrialResult& result);
 // The summary's warning lines when the tester was the limit ("" when it kept up).
 std::string TesterLimitLines(const engine::TrialResult& result);

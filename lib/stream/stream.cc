@@ -118,6 +118,15 @@ absl::Status CheckPortLoads(const config::Plan& plan, const std::vector<Compiled
   return absl::OkStatus();
 }
 
+double CompiledStream::FlowShare(const std::vector<uint32_t>& some) const {
+  if (some.empty()) return 1;
+  if (flow_weight.empty()) return static_cast<double>(some.size()) / flows;
+  double part = 0, all = 0;
+  for (uint32_t f : some) part += flow_weight[f];
+  for (double r : flow_weight) all += r;
+  return all > 0 ? part / all : 0;
+}
+
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps) {
   std::vector<CompiledStream> out;
   std::vector<uint16_t> next_queue(plan.ports.size(), 0);
@@ -161,6 +170,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
           s.line, i, FormatRate(s.rate), c.frame_size, FormatBitRate(l1), FormatBitRate(line),
           plan.ports[s.port].name));
     }
+    c.flow_weight = s.flow_weights;
     c.count = s.count;
     c.duration_ns = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;
     c.tx_port = s.port;

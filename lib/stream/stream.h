@@ -39,6 +39,13 @@ struct CompiledStream {
   int64_t duration_ns = 0;      // > 0 always (plan duration when the stream has none)
   size_t tx_port = 0, rx_port = 0;
   uint16_t tx_queue = 0;
+  // Per-flow rates (`flows: {count, rates}`): flow i's share of `pps` is
+  // flow_weight[i] / sum(flow_weight) (so a test setting `pps` scales every
+  // flow). Empty: the flows share `pps` evenly, taking turns.
+  std::vector<double> flow_weight;
+  // The fraction of the stream's rate that `flows` (indices, empty: all)
+  // carry: their count's share, or with per-flow rates their rates' share.
+  double FlowShare(const std::vector<uint32_t>& some) const;
 };
 
 // `line_bps[i]` is the L1 line rate of plan port i (0 when unknown).

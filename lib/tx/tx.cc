@@ -7,8 +7,12 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <mutex>
+#include <thread>
 
 #include "base/counter.h"
+#include "base/spsc_ring.h"
+#include "tx/flow_pacer.h"
 #include "base/units.h"
 
 namespace fg::tx {
@@ -39,6 +43,19 @@ struct alignas(64) TxTask::State {
   std::vector<stream::FlowVars> vars;
   std::vector<uint32_t> flow_index;  // shard flow -> flow within the stream
   std::vector<uint64_t> flow_packets, flow_bytes;  // per shard flow, accepted by the PMD (lcore)
+  // Per-flow rates: each flow's own send times (null: the flows take turns
+  // under the stream's one interval).
+  std::unique_ptr<FlowPacer> pacer;
+  double pacer_pps = 0;  // the shard rate the pacer's flow rates add up to
+  struct FlowCmd {
+    uint32_t flow;
+    double pps;
+  };
+  std::unique_ptr<SpscRing<FlowCmd>> flow_cmds;  // control thread -> lcore
+  std::mutex flow_cmd_mu;                        // one producer at a time
+  std::atomic<uint64_t> flow_cmd_seq{0};         // commands pushed
+  std::atomic<uint64_t> flow_cmd_done{0};        // commands applied by the lcore
+  std::vector<double> flow_rate_view;            // per shard flow: the last rate set (control thread)
   bool exhausted = false;
   // Due accounting (TxCounters::due): slots of closed pacing segments, and
   // the open segment's start (a segment runs from a rate change or resume
@@ -145,6 +162,17 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
     for (size_t f = 0; f < nf; ++f) st->vars[f] = s->program.Flow(s->flow_id, st->flow_index[f]);
     st->flow_packets.assign(nf, 0);
     st->flow_bytes.assign(nf, 0);
+    if (!s->flow_weight.empty() && std::isfinite(sh.pps)) {
+      // This shard's rate shared in proportion to its flows' plan rates.
+      std::vector<double> rates(nf);
+      double sum = 0;
+      for (size_t f = 0; f < nf; ++f) sum += s->flow_weight[st->flow_index[f]];
+      for (size_t f = 0; f < nf; ++f) rates[f] = s->flow_weight[st->flow_index[f]] * (sum > 0 ? sh.pps / sum : 0);
+      st->pacer = std::make_unique<FlowPacer>(rates, clock.hz());
+      st->pacer_pps = sh.pps;
+      st->flow_cmds = std::make_unique<SpscRing<State::FlowCmd>>(1024);
+      st->flow_rate_view = rates;
+    }
     streams_.push_back(std::move(st));
   }
 }
@@ -246,11 +274,15 @@ void TxTask::CloseSegment(State& st, uint64_t t, bool final) {
 
 void TxTask::Exhaust(State& st, uint64_t t) {
   st.exhausted = true;
+  if (st.pacer != nullptr) {
+    st.due_closed = st.pacer->Due(t > st.start_tsc ? (t - st.start_tsc) << kFpShift : 0);
+    st.segment_open = false;
+  }
   CloseSegment(st, t, true);
   uint64_t due = std::max(st.due_closed, st.generated);
   if (st.limit != 0) due = std::min(due, st.limit);
   st.due.Set(due);
-  st.paced.store(st.burst_frames != 0 || st.interval_fp != 0, std::memory_order_relaxed);
+  st.paced.store(st.burst_frames != 0 || st.interval_fp != 0 || st.pacer != nullptr, std::memory_order_relaxed);
 }
 
 void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
@@ -262,6 +294,18 @@ void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
     return;
   }
   const double pps = std::bit_cast<double>(st.ctl_pps_bits.load(std::memory_order_relaxed));
+  if (st.pacer != nullptr) {
+    // Per-flow rates: the stream's rate scales every flow; pauses pause them all.
+    const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
+    if (pps != st.pacer_pps) {
+      st.pacer->Scale(pps / st.pacer_pps, now_fp);
+      st.pacer_pps = pps;
+    }
+    if (mode == State::kPaused) st.pacer->Pause(now_fp);
+    if (mode == State::kRunning) st.pacer->Resume(now_fp);
+    st.paused = mode == State::kPaused;
+    return;
+  }
   const uint64_t interval = IntervalFp(pps, clock_.hz());
   const bool resume = st.paused && mode == State::kRunning;
   const bool pause = !st.paused && mode == State::kPaused;
@@ -291,7 +335,7 @@ bool TxTask::Done() const {
   return true;
 }
 
-bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
+bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const uint32_t* flows) {
   // Raw mbufs: the ones that still hold this task's template for the kind
   // are in the state TX left them in (a PMD frees an mbuf without touching
   // its fields or data); only the others are reset and filled.
@@ -317,9 +361,9 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
       __builtin_prefetch(ahead_data, 1);
       __builtin_prefetch(ahead_data + 64, 1);
     }
-    const uint32_t f = st.next_flow;
-    // The flows take turns: fetch the state of the one 8 ahead now.
-    const uint32_t ahead = f + 8 < nflows ? f + 8 : f + 8 - nflows;
+    // The flows take turns (or the pacer named them): fetch the state of the one 8 ahead now.
+    const uint32_t f = flows != nullptr ? flows[i] : st.next_flow;
+    const uint32_t ahead = flows != nullptr ? (i + 8 < n ? flows[i + 8] : f) : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
     __builtin_prefetch(&st.cursors[ahead], 1);
     __builtin_prefetch(&st.vars[ahead], 0);
     uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
@@ -339,7 +383,7 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due) {
     }
     m->ol_flags &= keep_flags;  // only the burst's first mbuf is scheduled
     prog.Stamp(d, k, st.cursors[f], ts, st.vars[f]);
-    if (++st.next_flow == nflows) st.next_flow = 0;
+    if (flows == nullptr && ++st.next_flow == nflows) st.next_flow = 0;
     st.pending_len[i] = len + kEthFcsLen;
     st.pending_flow[i] = f;
   }
@@ -388,6 +432,22 @@ unsigned TxTask::Poll() {
         unsigned n = static_cast<unsigned>(std::min<uint64_t>(st.burst_left, kTxBurst));
         if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - st.generated));
         if (n != 0 && Generate(st, n, now, now)) st.burst_left -= n;
+      } else if (st.pacer != nullptr) {
+        // Per-flow rates: the flows due now, one frame each.
+        if (st.flow_cmds->Size() != 0) ApplyFlowCommands(st, now);
+        if (now >= st.start_tsc) {
+          uint32_t fl[kTxBurst];
+          unsigned n = kTxBurst;
+          if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - st.generated));
+          uint64_t skipped = 0, stalls = 0;
+          n = st.pacer->Next((now - st.start_tsc) << kFpShift, n, fl, &skipped, &stalls);
+          if (skipped != 0) {
+            st.credit_dropped.Add(skipped);
+            st.stalls.Add(stalls);
+          }
+          // A failed allocation leaves these slots unsent: counted (tx_error), never sent late.
+          if (n != 0) Generate(st, n, now, now, fl);
+        }
       } else if (now >= st.start_tsc && ((now - st.start_tsc) << kFpShift) >= st.next_fp) {
         const uint64_t now_fp = (now - st.start_tsc) << kFpShift;
         uint64_t due = st.interval_fp == 0 ? kTxBurst : (now_fp - st.next_fp) / st.interval_fp + 1;  // per burst
@@ -436,6 +496,45 @@ unsigned TxTask::Poll() {
   }
   return sent_total;
 }
+
+void TxTask::ApplyFlowCommands(State& st, uint64_t now) {
+  State::FlowCmd cmds[64];
+  const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
+  for (size_t k; (k = st.flow_cmds->Pop(cmds, 64)) != 0;) {
+    for (size_t i = 0; i < k; ++i) {
+      st.pacer_pps += cmds[i].pps - st.pacer->rate(cmds[i].flow);
+      st.pacer->SetRate(cmds[i].flow, cmds[i].pps, now_fp);
+    }
+    st.flow_cmd_done.store(st.flow_cmd_done.load(std::memory_order_relaxed) + k, std::memory_order_release);
+  }
+  // The stream's rate is now the sum of its flows'.
+  st.ctl_pps_bits.store(std::bit_cast<uint64_t>(st.pacer_pps), std::memory_order_relaxed);
+}
+
+bool TxTask::SetFlowRate(size_t i, uint32_t flow, double pps) {
+  State& st = *streams_[i];
+  if (st.pacer == nullptr || flow >= st.flow_index.size()) return false;
+  std::lock_guard<std::mutex> lock(st.flow_cmd_mu);
+  const State::FlowCmd c{flow, pps};
+  while (st.flow_cmds->Push(&c, 1) == 0) std::this_thread::yield();
+  st.flow_rate_view[flow] = pps;
+  st.flow_cmd_seq.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool TxTask::FlowRatesApplied(size_t i) const {
+  const State& st = *streams_[i];
+  return st.flow_cmd_done.load(std::memory_order_acquire) == st.flow_cmd_seq.load(std::memory_order_relaxed);
+}
+
+double TxTask::flow_rate(size_t i, uint32_t flow) const {
+  const State& st = *streams_[i];
+  if (st.pacer == nullptr) return rate(i) / static_cast<double>(st.flow_index.size());
+  std::lock_guard<std::mutex> lock(const_cast<State&>(st).flow_cmd_mu);
+  return st.flow_rate_view[flow];
+}
+
+bool TxTask::per_flow_rates(size_t i) const { return streams_[i]->pacer != nullptr; }
 
 void TxTask::Finish() {
   const uint64_t now = ReadTsc();

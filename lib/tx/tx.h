@@ -101,6 +101,14 @@ class TxTask : public PollTask {
   void SetPaused(size_t i, bool paused);
   void Stop(size_t i);
   double rate(size_t i) const;
+  // Per-flow rates (a stream with `flows: {count, rates}`): shard i's flow
+  // `flow` (an index into flows(i)) to `pps`, applied on the lcore's next
+  // poll; false when the shard paces its flows together. The shard's rate
+  // becomes the sum of its flows'.
+  bool SetFlowRate(size_t i, uint32_t flow, double pps);
+  bool FlowRatesApplied(size_t i) const;  // every SetFlowRate so far is in effect
+  double flow_rate(size_t i, uint32_t flow) const;
+  bool per_flow_rates(size_t i) const;
   bool paused(size_t i) const;
   bool stopped(size_t i) const;  // done: count or duration reached, or stopped
 
@@ -109,7 +117,9 @@ class TxTask : public PollTask {
   // Allocates `n` mbufs and writes the stream's next `n` packets into them
   // (pending); false when the pool is empty (counted, retried next poll).
   // `due` is the TSC time the burst is due (its first slot; now when unpaced).
-  bool Generate(State& st, unsigned n, uint64_t now, uint64_t due);
+  // `flows`: the shard flow of each frame (a FlowPacer's choice); null: the flows take turns.
+  bool Generate(State& st, unsigned n, uint64_t now, uint64_t due, const uint32_t* flows = nullptr);
+  void ApplyFlowCommands(State& st, uint64_t now);  // on the lcore
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
   // On the lcore: the stream stops generating at `t`; its due count is final.
   void Exhaust(State& st, uint64_t t);

@@ -1,0 +1,171 @@
+#include "tx/flow_pacer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fg::tx {
+
+namespace {
+// As TxTask's pacer: intervals above 2^57 fp (the plan's minimum rate is far
+// below that) are clamped, so n * interval never overflows.
+constexpr double kMaxIntervalFp = static_cast<double>(uint64_t{1} << 57);
+}  // namespace
+
+uint64_t FlowPacer::IntervalFp(double pps, uint64_t hz) {
+  const double fp = static_cast<double>(hz) * (1 << kFpShift) / pps + 0.5;
+  return fp >= kMaxIntervalFp ? static_cast<uint64_t>(kMaxIntervalFp) : std::max<uint64_t>(1, static_cast<uint64_t>(fp));
+}
+
+FlowPacer::FlowPacer(const std::vector<double>& pps, uint64_t tsc_hz)
+    : hz_(tsc_hz),
+      ms_fp_((tsc_hz / 1000) << kFpShift),
+      pps_(pps),
+      iv_(pps.size()),
+      next_(pps.size()),
+      seg_start_(pps.size()),
+      due_closed_(pps.size(), 0),
+      head_(kWheelSlots, kNil),
+      prev_(pps.size(), kNil),
+      link_(pps.size(), kNil),
+      where_(pps.size(), kNil),
+      ready_(pps.size()) {
+  const uint32_t n = flows();
+  for (uint32_t f = 0; f < n; ++f) {
+    iv_[f] = IntervalFp(pps_[f], hz_);
+    // Staggered: flow f first sends f/n of its interval after the start, so
+    // equal flows do not all fall due in the same slot.
+    next_[f] = seg_start_[f] = static_cast<uint64_t>(static_cast<double>(iv_[f]) * f / n);
+    Insert(f);
+  }
+}
+
+void FlowPacer::Insert(uint32_t f) {
+  const uint32_t s = static_cast<uint32_t>((next_[f] >> kSlotFpBits) & (kWheelSlots - 1));
+  prev_[f] = kNil;
+  link_[f] = head_[s];
+  if (head_[s] != kNil) prev_[head_[s]] = f;
+  head_[s] = f;
+  where_[f] = s;
+}
+
+void FlowPacer::Unlink(uint32_t f) {
+  const uint32_t s = where_[f];
+  if (s == kNil || s == kInReady) return;
+  if (prev_[f] != kNil) {
+    link_[prev_[f]] = link_[f];
+  } else {
+    head_[s] = link_[f];
+  }
+  if (link_[f] != kNil) prev_[link_[f]] = prev_[f];
+  where_[f] = kNil;
+}
+
+void FlowPacer::PushReady(uint32_t f) {
+  ready_[(ready_head_ + ready_size_) % flows()] = f;
+  ++ready_size_;
+  where_[f] = kInReady;
+}
+
+// Measured with TxTask::Poll (tools/count_instructions.sh): see docs/benchmarks.md.
+unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls) {
+  if (paused_) return 0;
+  const uint64_t cur = now_fp >> kSlotFpBits;
+  // Sweep the wheel up to now: due flows to the FIFO, the others (a later
+  // turn of the wheel, or later in the current slot) back in. The current
+  // slot is swept again on every poll until time moves past it; after a
+  // hold-up longer than the wheel, every list is swept once.
+  for (uint32_t steps = 0; wheel_pos_ <= cur && steps < kWheelSlots; ++steps) {
+    const uint32_t s = static_cast<uint32_t>(wheel_pos_ & (kWheelSlots - 1));
+    uint32_t f = head_[s];
+    head_[s] = kNil;
+    while (f != kNil) {
+      const uint32_t nx = link_[f];
+      if (next_[f] <= now_fp) {
+        PushReady(f);
+      } else {
+        Insert(f);
+      }
+      f = nx;
+    }
+    if (wheel_pos_ == cur) break;
+    ++wheel_pos_;
+  }
+  if (wheel_pos_ < cur) wheel_pos_ = cur;
+  unsigned k = 0;
+  const uint32_t nf = flows();
+  while (k < n && ready_size_ != 0) {
+    const uint32_t f = ready_[ready_head_];
+    ready_head_ = ready_head_ + 1 == nf ? 0 : ready_head_ + 1;
+    --ready_size_;
+    const uint64_t behind = now_fp - next_[f];
+    if (behind > ms_fp_ && behind >= 2 * iv_[f]) {
+      const uint64_t skip = behind / iv_[f];
+      *skipped += skip;
+      ++*stalls;
+      next_[f] += skip * iv_[f];
+    }
+    out[k++] = f;
+    next_[f] += iv_[f];
+    if (next_[f] <= now_fp) {
+      PushReady(f);
+    } else {
+      Insert(f);
+    }
+  }
+  return k;
+}
+
+void FlowPacer::CloseSegment(uint32_t f) {
+  due_closed_[f] += (next_[f] - seg_start_[f]) / iv_[f];
+}
+
+void FlowPacer::SetRate(uint32_t f, double pps, uint64_t now_fp) {
+  if (!paused_) CloseSegment(f);
+  pps_[f] = pps;
+  iv_[f] = IntervalFp(pps, hz_);
+  if (paused_) return;  // Resume starts its segment
+  seg_start_[f] = next_[f] = now_fp;
+  if (where_[f] != kInReady) {
+    Unlink(f);
+    PushReady(f);
+  }
+}
+
+void FlowPacer::Scale(double factor, uint64_t now_fp) {
+  for (uint32_t f = 0; f < flows(); ++f) SetRate(f, pps_[f] * factor, now_fp);
+}
+
+void FlowPacer::Pause(uint64_t now_fp) {
+  (void)now_fp;
+  if (paused_) return;
+  for (uint32_t f = 0; f < flows(); ++f) CloseSegment(f);
+  paused_ = true;
+}
+
+void FlowPacer::Resume(uint64_t now_fp) {
+  if (!paused_) return;
+  paused_ = false;
+  const uint32_t n = flows();
+  for (uint32_t f = 0; f < n; ++f) {
+    seg_start_[f] = next_[f] = now_fp + static_cast<uint64_t>(static_cast<double>(iv_[f]) * f / n);
+    if (where_[f] != kInReady) {
+      Unlink(f);
+      Insert(f);
+    }
+  }
+  wheel_pos_ = std::min(wheel_pos_, now_fp >> kSlotFpBits);
+}
+
+uint64_t FlowPacer::Due(uint64_t t_fp, std::vector<uint64_t>* per_flow) const {
+  uint64_t sum = 0;
+  if (per_flow != nullptr) per_flow->assign(flows(), 0);
+  for (uint32_t f = 0; f < flows(); ++f) {
+    uint64_t d = due_closed_[f];
+    if (!paused_ && t_fp > seg_start_[f]) d += (t_fp - seg_start_[f] + iv_[f] - 1) / iv_[f];
+    sum += d;
+    if (per_flow != nullptr) (*per_flow)[f] = d;
+  }
+  return sum;
+}
+
+}  // namespace fg::tx

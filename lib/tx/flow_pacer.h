@@ -1,0 +1,81 @@
+// tx/flow_pacer.h: per-flow send times for the flows one TX task owns.
+//
+// Each flow has its own rate, hence its own interval and next send time.
+// Flows not yet due wait in a timer wheel (4096 slots of 1024 TSC ticks,
+// doubly linked so a flow moves at once when its rate changes); flows due
+// wait in a FIFO and take turns, one frame each, so flows that are all
+// behind (rates summing above what the port takes) share it evenly. A frame
+// costs a FIFO pop and a wheel insert: no heap, no division.
+//
+// Times are TSC ticks since the run's start << kFpShift (as TxTask's
+// pacer), so intervals keep 1/4096 tick of precision. Every flow's due count
+// (what its rate called for: TxCounters::due) is kept exactly across rate
+// changes and pauses, as segments: a change closes the flow's segment at the
+// slots it has passed.
+//
+//   fg::tx::FlowPacer p({1000, 2000}, tsc_hz);        // flow 0 at 1 kpps, flow 1 at 2 kpps
+//   uint32_t flows[32];
+//   unsigned n = p.Next(now_fp, 32, flows, &skipped, &stalls);   // one frame each
+//   p.SetRate(1, 500, now_fp);                        // from the owner lcore
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace fg::tx {
+
+class FlowPacer {
+ public:
+  static constexpr int kFpShift = 12;
+  static constexpr int kSlotTickBits = 10;  // a wheel slot: 1024 TSC ticks
+  static constexpr int kSlotFpBits = kFpShift + kSlotTickBits;
+  static constexpr uint32_t kWheelSlots = 4096;
+  static constexpr uint32_t kNil = UINT32_MAX;
+
+  // `pps[f]` > 0 and finite for every flow; first sends staggered over one interval.
+  FlowPacer(const std::vector<double>& pps, uint64_t tsc_hz);
+
+  uint32_t flows() const { return static_cast<uint32_t>(iv_.size()); }
+  double rate(uint32_t f) const { return pps_[f]; }
+
+  // Up to `n` flows due at `now_fp`, one frame each, into `out`. A flow more
+  // than 1 ms (and two of its intervals) behind gives up the slots it missed
+  // (added to `*skipped`, one `*stalls` per such flow) rather than send them
+  // back to back.
+  unsigned Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls);
+
+  // A new rate for flow f from now (no catch-up on the old one).
+  void SetRate(uint32_t f, double pps, uint64_t now_fp);
+  // Every flow's rate times `factor` (a stream's rate set as a whole).
+  void Scale(double factor, uint64_t now_fp);
+  void Pause(uint64_t now_fp);
+  void Resume(uint64_t now_fp);
+  bool paused() const { return paused_; }
+
+  // Frames the rates called for up to `t_fp` (every slot due before it),
+  // summed over the flows; with `per_flow`, flow by flow too.
+  uint64_t Due(uint64_t t_fp, std::vector<uint64_t>* per_flow = nullptr) const;
+  // The earliest next send time of any flow (for a scheduled TX stamp); 0 when none waits.
+  uint64_t next_fp(uint32_t f) const { return next_[f]; }
+
+ private:
+  static uint64_t IntervalFp(double pps, uint64_t hz);
+  void Insert(uint32_t f);  // into the wheel at next_[f]
+  void Unlink(uint32_t f);  // out of the wheel (if there)
+  void PushReady(uint32_t f);
+  void CloseSegment(uint32_t f);  // at the slots passed
+  uint64_t hz_;
+  uint64_t ms_fp_;
+  std::vector<double> pps_;
+  std::vector<uint64_t> iv_, next_, seg_start_, due_closed_;
+  // Wheel: per slot a list head; per flow its links and where it is.
+  std::vector<uint32_t> head_, prev_, link_;
+  std::vector<uint32_t> where_;  // slot index, kInReady or kNil (neither)
+  static constexpr uint32_t kInReady = kWheelSlots;
+  uint64_t wheel_pos_ = 0;  // next slot number to sweep
+  std::vector<uint32_t> ready_;
+  uint32_t ready_head_ = 0, ready_size_ = 0;
+  bool paused_ = false;
+};
+
+}  // namespace fg::tx

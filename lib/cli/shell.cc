@@ -28,7 +28,7 @@ namespace {
 // In the shell a stream runs until `stop` (its count, if it has one, still ends it).
 constexpr int64_t kUntilStopped = int64_t{365} * 24 * 3600 * 1'000'000'000;
 
-const std::vector<std::string> kShowTopics = {"ports", "streams", "flows", "latency", "histogram"};
+const std::vector<std::string> kShowTopics = {"ports", "streams", "flows", "latency", "histogram", "runtime"};
 
 // A file the shell is about to write: its directory must exist and be
 // writable, and the file, if there, must be a regular file (it is replaced).
@@ -88,7 +88,7 @@ absl::Status Shell::Execute(std::string_view line, std::ostream& out) {
   if (cmd == "stop") return Stop(a, out);
   if (cmd == "pause") return Pause(a, true, out);
   if (cmd == "resume") return Pause(a, false, out);
-  if (cmd == "rate") return SetRate(a, *c.rate, out);
+  if (cmd == "rate") return c.flow ? SetFlowRate(a, *c.rate, *c.flow, out) : SetRate(a, *c.rate, out);
   if (cmd == "show") return Show(a, c.count, out);
   if (cmd == "clear") return Clear(out);
   if (cmd == "wait") return Wait(c.duration_ns, out);
@@ -348,6 +348,47 @@ absl::Status Shell::SetRate(const Args& a, const Rate& rate, std::ostream& out) 
   return absl::OkStatus();
 }
 
+absl::Status Shell::SetFlowRate(const Args& a, const Rate& rate, size_t flow, std::ostream& out) {
+  FG_ASSIGN_OR_RETURN(const size_t i, StreamIndex(a[1]));
+  stream::CompiledStream& s = streams_[i];
+  if (s.flow_weight.empty()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "rate: stream %s paces its flows together; give it flows: {count, rates} to set one flow's rate", s.name));
+  }
+  if (flow >= s.flows) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rate: stream %s has flows 0..%d; there is no flow %d", s.name, s.flows - 1, flow));
+  }
+  const double line = session_->ports()[s.tx_port]->capabilities().line_bps();
+  const double pps = rate.ToPps(s.frame_size, line);
+  if (!std::isfinite(pps)) return absl::InvalidArgumentError("rate: 'max' is not a per-flow rate");
+  if (!(pps >= kMinPps)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rate: %g pps for flow %d of %s is below the TX minimum of %g pps", pps, flow, s.name, kMinPps));
+  }
+  double weights = 0;
+  for (double w : s.flow_weight) weights += w;
+  double was = s.pps * s.flow_weight[flow] / weights;
+  if (live_ != nullptr) {
+    FG_ASSIGN_OR_RETURN(was, live_->FlowRate(i, static_cast<uint32_t>(flow)));
+  }
+  // The stream's rate is its flows' sum; the port's streams stay within its line rate.
+  const double stream_pps = (live_ != nullptr ? live_->state(i).pps : s.pps) - was + pps;
+  FG_RETURN_IF_ERROR(CheckRate(i, stream_pps, line));
+  // The plan-side weights follow, so a later start sends what was set (the
+  // other flows keep their rates).
+  s.flow_weight[flow] = pps * weights / s.pps;
+  s.pps = s.pps - s.pps * s.flow_weight[flow] / weights + pps;
+  std::string effect;
+  if (live_ != nullptr) {
+    FG_ASSIGN_OR_RETURN(const int64_t ns, live_->SetFlowRate(i, static_cast<uint32_t>(flow), pps));
+    effect = absl::StrFormat(", in effect after %s", FormatDuration(ns));
+  }
+  out << absl::StrFormat("%s flow %d: %s (was %s)%s; stream %s\n", s.name, flow, FormatPacketRate(pps),
+                         FormatPacketRate(was), effect, FormatPacketRate(stream_pps));
+  return absl::OkStatus();
+}
+
 absl::Status Shell::CheckRate(size_t i, double pps, double line_bps) const {
   if (!std::isfinite(pps)) return absl::OkStatus();  // max: unpaced, takes what the port gives
   const stream::CompiledStream& s = streams_[i];
@@ -401,6 +442,29 @@ absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
                              FormatCount(f.duplicate), FormatCount(f.reordered), FormatCount(f.ce),
                              Ns(static_cast<double>(f.jitter_ns)), Ns(static_cast<double>(f.latency_last_ns)));
     }
+    return absl::OkStatus();
+  }
+  if (what == "runtime") {
+    // VPP's show runtime: each worker lcore's loop (live while running, else the last run's).
+    std::vector<engine::LcoreStats> lcores;
+    if (live_ != nullptr) {
+      lcores = live_->Runtime();
+    } else if (last_) {
+      lcores = last_->lcores;
+    } else {
+      return absl::FailedPreconditionError("show runtime: nothing has run yet");
+    }
+    out << absl::StrFormat("%-6s %9s %14s %7s %14s %14s %10s %10s %12s %12s %7s\n", "lcore", "flows", "polls", "busy",
+                           "tx frames", "rx frames", "tx cyc/fr", "rx cyc/fr", "handoff in", "handoff out", "waits");
+    for (const engine::LcoreStats& l : lcores) {
+      out << absl::StrFormat("%-6d %9s %14s %6.1f%% %14s %14s %10.1f %10.1f %12s %12s %7s\n", l.lcore,
+                             FormatCount(l.flows), FormatCount(l.polls),
+                             l.polls ? 100.0 * static_cast<double>(l.busy_polls) / static_cast<double>(l.polls) : 0.0,
+                             FormatCount(l.tx_packets), FormatCount(l.rx_packets), l.tx_cycles_per_packet(),
+                             l.rx_cycles_per_packet(), FormatCount(l.handoff_in), FormatCount(l.handoff_out),
+                             FormatCount(l.handoff_waits));
+    }
+    if (live_ != nullptr) out << live_->placement_policy() << "\n";
     return absl::OkStatus();
   }
   if (what == "latency" || what == "histogram") {

@@ -64,6 +64,7 @@ class Shell {
   absl::Status Stop(const Args& a, std::ostream& out);
   absl::Status Pause(const Args& a, bool pause, std::ostream& out);
   absl::Status SetRate(const Args& a, const Rate& rate, std::ostream& out);
+  absl::Status SetFlowRate(const Args& a, const Rate& rate, size_t flow, std::ostream& out);
   absl::Status Show(const Args& a, size_t flows, std::ostream& out);
   absl::Status Clear(std::ostream& out);
   absl::Status Wait(int64_t ns, std::ostream& out);

@@ -175,12 +175,15 @@ const std::vector<CommandHelp>& Commands() {
       {"stop", "[STREAM...]", "stop the named streams; without names, end the run (drain, final figures)", 0, -1},
       {"pause", "STREAM...|all", "pause streams (nothing sent; the sequence goes on where it stopped)", 1, -1},
       {"resume", "STREAM...|all", "resume paused streams at their rate", 1, -1},
-      {"rate", "STREAM RATE",
-       "set a stream's rate, live when running: 20 kpps, 1.5 Gbps, 40%, max; the streams of a port together stay "
-       "within its line rate, and a rate is at least 0.001 pps",
-       2, 4},
-      {"show", "[ports|streams|flows [N]|latency [STREAM]|histogram STREAM]",
-       "counters (live while running), the N worst flows (default 10), latency percentiles, a text histogram", 0, 2},
+      {"rate", "STREAM RATE [flow N]",
+       "set a stream's rate, live when running: 20 kpps, 1.5 Gbps, 40%, max; with `flow N`, the rate of that one "
+       "flow of a stream with per-flow rates (flows: {count, rates}); the streams of a port together stay within its "
+       "line rate, and a rate is at least 0.001 pps",
+       2, 6},
+      {"show", "[ports|streams|flows [N]|latency [STREAM]|histogram STREAM|runtime]",
+       "counters (live while running), the N worst flows (default 10), latency percentiles, a text histogram, "
+       "the worker lcores' loops (polls, frames, TSC cycles per frame, handoffs)",
+       0, 2},
       {"clear", "", "counters and latency shown from now on start at zero (the run goes on)", 0, 0},
       {"wait", "DURATION", "let traffic run (scripts): wait 2 s, wait 500 ms; Ctrl-C ends the wait", 1, 2},
       {"run", "TEST", "run one of the plan's tests (name or number) and print its summary", 1, 1},
@@ -239,7 +242,18 @@ absl::StatusOr<Command> ParseCommand(const std::vector<std::string>& words) {
     return WrongArgs(*it, n);
   }
   if (c.name == "rate") {
-    const std::string text = absl::StrJoin(c.args.begin() + 1, c.args.end(), " ");
+    auto end = c.args.end();
+    for (auto w = c.args.begin() + 2; w != c.args.end(); ++w) {
+      if (absl::AsciiStrToLower(*w) != "flow") continue;
+      if (w + 2 != c.args.end()) return absl::InvalidArgumentError("rate: `flow` is followed by one flow number");
+      absl::StatusOr<size_t> f = CountIn("rate: flow", *(w + 1), 0, (1u << 24) - 1);
+      if (!f.ok()) return f.status();
+      c.flow = *f;
+      end = w;
+      break;
+    }
+    if (end == c.args.begin() + 1) return absl::InvalidArgumentError("rate: give the rate before `flow`");
+    const std::string text = absl::StrJoin(c.args.begin() + 1, end, " ");
     auto rate = ParseRate(text);
     if (!rate.ok()) return absl::InvalidArgumentError(absl::StrFormat("rate: %s", rate.status().message()));
     c.rate = *rate;

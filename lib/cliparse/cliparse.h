@@ -77,6 +77,7 @@ struct Command {
   std::string name;               // canonical: `?` is help, `exit` is quit
   std::vector<std::string> args;  // the words after the command
   std::optional<Rate> rate;       // rate STREAM RATE
+  std::optional<size_t> flow;     // rate STREAM RATE flow N
   int64_t duration_ns = 0;        // wait DURATION
   size_t count = 0;               // show flows [N] (default 10), capture PORT N FILE
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <thread>
 
@@ -27,7 +28,8 @@ struct LcoreWork {
   std::atomic<int> phase{kRun};
   // Written by the lcore only, read by anyone (show runtime).
   alignas(64) Counter polls, busy_polls, tx_packets, rx_packets, tx_cycles, rx_cycles, handoff_in,
-      handoff_max_polls;
+      handoff_max_polls, handoff_max_ns;
+  TscClock clock;
 };
 
 // A worker's loop: its TX tasks, its RX queues, then what other lcores
@@ -37,7 +39,7 @@ struct LcoreWork {
 int LcoreMain(void* arg) {
   LcoreWork& w = *static_cast<LcoreWork*>(arg);
   rx::Handoff recs[64];
-  uint64_t max_lag = 0;
+  uint64_t max_lag = 0, max_ns = 0;
   for (;;) {
     const int phase = w.phase.load(std::memory_order_acquire);
     if (phase == kStop) break;
@@ -54,9 +56,15 @@ int LcoreMain(void* arg) {
     uint64_t handed = 0;
     for (rx::HandoffRing* ring : w.in) {
       for (size_t k; (k = ring->Pop(recs, 64)) != 0;) {
+        // The owner drains every ring to empty each poll, so a record is
+        // observed in the first poll that sees it; these say how long it was
+        // on its way (in this lcore's polls since it entered the ring, and in
+        // ns since the other lcore received the frame).
+        const uint64_t now_ns = w.clock.ToNs(ReadTsc());
         for (size_t i = 0; i < k; ++i) {
           const uint64_t lag = static_cast<uint16_t>(static_cast<uint16_t>(poll) - recs[i].owner_poll);
           if (lag > max_lag) max_lag = lag;
+          if (now_ns > recs[i].rx_ns && now_ns - recs[i].rx_ns > max_ns) max_ns = now_ns - recs[i].rx_ns;
         }
         w.table->Deliver(recs, k);
         handed += k;
@@ -73,6 +81,7 @@ int LcoreMain(void* arg) {
       if (handed != 0) {
         w.handoff_in.Add(handed);
         if (max_lag > w.handoff_max_polls.Read()) w.handoff_max_polls.Set(max_lag);
+        if (max_ns > w.handoff_max_ns.Read()) w.handoff_max_ns.Set(max_ns);
       }
     }
     if (tx != 0 || rx != 0 || handed != 0) {
@@ -119,6 +128,7 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
   for (uint32_t w = 0; w < nw; ++w) {
     work[w].index = w;
     work[w].lcore = workers[w];
+    work[w].clock = r->clock_;
   }
 
   // RX analysis: one table per worker with the flows it owns.
@@ -381,6 +391,39 @@ absl::Status LiveRun::SetRate(size_t stream, double pps) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> LiveRun::SetFlowRate(size_t stream, uint32_t flow, double pps) {
+  if (!(pps > 0) || !std::isfinite(pps)) return absl::InvalidArgumentError("a flow's rate must be > 0 and finite");
+  for (const ShardRef& sh : TxOf(stream)) {
+    const std::vector<uint32_t>& flows = sh.task->flows(sh.index);
+    const auto it = std::lower_bound(flows.begin(), flows.end(), flow);
+    if (it == flows.end() || *it != flow) continue;
+    if (!sh.task->per_flow_rates(sh.index)) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("stream %s paces its flows together; give it flows: {count, rates} to set one flow's rate",
+                          streams_[stream].name));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    sh.task->SetFlowRate(sh.index, static_cast<uint32_t>(it - flows.begin()), pps);
+    while (!sh.task->FlowRatesApplied(sh.index)) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) {
+        return absl::DeadlineExceededError("the owner lcore did not apply the rate within 1 s");
+      }
+      std::this_thread::yield();
+    }
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return absl::NotFoundError(absl::StrFormat("no flow %d in stream %d of this run", flow, stream));
+}
+
+absl::StatusOr<double> LiveRun::FlowRate(size_t stream, uint32_t flow) const {
+  for (const ShardRef& sh : TxOf(stream)) {
+    const std::vector<uint32_t>& flows = sh.task->flows(sh.index);
+    const auto it = std::lower_bound(flows.begin(), flows.end(), flow);
+    if (it != flows.end() && *it == flow) return sh.task->flow_rate(sh.index, static_cast<uint32_t>(it - flows.begin()));
+  }
+  return absl::NotFoundError(absl::StrFormat("no flow %d in stream %d of this run", flow, stream));
+}
+
 absl::Status LiveRun::SetPaused(size_t stream, bool paused) {
   const std::vector<ShardRef> shards = TxOf(stream);
   if (shards.empty()) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
@@ -472,6 +515,7 @@ std::vector<LcoreStats> LiveRun::Runtime() const {
     l.rx_cycles = w.rx_cycles.Read();
     l.handoff_in = w.handoff_in.Read();
     l.handoff_max_polls = w.handoff_max_polls.Read();
+    l.handoff_max_ns = w.handoff_max_ns.Read();
     for (const rx::RxTask* t : w.rx) {
       l.handoff_out += t->handed_off();
       l.handoff_waits += t->handoff_waits();

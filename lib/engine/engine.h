@@ -107,7 +107,11 @@ struct LcoreStats {
   uint64_t handoff_in = 0;                  // records other lcores handed it (frames and feedback of its flows)
   uint64_t handoff_out = 0;                 // records it handed to other owners
   uint64_t handoff_waits = 0;               // polls whose records waited for an owner's full ring
-  uint64_t handoff_max_polls = 0;           // most of its own polls a record waited before it was observed
+  // Most of its own polls a handed record spent from entering its ring to
+  // being observed (it drains every ring each poll: the polls it took to
+  // cross between cores), and the most ns from the frame's receipt on the
+  // other lcore to that observation.
+  uint64_t handoff_max_polls = 0, handoff_max_ns = 0;
   uint32_t flows = 0;                       // flows it owns
   double tx_cycles_per_packet() const { return tx_packets ? static_cast<double>(tx_cycles) / tx_packets : 0; }
   double rx_cycles_per_packet() const { return rx_packets ? static_cast<double>(rx_cycles) / rx_packets : 0; }
@@ -224,6 +228,11 @@ class LiveRun {
   const std::vector<stream::CompiledStream>& streams() const { return streams_; }
 
   absl::Status SetRate(size_t stream, double pps);
+  // One flow's rate (a stream with per-flow rates), applied by its owner
+  // lcore on its next poll; returns how long, from this call, the owner took
+  // to have it in effect (waits up to 1 s for it).
+  absl::StatusOr<int64_t> SetFlowRate(size_t stream, uint32_t flow, double pps);
+  absl::StatusOr<double> FlowRate(size_t stream, uint32_t flow) const;
   absl::Status SetPaused(size_t stream, bool paused);
   absl::Status StopStream(size_t stream);
   struct StreamState {

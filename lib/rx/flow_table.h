@@ -44,8 +44,8 @@ struct Handoff {
   uint32_t bytes = 0;  // frame bytes, FCS included
   uint8_t kind = kData;
   uint8_t flags = 0;
-  // The owner's poll count when the record was made (low 16 bits): the
-  // owner measures how many of its polls a handoff took.
+  // The owner's poll count when the record entered its ring (low 16 bits):
+  // the owner measures how many of its polls a handoff took.
   uint16_t owner_poll = 0;
 };
 static_assert(sizeof(Handoff) == 32);

@@ -46,7 +46,6 @@ inline void RxTask::Emit(const PortDispatch::Target& t, Handoff& h) {
     local_[nlocal_++] = h;
     return;
   }
-  h.owner_poll = static_cast<uint16_t>(owner_polls_[t.owner]->Read());
   waiting_[t.owner].push_back(h);
   ++waiting_total_;
 }
@@ -56,6 +55,9 @@ bool RxTask::FlushWaiting() {
   for (size_t w = 0; w < waiting_.size(); ++w) {
     std::vector<Handoff>& q = waiting_[w];
     if (q.empty()) continue;
+    // Stamped as they enter the ring: the owner counts its polls from here.
+    const uint16_t poll = static_cast<uint16_t>(owner_polls_[w]->Read());
+    for (Handoff& h : q) h.owner_poll = poll;
     const size_t pushed = out_[w]->Push(q.data(), q.size());
     handed_off_.Add(pushed);
     waiting_total_ -= pushed;

@@ -125,6 +125,7 @@ void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r) {
     w.Field("handoff_out", l.handoff_out);
     w.Field("handoff_waits", l.handoff_waits);
     w.Field("handoff_max_polls", l.handoff_max_polls);
+    w.Field("handoff_max_ns", l.handoff_max_ns);
     w.EndObject();
   }
   w.EndArray();

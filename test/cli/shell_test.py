@@ -152,6 +152,44 @@ class ShellTest(unittest.TestCase):
         with open(pcap, "rb") as f:
             self.assertEqual(f.read(4), b"\x4d\x3c\xb2\xa1")  # pcap, ns timestamps
 
+    def test_one_flows_rate_changes_live_within_a_millisecond(self):
+        """Four QPs at 1 kpps each; after 500 ms QP 2 goes to 20 kpps: in effect at once, the others unchanged."""
+        plan = os.path.join(self.tmp.name, "flows.yaml")
+        with open(plan, "w") as f:
+            f.write("streams:\n  - {name: s, frame: {roce: {op: SEND, dest_qp: 100}}, "
+                    "flows: {count: 4, rates: [1 kpps]}}\n")
+        out = os.path.join(self.tmp.name, "flows")
+        path = os.path.join(self.tmp.name, "flows.txt")
+        with open(path, "w") as f:
+            f.write("start\nwait 500 ms\nrate s 20 kpps flow 2\nwait 1 s\nshow runtime\nstop\nsave %s\n" % out)
+        r = subprocess.run([FABRICGEN, "cli", plan, "--script", path], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        m = re.search(r"s flow 2: 20\.000 kpps \(was 1\.000 kpps\), in effect after ([\d.]+) (ns|us|ms); "
+                      r"stream 23\.000 kpps", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        after_ms = float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0}[m.group(2)]
+        print("  flow 2's new rate in effect after %.3f ms" % after_ms)
+        self.assertLess(after_ms, 1.0)
+        self.assertRegex(r.stdout, r"lcore +flows +polls +busy +tx frames +rx frames +tx cyc/fr +rx cyc/fr")
+        with open(os.path.join(out, "report.json")) as f:
+            report = json.load(f)
+        flows = report["streams"][0]["per_flow"]
+        self.assertEqual([f["key"] for f in flows], [100, 101, 102, 103])
+        seconds = report["duration_ns"] / 1e9
+        for f in flows:
+            self.assertEqual(f["tx_packets"], f["rx_packets"])
+            self.assertEqual(f["lost_packets"], 0)
+            if f["flow"] != 2:
+                self.assertAlmostEqual(f["tx_packets"], 1000 * seconds, delta=2)
+        # 1 kpps until the change, 20 kpps after: the change came 0.5 s in (the wait's own slack aside).
+        changed_at = (20000 * seconds - flows[2]["tx_packets"]) / 19000
+        print("  flow 2: %d frames in %.3f s: the change took effect %.3f s in" % (flows[2]["tx_packets"], seconds,
+                                                                                 changed_at))
+        self.assertGreater(changed_at, 0.49)
+        self.assertLess(changed_at, 0.6)
+        self.assertEqual(len(report["lcores"]), 1)
+        self.assertEqual(report["lcores"][0]["tx_packets"], sum(f["tx_packets"] for f in flows))
+
     def test_a_bad_command_in_a_script_names_its_line_and_fails(self):
         r, path = self.script("# a session\nstart\n\nrate udp 5 kpps\nstrat udp\nstop\n")
         self.assertEqual(r.returncode, 2, r.stdout)

@@ -30,7 +30,12 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // Always --no-huge here: this suite proves the no-hugepage path works.
   fg::port::EalRequest req;
+#ifdef FG_TEST_LCORES
+  // A binary built for more workers than this host has CPUs: lcores share them.
+  req.user_args = {"--lcores", FG_TEST_LCORES, "--no-huge", "--no-shconf", "-m", "1024"};
+#else
   req.user_args = {"-l", "0-1", "--no-huge", "--no-shconf", "-m", "512"};
+#endif
   req.no_pci = true;
   req.pid = static_cast<int>(getpid());
   fg::port::EalDecision d = fg::port::DecideEalArgs(req, fg::port::HostMemory{});

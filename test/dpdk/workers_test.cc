@@ -1,0 +1,285 @@
+// The engine with two worker lcores (this binary's EAL: --lcores 0@0,1@1,2@0):
+// flows spread over both, two queues per port, frames and feedback received
+// on a queue whose lcore does not own their flow handed to the owner.
+#include <gtest/gtest.h>
+#include <rte_eth_ring.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "config/plan.h"
+#include "dpdk_test_env.h"
+#include "engine/engine.h"
+#include "port/port.h"
+#include "stream/stream.h"
+
+namespace fg::testing {
+namespace {
+
+using engine::RunTrial;
+using engine::StreamResult;
+using engine::TrialOptions;
+
+std::vector<stream::CompiledStream> CompileYaml(const std::string& yaml, const std::vector<double>& line) {
+  auto plan = config::ParsePlan("test.yaml", yaml);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  auto s = stream::Compile(*plan, line);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *s;
+}
+
+std::unique_ptr<port::Port> OpenPort(const std::string& dpdk_name, uint16_t queues) {
+  auto p = port::Port::Open(port::PortOptions{
+      .name = dpdk_name, .dpdk_name = dpdk_name, .rx_queues = queues, .tx_queues = queues, .lcores = 3});
+  EXPECT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE((*p)->Start().ok());
+  return std::move(*p);
+}
+
+void ExpectExact(const StreamResult& s, uint64_t packets) {
+  EXPECT_EQ(s.tx.packets, packets);
+  EXPECT_EQ(s.rx.packets, packets);
+  EXPECT_EQ(s.lost(), 0);
+  EXPECT_EQ(s.analysis.lost, 0);
+  EXPECT_EQ(s.analysis.duplicate, 0u);
+  EXPECT_EQ(s.analysis.reordered, 0u);
+  EXPECT_EQ(s.analysis.late, 0u);
+  EXPECT_EQ(s.analysis.latency.count(), packets);
+}
+
+TEST(Workers, TwoWorkersTwoQueuesHundredMillionPacketsAllAccounted) {
+  ASSERT_EQ(TestEal().worker_lcores().size(), 2u);
+  auto p = OpenPort(NewVdev("net_ring"), 2);
+  const auto streams = CompileYaml(R"(
+duration: 120 s
+streams:
+  - {name: many, rate: max, flows: 1000, count: 100000000, frame: {size: 64}}
+)",
+                                   {p->capabilities().line_bps()});
+  TrialOptions opt;
+  opt.drain_ns = 200'000'000;
+  auto r = RunTrial(TestEal(), {p.get()}, streams, opt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->timed_out);
+  ExpectExact(r->streams[0], 100'000'000);
+  EXPECT_EQ(r->streams[0].analysis.flows_seen, 1000u);
+  EXPECT_EQ(r->ports[0].hw.rx_packets, 100'000'000u);
+  // Both workers sent and received their own flows (net_ring: TX queue q comes back on RX queue q).
+  ASSERT_EQ(r->lcores.size(), 2u);
+  for (const engine::LcoreStats& l : r->lcores) {
+    EXPECT_EQ(l.flows, 500u);
+    EXPECT_EQ(l.tx_packets, 50'000'000u);
+    EXPECT_EQ(l.rx_packets, 50'000'000u);
+    EXPECT_GT(l.tx_cycles_per_packet(), 0);
+  }
+}
+
+// 64 flows at 64 different rates, spread over the two workers: each flow's
+// received rate (report.json per_flow rx_rate_pps) within 1 % of its own.
+TEST(Workers, SixtyFourFlowsAtSixtyFourRatesEachWithinOnePercent) {
+  ASSERT_EQ(TestEal().worker_lcores().size(), 2u);
+  auto p = OpenPort(NewVdev("net_ring"), 2);
+  std::string rates;
+  for (int i = 0; i < 64; ++i) rates += (i ? ", " : "") + std::to_string(1000 + 500 * i) + " pps";
+  const auto streams = CompileYaml(R"(
+duration: 2 s
+streams:
+  - {name: rated, frame: {roce: {op: WRITE, dest_qp: 0x200}}, flows: {count: 64, rates: [)" + rates + "]}}\n",
+                                   {p->capabilities().line_bps()});
+  TrialOptions opt;
+  opt.drain_ns = 50'000'000;
+  auto r = RunTrial(TestEal(), {p.get()}, streams, opt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const StreamResult& s = r->streams[0];
+  ASSERT_EQ(s.per_flow.size(), 64u);
+  EXPECT_EQ(s.lost(), 0);
+  uint64_t skipped = s.tx.credit_dropped;
+  double worst = 0;
+  for (uint32_t f = 0; f < 64; ++f) {
+    const engine::FlowReport& fr = s.per_flow[f];
+    const double want = 1000 + 500.0 * f;
+    const double err = fr.rx_rate_pps() / want - 1;
+    worst = std::max(worst, std::abs(err));
+    EXPECT_NEAR(fr.rx_rate_pps(), want, want * 0.01) << "flow " << f << " (skipped slots in the run: " << skipped << ")";
+    EXPECT_EQ(fr.tx_packets, fr.rx.rx_packets);
+    EXPECT_EQ(fr.owner_lcore, TestEal().worker_lcores()[f % 2]);
+  }
+  std::printf("  64 flows at 64 rates: worst received rate %+.3f %% off its own\n", worst * 100);
+}
+
+// Two ring ports joined by a mover that sends every frame to the RX queue
+// of the lcore that does NOT own its flow, and every 2^20 frames swaps the
+// two queues, once all moved so far were counted (so one flow's frames
+// arrive on both queues, and the path itself never reorders them).
+TEST(Workers, FramesOfOneFlowOnBothQueuesHundredMillionPacketsHandedToTheOwnerAllAccounted) {
+  ASSERT_EQ(TestEal().worker_lcores().size(), 2u);
+  static int id = 0;
+  const std::string tag = "wk" + std::to_string(id++);
+  rte_ring* in[2];
+  rte_ring* out[2];
+  rte_ring* sink[2];
+  for (int q = 0; q < 2; ++q) {
+    in[q] = rte_ring_create((tag + "_in" + std::to_string(q)).c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    out[q] = rte_ring_create((tag + "_out" + std::to_string(q)).c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    sink[q] = rte_ring_create((tag + "_sink" + std::to_string(q)).c_str(), 64, SOCKET_ID_ANY, 0);
+    ASSERT_TRUE(in[q] && out[q] && sink[q]);
+  }
+  ASSERT_GE(rte_eth_from_rings((tag + "_tx").c_str(), sink, 2, in, 2, SOCKET_ID_ANY), 0);
+  ASSERT_GE(rte_eth_from_rings((tag + "_rx").c_str(), out, 2, sink, 2, SOCKET_ID_ANY), 0);
+  auto tx = OpenPort("net_ring_" + tag + "_tx", 2);
+  auto rx = OpenPort("net_ring_" + tag + "_rx", 2);
+  constexpr uint64_t kPackets = 100'000'000;
+  const auto streams = CompileYaml(R"(
+ports: [{name: a}, {name: b}]
+duration: 120 s
+streams:
+  - {name: crossed, port: a, rx_port: b, rate: max, flows: 64, count: 100000000, frame: {size: 64}}
+)",
+                                   {tx->capabilities().line_bps(), rx->capabilities().line_bps()});
+  std::atomic<const engine::LiveRun*> live{nullptr};
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> swaps{0};
+  std::thread mover([&] {
+    rte_mbuf* burst[32];
+    uint64_t moved = 0, next_swap = 1 << 20;
+    int cross = 1;  // frames of TX queue q (worker q's flows) go to RX queue q ^ cross
+    while (!stop.load()) {
+      for (int q = 0; q < 2; ++q) {
+        const unsigned n = rte_ring_dequeue_burst(in[q], reinterpret_cast<void**>(burst), 32, nullptr);
+        unsigned done = 0;
+        while (done < n) done += rte_ring_enqueue_burst(out[q ^ cross], reinterpret_cast<void**>(burst + done), n - done, nullptr);
+        moved += n;
+      }
+      if (moved >= next_swap) {
+        // Swap only once every frame moved so far has been counted by its owner.
+        const engine::LiveRun* run = live.load();
+        while (run != nullptr && run->Streams()[0].rx_packets < moved && !stop.load()) std::this_thread::yield();
+        cross ^= 1;
+        swaps.fetch_add(1);
+        next_swap = moved + (1 << 20);
+      }
+    }
+  });
+  TrialOptions opt;
+  opt.drain_ns = 200'000'000;
+  opt.on_live = [&](const engine::LiveRun* r) { live.store(r); };
+  auto r = RunTrial(TestEal(), {tx.get(), rx.get()}, streams, opt);
+  stop.store(true);
+  mover.join();
+  tx.reset();
+  rx.reset();
+  for (int q = 0; q < 2; ++q) {
+    rte_ring_free(in[q]);
+    rte_ring_free(out[q]);
+    rte_ring_free(sink[q]);
+  }
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectExact(r->streams[0], kPackets);
+  EXPECT_GE(swaps.load(), 50u);
+  // Half the run went to the non-owner's queue: handed over, each record once.
+  uint64_t in_total = 0, out_total = 0;
+  for (const engine::LcoreStats& l : r->lcores) {
+    in_total += l.handoff_in;
+    out_total += l.handoff_out;
+  }
+  EXPECT_EQ(in_total, out_total);
+  EXPECT_GE(in_total, kPackets / 3);
+  EXPECT_LT(in_total, kPackets);
+}
+
+// Feedback naming chosen QPs, put on the RX queue of the lcore that does not
+// own them: each counted on its owning flow, once, within one of the owner's polls.
+TEST(Workers, FeedbackOnANonOwnersQueueCountsOnTheOwningFlowOnce) {
+  ASSERT_EQ(TestEal().worker_lcores().size(), 2u);
+  static int id = 0;
+  const std::string tag = "fb" + std::to_string(id++);
+  rte_ring* rxr[2];
+  rte_ring* txr[2];
+  for (int q = 0; q < 2; ++q) {
+    rxr[q] = rte_ring_create((tag + "_r" + std::to_string(q)).c_str(), 4096, SOCKET_ID_ANY, 0);
+    txr[q] = rte_ring_create((tag + "_t" + std::to_string(q)).c_str(), 8192, SOCKET_ID_ANY, 0);
+  }
+  ASSERT_GE(rte_eth_from_rings(tag.c_str(), rxr, 2, txr, 2, SOCKET_ID_ANY), 0);
+  auto p = OpenPort("net_ring_" + tag, 2);
+  const double line = p->capabilities().line_bps();
+  // 8 QPs (0x100..0x107) of data; flow f is owned by worker f % 2.
+  const auto streams = CompileYaml(R"(
+duration: 1 s
+streams:
+  - {name: qps, rate: 4 kpps, flows: 8, frame: {roce: {op: WRITE, dest_qp: 0x100}}}
+)",
+                                   {line});
+  // The feedback frames: CNPs and NAKs addressed to those QPs, as a peer sends them.
+  const auto fb = CompileYaml(R"(
+streams:
+  - {name: cnp, rate: 1 kpps, flows: 8, frame: {roce: {op: CNP, dest_qp: 0x100}}}
+  - {name: nak, rate: 1 kpps, flows: 8, frame: {roce: {op: NAK, dest_qp: 0x100}}}
+)",
+                              {line});
+  // Queue 0 (worker 0) gets feedback for the odd QPs (worker 1's), queue 1 for the even ones.
+  const uint32_t cnps[8] = {0, 3, 0, 5, 0, 7, 0, 11};
+  const uint32_t naks[8] = {2, 0, 4, 0, 6, 0, 8, 0};
+  std::atomic<const engine::LiveRun*> live{nullptr};
+  std::thread injector([&] {
+    while (live.load() == nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int kind = 0; kind < 2; ++kind) {
+      const stream::CompiledStream& s = fb[kind];
+      for (uint32_t f = 0; f < 8; ++f) {
+        const uint32_t n = kind == 0 ? cnps[f] : naks[f];
+        const stream::FlowVars v = s.program.Flow(s.flow_id, f);
+        for (uint32_t k = 0; k < n; ++k) {
+          rte_mbuf* m = rte_pktmbuf_alloc(p->pool());
+          stream::Cursor c = s.program.Start();
+          const uint32_t len = s.program.Emit(rte_pktmbuf_mtod(m, uint8_t*), c, 0, v);
+          m->data_len = static_cast<uint16_t>(len);
+          m->pkt_len = len;
+          const int q = (f % 2 == 1) ? 0 : 1;  // the queue of the lcore that does not own flow f
+          while (rte_ring_enqueue(rxr[q], m) != 0) std::this_thread::yield();
+        }
+      }
+    }
+  });
+  TrialOptions opt;
+  opt.drain_ns = 100'000'000;
+  opt.on_live = [&](const engine::LiveRun* r) {
+    if (r != nullptr) live.store(r);
+  };
+  auto r = RunTrial(TestEal(), {p.get()}, streams, opt);
+  injector.join();
+  p.reset();
+  for (int q = 0; q < 2; ++q) {
+    rte_ring_free(rxr[q]);
+    rte_ring_free(txr[q]);
+  }
+  ASSERT_TRUE(r.ok()) << r.status();
+  const StreamResult& s = r->streams[0];
+  ASSERT_EQ(s.per_flow.size(), 8u);
+  uint64_t all = 0;
+  for (uint32_t f = 0; f < 8; ++f) {
+    EXPECT_EQ(s.per_flow[f].rx.cnp, cnps[f]) << "QP 0x" << std::hex << (0x100 + f);
+    EXPECT_EQ(s.per_flow[f].rx.nack, naks[f]) << "QP 0x" << std::hex << (0x100 + f);
+    EXPECT_EQ(s.per_flow[f].owner_lcore, TestEal().worker_lcores()[f % 2]);
+    all += cnps[f] + naks[f];
+  }
+  EXPECT_EQ(s.analysis.cnp + s.analysis.nack, all);
+  EXPECT_EQ(r->ports[0].rx_feedback_unmatched, 0u);
+  uint64_t handed = 0;
+  for (const engine::LcoreStats& l : r->lcores) {
+    handed += l.handoff_in;
+    // The owner drains its rings every poll: a record waits only while it
+    // crosses between cores (a few of the owner's idle polls, ~0.1-0.5 us).
+    EXPECT_LE(l.handoff_max_polls, 16u) << "lcore " << l.lcore;
+    std::printf("  lcore %u: %lu handed in, at most %lu of its polls and %lu ns on the way\n", l.lcore,
+                static_cast<unsigned long>(l.handoff_in), static_cast<unsigned long>(l.handoff_max_polls),
+                static_cast<unsigned long>(l.handoff_max_ns));
+  }
+  EXPECT_EQ(handed, all);  // every one of them crossed to its owner
+}
+
+}  // namespace
+}  // namespace fg::testing

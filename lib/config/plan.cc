@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -30,8 +31,14 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(Opt(n, "device", p.device, [](const Node& d) { return d.String(); }));
   if (p.device.empty())
     return n.At("device").Error("device must not be empty; use 'loopback' for the built-in loopback");
-  FG_RETURN_IF_ERROR(Opt(n, "rx_queues", p.rx_queues, IntIn(0, 64)));  // 0: a TX-only port
-  FG_RETURN_IF_ERROR(Opt(n, "tx_queues", p.tx_queues, IntIn(1, 64)));
+  for (auto [key, out, lo] : {std::tuple{"rx_queues", &p.rx_queues, 0}, std::tuple{"tx_queues", &p.tx_queues, 1}}) {
+    if (auto q = n.Optional(key)) {  // rx_queues: 0 makes a TX-only port
+      auto word = q->String();
+      if (word.ok() && *word == "auto") continue;
+      FG_ASSIGN_OR_RETURN(int64_t v, q->Int(lo, 64));
+      *out = static_cast<uint16_t>(v);
+    }
+  }
   FG_RETURN_IF_ERROR(Opt(n, "rx_desc", p.rx_desc, IntIn(64, 32768)));
   FG_RETURN_IF_ERROR(Opt(n, "tx_desc", p.tx_desc, IntIn(64, 32768)));
   FG_RETURN_IF_ERROR(Opt(n, "mtu", p.mtu, [](const Node& m) { return m.Bytes(68, 9000); }));

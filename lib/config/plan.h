@@ -41,8 +41,9 @@ struct PortSpec {
   // "loopback", a PCI address ("0000:03:00.0") or a DPDK vdev string
   // ("net_af_packet0,iface=veth0").
   std::string device = kLoopbackDevice;
-  uint16_t rx_queues = 1;
-  uint16_t tx_queues = 1;
+  // 0xFFFF (`auto`, the default): one per worker lcore, within the device's maximum.
+  uint16_t rx_queues = 0xFFFF;
+  uint16_t tx_queues = 0xFFFF;
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
   uint32_t mtu = 1500;  // L3 MTU in bytes

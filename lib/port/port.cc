@@ -83,8 +83,12 @@ uint32_t MbufDataRoom(uint32_t mtu) {
 }
 
 uint32_t MbufsNeeded(const PortOptions& o) {
-  const uint64_t n = uint64_t{o.rx_queues} * o.rx_desc + uint64_t{o.tx_queues} * o.tx_desc +
-                     uint64_t{o.rx_queues} * kLoopbackRingSize + uint64_t{o.lcores} * (kCacheSize + 2 * kBurst) + 1024;
+  // Queues `auto` count one per worker (before the device is known: at most that).
+  const uint64_t workers = o.lcores > 1 ? o.lcores - 1 : 1;
+  const uint64_t rxq = o.rx_queues == kAutoQueues ? workers : o.rx_queues;
+  const uint64_t txq = o.tx_queues == kAutoQueues ? workers : o.tx_queues;
+  const uint64_t n = rxq * o.rx_desc + txq * o.tx_desc + rxq * kLoopbackRingSize +
+                     uint64_t{o.lcores} * (kCacheSize + 2 * kBurst) + 1024;
   // Mempools are most compact at 2^k - 1 elements.
   return static_cast<uint32_t>(std::bit_ceil(n + 1) - 1);
 }
@@ -138,13 +142,19 @@ std::vector<std::pair<uint16_t, std::string>> ListPorts() {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& o) {
-  const std::string where = absl::StrFormat("port '%s' (%s)", o.name, o.dpdk_name);
-  auto id = FindPort(o.dpdk_name);
-  if (!id.ok()) return absl::NotFoundError(absl::StrFormat("port '%s': %s", o.name, id.status().message()));
+absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& options) {
+  const std::string where = absl::StrFormat("port '%s' (%s)", options.name, options.dpdk_name);
+  auto id = FindPort(options.dpdk_name);
+  if (!id.ok()) return absl::NotFoundError(absl::StrFormat("port '%s': %s", options.name, id.status().message()));
   auto caps = ProbeCapabilities(*id);
   if (!caps.ok()) return caps.status();
-  if (o.drivers != nullptr) o.drivers->Annotate(*caps);
+  if (options.drivers != nullptr) options.drivers->Annotate(*caps);
+  // Queues `auto`: one per worker lcore (each worker sends on its own TX
+  // queue and polls its own RX queue), as many as the device has.
+  PortOptions o = options;
+  const uint16_t workers = static_cast<uint16_t>(std::max(1u, o.lcores > 1 ? o.lcores - 1 : 1u));
+  if (o.tx_queues == kAutoQueues) o.tx_queues = std::max<uint16_t>(1, std::min(workers, caps->max_tx_queues));
+  if (o.rx_queues == kAutoQueues) o.rx_queues = std::min(workers, caps->max_rx_queues);
 
   if (o.rx_queues > caps->max_rx_queues || o.tx_queues > caps->max_tx_queues) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: %d RX / %d TX queues asked, the device has at most %d / %d",

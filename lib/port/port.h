@@ -41,11 +41,14 @@ enum class RxTimestamps {
   kHardware,  // the NIC's stamps, or Open() fails saying why not
 };
 
+// rx_queues / tx_queues: one per worker lcore (lcores - 1), within the device's maximum.
+inline constexpr uint16_t kAutoQueues = 0xFFFF;
+
 struct PortOptions {
   std::string name;       // the plan's name for the port
   std::string dpdk_name;  // ethdev name: "net_ring_fg0", "0000:03:00.0", "net_af_packet0"
-  uint16_t rx_queues = 1;
-  uint16_t tx_queues = 1;
+  uint16_t rx_queues = 1;  // or kAutoQueues
+  uint16_t tx_queues = 1;  // or kAutoQueues
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
   uint32_t mtu = 1500;

@@ -15,42 +15,30 @@ FlowTable::FlowTable(std::vector<OwnedFlow> flows, uint32_t num_groups, size_t l
   if (per_flow_latency && owned_.size() <= kPerFlowLatencyFlows) flow_latency_.resize(owned_.size());
 }
 
-// Measured with the RX loop (rx.cc): the cost per frame is in RxTask::PollImpl's comment.
+// The cost per frame is in RxTask::PollImpl's comment (tools/count_instructions.sh).
 void FlowTable::Deliver(const Handoff* recs, size_t n) {
-  // Runs of equal latency in one group (a TX burst shares its TX time, a
-  // software RX time its burst) go into the histogram as one update.
-  uint32_t run_group = 0;
-  uint64_t run_latency = 0, run_n = 0;
-  const bool per_flow = !flow_latency_.empty();
+  Run run;
   for (size_t i = 0; i < n; ++i) {
-    const Handoff& r = recs[i];
     if (i + 4 < n) Prefetch(recs[i + 4].slot);
-    stats::FlowState& f = flows_[r.slot];
-    const uint32_t group = owned_[r.slot].group;
-    if (r.kind != Handoff::kData) {
-      if (r.kind == Handoff::kCnp) {
-        ++f.cnp;
-      } else {
-        ++f.nack;
-      }
-      fb_matched_.Add(1);
-      continue;
+    const Handoff& r = recs[i];
+    if (r.kind != Handoff::kData) [[unlikely]] {
+      ObserveFeedback(r.slot, r.kind);
+    } else {
+      Observe(r.slot, r.seq, r.tx_ns, r.rx_ns, r.bytes, r.flags, run);
     }
-    if (r.flags & Handoff::kPayloadError) ++f.payload_errors;
-    const uint64_t latency = stats::ObserveFlow(f, log_, owned_[r.slot].flow, r.seq, r.tx_ns, r.rx_ns,
-                                                (r.flags & Handoff::kCe) != 0, &events_[group], r.bytes);
-    if (per_flow) flow_latency_[r.slot].Record(latency);
-    if (latency != run_latency || group != run_group) {
-      if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
-      run_group = group;
-      run_latency = latency;
-      run_n = 0;
-    }
-    ++run_n;
-    live_[group].packets.Add(1);
-    live_[group].bytes.Add(r.bytes);
   }
-  if (run_n != 0) groups_[run_group].latency.Record(run_latency, run_n);
+  Flush(run);
+}
+
+void FlowTable::Flush(Run& run) {
+  if (run.n != 0) groups_[run.group].latency.Record(run.latency, run.n);
+  if (run.packets != 0) {
+    live_[run.group].packets.Add(run.packets);
+    live_[run.group].bytes.Add(run.bytes);
+  }
+  if (run.flow_n != 0 && !flow_latency_.empty()) flow_latency_[run.flow_slot].Record(run.flow_latency, run.flow_n);
+  run.n = run.packets = run.bytes = 0;
+  run.flow_n = 0;
 }
 
 GroupLiveView FlowTable::live(uint32_t group) const {

@@ -106,6 +106,22 @@ class FlowTable {
   void Prefetch(uint32_t slot) const { __builtin_prefetch(&flows_[slot], 1); }
   // On the owner lcore: observes every record (data and feedback).
   void Deliver(const Handoff* recs, size_t n);
+  // The same one record at a time (the RX task's own flows, no staging):
+  // runs of one group and one latency are added to the group's counters and
+  // histogram once, at Flush.
+  struct Run {
+    uint32_t group = 0;
+    uint64_t latency = 0, n = 0;      // frames of equal latency in a row
+    uint64_t packets = 0, bytes = 0;  // frames of `group` in a row
+    // Per-flow distributions: frames of one flow with equal latency in a row.
+    uint32_t flow_slot = 0, flow_n = 0;
+    uint64_t flow_latency = 0;
+  };
+  // A data frame of the flow in `slot` (fields as in Handoff), and a feedback packet for it.
+  [[gnu::always_inline]] inline void Observe(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns,
+                                             uint32_t bytes, uint8_t flags, Run& run);
+  [[gnu::always_inline]] inline void ObserveFeedback(uint32_t slot, uint8_t kind);
+  void Flush(Run& run);
 
   // Thread-safe, during the run.
   RxCounters counters(uint32_t group) const {
@@ -153,5 +169,40 @@ class FlowTable {
   uint64_t top_seq_ = 0;
   size_t top_pos_ = 0;
 };
+
+[[gnu::always_inline]] inline void FlowTable::ObserveFeedback(uint32_t slot, uint8_t kind) {
+  stats::FlowState& f = flows_[slot];
+  if (kind == Handoff::kCnp) {
+    ++f.cnp;
+  } else {
+    ++f.nack;
+  }
+  fb_matched_.Add(1);
+}
+
+[[gnu::always_inline]] inline void FlowTable::Observe(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns,
+                                                      uint32_t bytes, uint8_t flags, Run& run) {
+  stats::FlowState& f = flows_[slot];
+  const OwnedFlow o = owned_[slot];
+  if (flags & Handoff::kPayloadError) [[unlikely]] ++f.payload_errors;
+  if (o.group != run.group) [[unlikely]] Flush(run), run.group = o.group;
+  const uint64_t latency =
+      stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, (flags & Handoff::kCe) != 0, &events_[o.group], bytes);
+  if (!flow_latency_.empty() && (slot != run.flow_slot || latency != run.flow_latency)) {
+    if (run.flow_n != 0) flow_latency_[run.flow_slot].Record(run.flow_latency, run.flow_n);
+    run.flow_slot = slot;
+    run.flow_latency = latency;
+    run.flow_n = 0;
+  }
+  ++run.flow_n;
+  if (latency != run.latency) {
+    if (run.n != 0) groups_[run.group].latency.Record(run.latency, run.n);
+    run.latency = latency;
+    run.n = 0;
+  }
+  ++run.n;
+  ++run.packets;
+  run.bytes += bytes;
+}
 
 }  // namespace fg::rx

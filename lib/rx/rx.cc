@@ -40,13 +40,8 @@ RxTask::~RxTask() = default;
 
 // A record for flow target t: observed now when this lcore owns the flow,
 // else queued for its owner's ring.
-inline void RxTask::Emit(const PortDispatch::Target& t, Handoff& h) {
-  h.slot = t.slot;
-  if (t.owner == self_) {
-    local_[nlocal_++] = h;
-    return;
-  }
-  waiting_[t.owner].push_back(h);
+void RxTask::EmitRemote(uint32_t owner, const Handoff& h) {
+  waiting_[owner].push_back(h);
   ++waiting_total_;
 }
 
@@ -87,7 +82,12 @@ void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
                                                         : Handoff::kUetNack;
   h.rx_ns = rx_ns;
   h.bytes = len + kEthFcsLen;
-  Emit(it->second, h);
+  h.slot = it->second.slot;
+  if (it->second.owner == self_) {
+    table_->ObserveFeedback(h.slot, h.kind);
+  } else {
+    EmitRemote(it->second.owner, h);
+  }
 }
 
 unsigned RxTask::Poll() { return ts_offset_ >= 0 ? PollImpl<true>() : PollImpl<false>(); }
@@ -205,7 +205,7 @@ unsigned RxTask::PollImpl() {
     }
   }
   uint64_t data_packets = 0, data_bytes = 0, unknown_packets = 0, unknown_bytes = 0;
-  nlocal_ = 0;
+  FlowTable::Run run;
   for (uint16_t i = 0; i < n; ++i) {
     const rte_mbuf* m = pkts[i];
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
@@ -225,25 +225,33 @@ unsigned RxTask::PollImpl() {
         t = ts_tsc_ref_ + static_cast<uint64_t>(static_cast<int64_t>(ts_c_ + dv * ts_ns_per_unit_));
       }
     }
-    Handoff h;
-    h.seq = proto::Load32(s + 6);
-    h.tx_ns = proto::Load48(s + 10);
-    h.rx_ns = t;
-    h.bytes = bytes;
-    h.kind = Handoff::kData;
-    h.flags = ecn[i] == 3 ? Handoff::kCe : 0;
+    uint8_t flags = ecn[i] == 3 ? Handoff::kCe : 0;
     if (!dp.verify.empty()) {
       const uint32_t flow = proto::Load24(s + 3);
       if (flow < dp.group_of.size() && dp.verify[dp.group_of[flow]] &&
           proto::CountPayloadErrors(d, static_cast<uint32_t>(sig[i]), end[i]) != 0) {
-        h.flags |= Handoff::kPayloadError;
+        flags |= Handoff::kPayloadError;
       }
     }
     ++data_packets;
     data_bytes += bytes;
-    Emit(tgt[i], h);
+    const uint32_t seq = proto::Load32(s + 6);
+    const uint64_t tx_ns = proto::Load48(s + 10);
+    if (tgt[i].owner == self_) [[likely]] {
+      table_->Observe(tgt[i].slot, seq, tx_ns, t, bytes, flags, run);
+    } else {
+      Handoff h;
+      h.slot = tgt[i].slot;
+      h.seq = seq;
+      h.tx_ns = tx_ns;
+      h.rx_ns = t;
+      h.bytes = bytes;
+      h.kind = Handoff::kData;
+      h.flags = flags;
+      EmitRemote(tgt[i].owner, h);
+    }
   }
-  if (nlocal_ != 0) table_->Deliver(local_, nlocal_);
+  table_->Flush(run);
   if (waiting_total_ != 0) FlushWaiting();
   data_packets_.Add(data_packets);
   data_bytes_.Add(data_bytes);

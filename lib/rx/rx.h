@@ -153,11 +153,9 @@ class RxTask : public PollTask {
 
   // A frame without a signature: feedback for one of our flows, or nothing we know.
   void CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns);
-  void Emit(const PortDispatch::Target& t, Handoff& h);
+  [[gnu::noinline]] void EmitRemote(uint32_t owner, const Handoff& h);
   void ServeRequest();
   void CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns);
-  Handoff local_[kRxBurst];
-  size_t nlocal_ = 0;
   // Requests: the control thread writes req_ then bumps req_seq_ (release);
   // the lcore answers by storing the sequence it served in ack_seq_.
   alignas(64) std::atomic<uint64_t> req_seq_{0};

@@ -82,9 +82,9 @@ class FlowLatency {
     const int e = 63 - std::countl_zero(v);
     return static_cast<size_t>(e - kSubBits + 1) * kSub + ((v >> (e - kSubBits)) & (kSub - 1));
   }
-  void Record(uint64_t ns) {
-    ++counts_[Index(ns)];
-    ++count_;
+  void Record(uint64_t ns, uint32_t n = 1) {
+    counts_[Index(ns)] += n;
+    count_ += n;
     if (ns > max_) max_ = ns;
     if (ns < min_) min_ = ns;
   }

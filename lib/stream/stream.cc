@@ -129,7 +129,6 @@ double CompiledStream::FlowShare(const std::vector<uint32_t>& some) const {
 
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps) {
   std::vector<CompiledStream> out;
-  std::vector<uint16_t> next_queue(plan.ports.size(), 0);
   uint32_t next_flow = 0;
   for (size_t i = 0; i < plan.streams.size(); ++i) {
     const config::StreamSpec& s = plan.streams[i];
@@ -175,9 +174,6 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.duration_ns = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;
     c.tx_port = s.port;
     c.rx_port = s.rx_port;
-    // Streams of a port are spread over its TX queues in plan order.
-    c.tx_queue = next_queue[s.port];
-    next_queue[s.port] = static_cast<uint16_t>((next_queue[s.port] + 1) % plan.ports[s.port].tx_queues);
     out.push_back(std::move(c));
   }
   return out;

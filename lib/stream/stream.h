@@ -3,8 +3,8 @@
 // Compilation resolves everything the hot loops must not compute: the
 // per-packet Program (templates and stamping offsets), the rate in packets
 // per second (bit rates and "% of line rate" use the mean frame size of a
-// message; a % needs the port's link speed), the packet bound, the flow id
-// the signature carries and the TX queue. TX and RX lcores only read it.
+// message; a % needs the port's link speed), the packet bound and the flow id
+// the signature carries. TX and RX lcores only read it.
 //
 //   std::vector<double> line_bps = {10e9};   // per plan port, L1
 //   auto streams = fg::stream::Compile(plan, line_bps);
@@ -37,8 +37,7 @@ struct CompiledStream {
   double burst_frame_ns = 0;    // one frame's time on the wire at line rate
   uint64_t count = 0;           // 0: bounded by duration only
   int64_t duration_ns = 0;      // > 0 always (plan duration when the stream has none)
-  size_t tx_port = 0, rx_port = 0;
-  uint16_t tx_queue = 0;
+  size_t tx_port = 0, rx_port = 0;  // the TX queue is the owner lcore's own (engine/placement.h)
   // Per-flow rates (`flows: {count, rates}`): flow i's share of `pps` is
   // flow_weight[i] / sum(flow_weight) (so a test setting `pps` scales every
   // flow). Empty: the flows share `pps` evenly, taking turns.

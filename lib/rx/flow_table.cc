@@ -27,7 +27,8 @@ void FlowTable::Deliver(const Handoff* recs, size_t n) {
       Observe(r.slot, r.seq, r.tx_ns, r.rx_ns, r.bytes, r.flags, run);
     }
   }
-  Flush(run);
+  Run done = run;
+  Flush(done);
 }
 
 void FlowTable::Flush(Run& run) {

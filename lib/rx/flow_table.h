@@ -185,7 +185,13 @@ class FlowTable {
   stats::FlowState& f = flows_[slot];
   const OwnedFlow o = owned_[slot];
   if (flags & Handoff::kPayloadError) [[unlikely]] ++f.payload_errors;
-  if (o.group != run.group) [[unlikely]] Flush(run), run.group = o.group;
+  if (o.group != run.group) [[unlikely]] {
+    // Through a copy: `run` itself never has its address taken, so it stays in registers.
+    Run done = run;
+    Flush(done);
+    run = done;
+    run.group = o.group;
+  }
   const uint64_t latency =
       stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, (flags & Handoff::kCe) != 0, &events_[o.group], bytes);
   if (!flow_latency_.empty() && (slot != run.flow_slot || latency != run.flow_latency)) {

@@ -251,7 +251,8 @@ unsigned RxTask::PollImpl() {
       EmitRemote(tgt[i].owner, h);
     }
   }
-  table_->Flush(run);
+  FlowTable::Run done = run;  // a copy: `run` stays in registers in the loop
+  table_->Flush(done);
   if (waiting_total_ != 0) FlushWaiting();
   data_packets_.Add(data_packets);
   data_bytes_.Add(data_bytes);

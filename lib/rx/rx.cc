@@ -149,10 +149,11 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
   }
 }
 
-// Measured cost (tools/count_instructions.sh, as for TxTask::Poll): see
-// docs/benchmarks.md "After issue 13" for the figure of this loop (net_ring
-// loopback, 1 flow, 10^6 frames of 78 B); 267 instructions per packet before
-// the owner handoff.
+// Measured cost: 72-76 TSC cycles per frame on the net_ring loopback, 1 flow,
+// 78 B (report.json lcores[].rx_cycles_per_packet; 43-55 before the owner
+// handoff, issue 12's loop); 333 instructions per frame
+// (tools/count_instructions.sh build). The extra cycles are not extra work:
+// docs/benchmarks.md "Issue 13, stage 1" says what was ruled out.
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns

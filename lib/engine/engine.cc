@@ -55,7 +55,10 @@ int LcoreMain(void* arg) {
     for (rx::RxTask* t : w.rx) rx += t->Poll();
     uint64_t handed = 0;
     for (rx::HandoffRing* ring : w.in) {
-      for (size_t k; (k = ring->Pop(recs, 64)) != 0;) {
+      // What the ring holds now (what comes in meanwhile waits for the next
+      // poll, so a busy producer never starves this lcore's own work).
+      size_t left = ring->Size();
+      for (size_t k; left != 0 && (k = ring->Pop(recs, std::min<size_t>(64, left))) != 0; left -= k) {
         // The owner drains every ring to empty each poll, so a record is
         // observed in the first poll that sees it; these say how long it was
         // on its way (in this lcore's polls since it entered the ring, and in
@@ -167,11 +170,28 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
         if (s.tx_port != pi) continue;
         tx::Shard sh{&s, {}, 0, 0};
         uint64_t count = 0;
+        // Per-flow rates: flow f's part of the count follows its weight
+        // (cumulative rounding, so the parts add up to the count exactly).
+        std::vector<uint64_t> weighted;
+        if (s.count != 0 && !s.flow_weight.empty()) {
+          long double total = 0, before = 0;
+          for (double x : s.flow_weight) total += x;
+          weighted.resize(s.flows);
+          uint64_t prev = 0;
+          for (uint32_t f = 0; f < s.flows; ++f) {
+            before += s.flow_weight[f];
+            const uint64_t upto = f + 1 == s.flows ? s.count : static_cast<uint64_t>(s.count * before / total);
+            weighted[f] = upto - prev;
+            prev = upto;
+          }
+        }
         for (uint32_t f = 0; f < s.flows; ++f) {
           if (pl.owner[s.flow_id + f] != w) continue;
           sh.flows.push_back(f);
           // Flows take turns: flow f sends every flows-th packet of the count.
-          if (s.count != 0) count += s.count / s.flows + (f < s.count % s.flows ? 1 : 0);
+          if (s.count != 0) {
+            count += weighted.empty() ? s.count / s.flows + (f < s.count % s.flows ? 1 : 0) : weighted[f];
+          }
         }
         if (sh.flows.empty()) continue;
         sh.pps = s.pps * s.FlowShare(sh.flows);
@@ -387,7 +407,18 @@ absl::Status LiveRun::SetRate(size_t stream, double pps) {
   const std::vector<ShardRef> shards = TxOf(stream);
   if (shards.empty()) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
   if (!(pps > 0)) return absl::InvalidArgumentError("a rate must be > 0");
-  for (const ShardRef& sh : shards) sh.task->SetRate(sh.index, pps * sh.share);
+  // Shards with per-flow rates keep their flows' current proportions (set
+  // live flow by flow); the others their share of the stream's flows.
+  double now_sum = 0;
+  bool per_flow = false;
+  for (const ShardRef& sh : shards) {
+    now_sum += sh.task->rate(sh.index);
+    per_flow = per_flow || sh.task->per_flow_rates(sh.index);
+  }
+  for (const ShardRef& sh : shards) {
+    const double share = per_flow && now_sum > 0 ? sh.task->rate(sh.index) / now_sum : sh.share;
+    sh.task->SetRate(sh.index, pps * share);
+  }
   return absl::OkStatus();
 }
 
@@ -402,8 +433,14 @@ absl::StatusOr<int64_t> LiveRun::SetFlowRate(size_t stream, uint32_t flow, doubl
           absl::StrFormat("stream %s paces its flows together; give it flows: {count, rates} to set one flow's rate",
                           streams_[stream].name));
     }
+    if (sh.task->stopped(sh.index)) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("stream %s has ended: its flows' rates no longer change", streams_[stream].name));
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    sh.task->SetFlowRate(sh.index, static_cast<uint32_t>(it - flows.begin()), pps);
+    if (!sh.task->SetFlowRate(sh.index, static_cast<uint32_t>(it - flows.begin()), pps)) {
+      return absl::UnavailableError("the owner lcore has not taken the previous rate changes yet");
+    }
     while (!sh.task->FlowRatesApplied(sh.index)) {
       if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) {
         return absl::DeadlineExceededError("the owner lcore did not apply the rate within 1 s");
@@ -652,6 +689,28 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   if (kernel_backed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (auto& w : work_) w.phase.store(kStop, std::memory_order_release);
   rte_eal_mp_wait_lcore();
+  // Records handed over as the lcores stopped one after another (still in a
+  // ring, or held back by a full one): observed here, the lcores being gone.
+  {
+    std::vector<rx::FlowTable*> owners;
+    for (auto& t : tables_) owners.push_back(t.get());
+    const size_t nw = tables_.size();
+    std::vector<uint64_t> delivered(nw, 0);
+    for (auto& ref : rxs_) ref.task->HandOver(owners, delivered);
+    rx::Handoff recs[64];
+    for (size_t from = 0; from < nw; ++from) {
+      for (size_t to = 0; to < nw; ++to) {
+        if (from == to) continue;
+        rx::HandoffRing* ring = rings_[from * nw + to].get();
+        for (size_t k; (k = ring->Pop(recs, 64)) != 0;) {
+          tables_[to]->Deliver(recs, k);
+          delivered[to] += k;
+        }
+      }
+    }
+    // The lcores are gone: this thread is now the counters' one writer.
+    for (size_t w = 0; w < nw; ++w) work_[w].handoff_in.Add(delivered[w]);
+  }
   stop_background_.store(true, std::memory_order_release);
   if (background_.joinable()) background_.join();
 

@@ -45,6 +45,17 @@ void RxTask::EmitRemote(uint32_t owner, const Handoff& h) {
   ++waiting_total_;
 }
 
+void RxTask::HandOver(const std::vector<FlowTable*>& owners, std::vector<uint64_t>& delivered) {
+  for (size_t w = 0; w < waiting_.size(); ++w) {
+    if (waiting_[w].empty()) continue;
+    owners[w]->Deliver(waiting_[w].data(), waiting_[w].size());
+    delivered[w] += waiting_[w].size();
+    handed_off_.Add(waiting_[w].size());
+    waiting_total_ -= waiting_[w].size();
+    waiting_[w].clear();
+  }
+}
+
 bool RxTask::FlushWaiting() {
   if (waiting_total_ == 0) return true;
   for (size_t w = 0; w < waiting_.size(); ++w) {

@@ -126,6 +126,11 @@ class RxTask : public PollTask {
   void Post(RxRequest& r);
   bool Served(const RxRequest& r) const;
 
+  // After the lcores have stopped (main thread): records still held back for
+  // a full ring go straight into their owners' tables (`owners[w]`); adds
+  // how many to `delivered[w]`.
+  void HandOver(const std::vector<FlowTable*>& owners, std::vector<uint64_t>& delivered);
+
   FeedbackCounters feedback() const { return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read()}; }
   // Times this task's lcore came back more than kRxStallNs after its last
   // poll to find frames waiting (their latency includes the tester's own

@@ -97,6 +97,10 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
     const uint32_t f = ready_[ready_head_];
     ready_head_ = ready_head_ + 1 == nf ? 0 : ready_head_ + 1;
     --ready_size_;
+    if (next_[f] > now_fp) [[unlikely]] {  // not due after all (never expected: only due flows enter the FIFO)
+      Insert(f);
+      continue;
+    }
     const uint64_t behind = now_fp - next_[f];
     if (behind > ms_fp_ && behind >= 2 * iv_[f]) {
       const uint64_t skip = behind / iv_[f];
@@ -131,8 +135,30 @@ void FlowPacer::SetRate(uint32_t f, double pps, uint64_t now_fp) {
   }
 }
 
+void FlowPacer::Restart(uint64_t now_fp) {
+  // Every flow starts a new segment, staggered over its interval as at the
+  // start (no burst of every flow at once); the FIFO is emptied, so every
+  // flow waits in the wheel for its own time.
+  ready_size_ = 0;
+  const uint32_t n = flows();
+  for (uint32_t f = 0; f < n; ++f) {
+    seg_start_[f] = next_[f] = now_fp + static_cast<uint64_t>(static_cast<double>(iv_[f]) * f / n);
+    if (where_[f] != kInReady) Unlink(f);
+    Insert(f);
+  }
+  wheel_pos_ = std::min(wheel_pos_, now_fp >> kSlotFpBits);
+}
+
 void FlowPacer::Scale(double factor, uint64_t now_fp) {
-  for (uint32_t f = 0; f < flows(); ++f) SetRate(f, pps_[f] * factor, now_fp);
+  if (factor == 1) return;
+  if (!paused_) {
+    for (uint32_t f = 0; f < flows(); ++f) CloseSegment(f);
+  }
+  for (uint32_t f = 0; f < flows(); ++f) {
+    pps_[f] *= factor;
+    iv_[f] = IntervalFp(pps_[f], hz_);
+  }
+  if (!paused_) Restart(now_fp);  // paused: Resume restarts them
 }
 
 void FlowPacer::Pause(uint64_t now_fp) {
@@ -145,15 +171,7 @@ void FlowPacer::Pause(uint64_t now_fp) {
 void FlowPacer::Resume(uint64_t now_fp) {
   if (!paused_) return;
   paused_ = false;
-  const uint32_t n = flows();
-  for (uint32_t f = 0; f < n; ++f) {
-    seg_start_[f] = next_[f] = now_fp + static_cast<uint64_t>(static_cast<double>(iv_[f]) * f / n);
-    if (where_[f] != kInReady) {
-      Unlink(f);
-      Insert(f);
-    }
-  }
-  wheel_pos_ = std::min(wheel_pos_, now_fp >> kSlotFpBits);
+  Restart(now_fp);
 }
 
 uint64_t FlowPacer::Due(uint64_t t_fp, std::vector<uint64_t>* per_flow) const {

@@ -46,7 +46,8 @@ class FlowPacer {
 
   // A new rate for flow f from now (no catch-up on the old one).
   void SetRate(uint32_t f, double pps, uint64_t now_fp);
-  // Every flow's rate times `factor` (a stream's rate set as a whole).
+  // Every flow's rate times `factor` (a stream's rate set as a whole); the
+  // flows restart staggered over their new intervals, as at the start.
   void Scale(double factor, uint64_t now_fp);
   void Pause(uint64_t now_fp);
   void Resume(uint64_t now_fp);
@@ -64,6 +65,7 @@ class FlowPacer {
   void Unlink(uint32_t f);  // out of the wheel (if there)
   void PushReady(uint32_t f);
   void CloseSegment(uint32_t f);  // at the slots passed
+  void Restart(uint64_t now_fp);  // every flow a new segment from now, staggered
   uint64_t hz_;
   uint64_t ms_fp_;
   std::vector<double> pps_;

@@ -46,7 +46,9 @@ struct alignas(64) TxTask::State {
   // Per-flow rates: each flow's own send times (null: the flows take turns
   // under the stream's one interval).
   std::unique_ptr<FlowPacer> pacer;
-  double pacer_pps = 0;  // the shard rate the pacer's flow rates add up to
+  double pacer_pps = 0;        // lcore: the shard rate the pacer's flow rates add up to
+  double ctl_pps_applied = 0;  // lcore: the control rate last applied (a new one scales every flow)
+  std::atomic<uint64_t> pacer_pps_bits{0};  // pacer_pps, published for rate()
   struct FlowCmd {
     uint32_t flow;
     double pps;
@@ -169,7 +171,8 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
       for (size_t f = 0; f < nf; ++f) sum += s->flow_weight[st->flow_index[f]];
       for (size_t f = 0; f < nf; ++f) rates[f] = s->flow_weight[st->flow_index[f]] * (sum > 0 ? sh.pps / sum : 0);
       st->pacer = std::make_unique<FlowPacer>(rates, clock.hz());
-      st->pacer_pps = sh.pps;
+      st->pacer_pps = st->ctl_pps_applied = sh.pps;
+      st->pacer_pps_bits.store(std::bit_cast<uint64_t>(sh.pps), std::memory_order_relaxed);
       st->flow_cmds = std::make_unique<SpscRing<State::FlowCmd>>(1024);
       st->flow_rate_view = rates;
     }
@@ -239,6 +242,9 @@ void TxTask::SetPaused(size_t i, bool paused) {
 }
 void TxTask::Stop(size_t i) { Control(i, rate(i), State::kStopped); }
 double TxTask::rate(size_t i) const {
+  if (streams_[i]->pacer != nullptr) {
+    return std::bit_cast<double>(streams_[i]->pacer_pps_bits.load(std::memory_order_relaxed));
+  }
   return std::bit_cast<double>(streams_[i]->ctl_pps_bits.load(std::memory_order_relaxed));
 }
 bool TxTask::stopped(size_t i) const { return streams_[i]->done.load(std::memory_order_acquire); }
@@ -297,9 +303,10 @@ void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
   if (st.pacer != nullptr) {
     // Per-flow rates: the stream's rate scales every flow; pauses pause them all.
     const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
-    if (pps != st.pacer_pps) {
+    if (pps != st.ctl_pps_applied) {
       st.pacer->Scale(pps / st.pacer_pps, now_fp);
-      st.pacer_pps = pps;
+      st.pacer_pps = st.ctl_pps_applied = pps;
+      st.pacer_pps_bits.store(std::bit_cast<uint64_t>(pps), std::memory_order_relaxed);
     }
     if (mode == State::kPaused) st.pacer->Pause(now_fp);
     if (mode == State::kRunning) st.pacer->Resume(now_fp);
@@ -414,6 +421,8 @@ unsigned TxTask::Poll() {
   for (size_t k = 0; k < nstreams; ++k) {
     State& st = *streams_[first + k < nstreams ? first + k : first + k - nstreams];
     if (st.done.load(std::memory_order_relaxed)) continue;
+    // Per-flow rate changes apply in any state (paused, pending frames).
+    if (st.pacer != nullptr && st.flow_cmds->Size() != 0) ApplyFlowCommands(st, now);
     if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
 
     // 1. New frames, if due and the stream is neither exhausted nor paused.
@@ -435,7 +444,6 @@ unsigned TxTask::Poll() {
         if (n != 0 && Generate(st, n, now, now)) st.burst_left -= n;
       } else if (st.pacer != nullptr) {
         // Per-flow rates: the flows due now, one frame each.
-        if (st.flow_cmds->Size() != 0) ApplyFlowCommands(st, now);
         if (now >= st.start_tsc) {
           uint32_t fl[kTxBurst];
           unsigned n = kTxBurst;
@@ -508,16 +516,17 @@ void TxTask::ApplyFlowCommands(State& st, uint64_t now) {
     }
     st.flow_cmd_done.store(st.flow_cmd_done.load(std::memory_order_relaxed) + k, std::memory_order_release);
   }
-  // The stream's rate is now the sum of its flows'.
-  st.ctl_pps_bits.store(std::bit_cast<uint64_t>(st.pacer_pps), std::memory_order_relaxed);
+  // The shard's rate is now the sum of its flows' (published apart from the
+  // control thread's own input, ctl_pps_bits, which only the control thread writes).
+  st.pacer_pps_bits.store(std::bit_cast<uint64_t>(st.pacer_pps), std::memory_order_relaxed);
 }
 
 bool TxTask::SetFlowRate(size_t i, uint32_t flow, double pps) {
   State& st = *streams_[i];
-  if (st.pacer == nullptr || flow >= st.flow_index.size()) return false;
+  if (st.pacer == nullptr || flow >= st.flow_index.size() || st.done.load(std::memory_order_acquire)) return false;
   std::lock_guard<std::mutex> lock(st.flow_cmd_mu);
   const State::FlowCmd c{flow, pps};
-  while (st.flow_cmds->Push(&c, 1) == 0) std::this_thread::yield();
+  if (st.flow_cmds->Push(&c, 1) == 0) return false;  // 1,024 not yet applied: the lcore is not polling
   st.flow_rate_view[flow] = pps;
   st.flow_cmd_seq.fetch_add(1, std::memory_order_relaxed);
   return true;

@@ -103,8 +103,9 @@ class TxTask : public PollTask {
   double rate(size_t i) const;
   // Per-flow rates (a stream with `flows: {count, rates}`): shard i's flow
   // `flow` (an index into flows(i)) to `pps`, applied on the lcore's next
-  // poll; false when the shard paces its flows together. The shard's rate
-  // becomes the sum of its flows'.
+  // poll (paused or not); false when the shard paces its flows together,
+  // is done, or has 1,024 changes not yet applied. The shard's rate becomes
+  // the sum of its flows'.
   bool SetFlowRate(size_t i, uint32_t flow, double pps);
   bool FlowRatesApplied(size_t i) const;  // every SetFlowRate so far is in effect
   double flow_rate(size_t i, uint32_t flow) const;

@@ -59,7 +59,7 @@ int LcoreMain(void* arg) {
       // poll, so a busy producer never starves this lcore's own work).
       size_t left = ring->Size();
       for (size_t k; left != 0 && (k = ring->Pop(recs, std::min<size_t>(64, left))) != 0; left -= k) {
-        // The owner drains every ring to empty each poll, so a record is
+        // The owner takes all a ring holds when it gets there, so a record is
         // observed in the first poll that sees it; these say how long it was
         // on its way (in this lcore's polls since it entered the ring, and in
         // ns since the other lcore received the frame).

@@ -108,7 +108,7 @@ struct LcoreStats {
   uint64_t handoff_out = 0;                 // records it handed to other owners
   uint64_t handoff_waits = 0;               // polls whose records waited for an owner's full ring
   // Most of its own polls a handed record spent from entering its ring to
-  // being observed (it drains every ring each poll: the polls it took to
+  // being observed (each poll takes all a ring holds: the polls it took to
   // cross between cores), and the most ns from the frame's receipt on the
   // other lcore to that observation.
   uint64_t handoff_max_polls = 0, handoff_max_ns = 0;

@@ -271,7 +271,7 @@ streams:
   uint64_t handed = 0;
   for (const engine::LcoreStats& l : r->lcores) {
     handed += l.handoff_in;
-    // The owner drains its rings every poll: a record waits only while it
+    // The owner takes all its rings hold every poll: a record waits only while it
     // crosses between cores (a few of the owner's idle polls, ~0.1-0.5 us).
     EXPECT_LE(l.handoff_max_polls, 16u) << "lcore " << l.lcore;
     std::printf("  lcore %u: %lu handed in, at most %lu of its polls and %lu ns on the way\n", l.lcore,

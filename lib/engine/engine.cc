@@ -1,7 +1,6 @@
 #include "engine/engine.h"
 
 #include <rte_launch.h>
-#include <rte_pause.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,91 +12,9 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "base/tsc.h"
+#include "engine/worker.h"
 
 namespace fg::engine {
-enum Phase : int { kRun = 0, kDrain = 1, kStop = 2 };
-
-struct LcoreWork {
-  uint32_t index = 0;  // worker index (flow owner id)
-  unsigned lcore = 0;
-  std::vector<tx::TxTask*> tx;
-  std::vector<rx::RxTask*> rx;
-  rx::FlowTable* table = nullptr;
-  std::vector<rx::HandoffRing*> in;  // from every other worker
-  std::vector<std::string> names;
-  std::atomic<int> phase{kRun};
-  // Written by the lcore only, read by anyone (show runtime).
-  alignas(64) Counter polls, busy_polls, tx_packets, rx_packets, tx_cycles, rx_cycles, handoff_in,
-      handoff_max_polls, handoff_max_ns;
-  TscClock clock;
-};
-
-// A worker's loop: its TX tasks, its RX queues, then what other lcores
-// handed it for the flows it owns, then control requests. Three TSC reads a
-// loop give VPP-style cycles per frame for TX and RX apart (about 2 cycles a
-// frame at full bursts).
-int LcoreMain(void* arg) {
-  LcoreWork& w = *static_cast<LcoreWork*>(arg);
-  rx::Handoff recs[64];
-  uint64_t max_lag = 0, max_ns = 0;
-  for (;;) {
-    const int phase = w.phase.load(std::memory_order_acquire);
-    if (phase == kStop) break;
-    const uint64_t poll = w.polls.Read() + 1;
-    w.polls.Set(poll);
-    const uint64_t t0 = ReadTsc();
-    unsigned tx = 0;
-    if (phase == kRun) {
-      for (tx::TxTask* t : w.tx) tx += t->Poll();
-    }
-    const uint64_t t1 = ReadTsc();
-    unsigned rx = 0;
-    for (rx::RxTask* t : w.rx) rx += t->Poll();
-    uint64_t handed = 0;
-    for (rx::HandoffRing* ring : w.in) {
-      // What the ring holds now (what comes in meanwhile waits for the next
-      // poll, so a busy producer never starves this lcore's own work).
-      size_t left = ring->Size();
-      for (size_t k; left != 0 && (k = ring->Pop(recs, std::min<size_t>(64, left))) != 0; left -= k) {
-        // The owner takes all a ring holds when it gets there, so a record is
-        // observed in the first poll that sees it; these say how long it was
-        // on its way (in this lcore's polls since it entered the ring, and in
-        // ns since the other lcore received the frame).
-        const uint64_t now_ns = w.clock.ToNs(ReadTsc());
-        for (size_t i = 0; i < k; ++i) {
-          const uint64_t lag = static_cast<uint16_t>(static_cast<uint16_t>(poll) - recs[i].owner_poll);
-          if (lag > max_lag) max_lag = lag;
-          if (now_ns > recs[i].rx_ns && now_ns - recs[i].rx_ns > max_ns) max_ns = now_ns - recs[i].rx_ns;
-        }
-        w.table->Deliver(recs, k);
-        handed += k;
-      }
-    }
-    if (w.table != nullptr) w.table->ServeRequests();
-    if (tx != 0) {
-      w.tx_packets.Add(tx);
-      w.tx_cycles.Add(t1 - t0);
-    }
-    if (rx != 0 || handed != 0) {
-      w.rx_packets.Add(rx);
-      w.rx_cycles.Add(ReadTsc() - t1);
-      if (handed != 0) {
-        w.handoff_in.Add(handed);
-        if (max_lag > w.handoff_max_polls.Read()) w.handoff_max_polls.Set(max_lag);
-        if (max_ns > w.handoff_max_ns.Read()) w.handoff_max_ns.Set(max_ns);
-      }
-    }
-    if (tx != 0 || rx != 0 || handed != 0) {
-      w.busy_polls.Add(1);
-    } else {
-      rte_pause();
-    }
-  }
-  for (tx::TxTask* t : w.tx) t->Finish();
-  for (rx::RxTask* t : w.rx) t->Finish();
-  return 0;
-}
-
 absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                                         const std::vector<stream::CompiledStream>& streams,
                                                         const TrialOptions& options) {
@@ -810,61 +727,6 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     }
   }
   return result_;
-}
-
-// Per-flow figures (StreamResult::per_flow): TX counts from the shards, RX
-// from the owners' tables; every flow of a stream with at most
-// options_.per_flow flows, else that many worst by loss, then by latency.
-void LiveRun::CollectFlows() {
-  if (options_.per_flow == 0) return;
-  std::vector<std::vector<FlowReport>> flows(streams_.size());
-  std::vector<std::vector<uint64_t>> txp(streams_.size()), txb(streams_.size());
-  for (size_t i = 0; i < streams_.size(); ++i) {
-    flows[i].resize(streams_[i].flows);
-    txp[i].assign(streams_[i].flows, 0);
-    txb[i].assign(streams_[i].flows, 0);
-  }
-  for (const auto& t : txs_) {
-    for (size_t i = 0; i < t->num_streams(); ++i) {
-      const uint32_t k = t->stream(i).index;
-      t->FlowSent(i, txp[k], txb[k]);
-    }
-  }
-  for (const auto& table : tables_) {
-    for (const rx::FlowResult& f : table->Flows()) {
-      const stream::CompiledStream& s = streams_[f.group];
-      flows[f.group][f.flow - s.flow_id].rx = f;
-    }
-  }
-  for (size_t i = 0; i < streams_.size(); ++i) {
-    const stream::CompiledStream& s = streams_[i];
-    for (uint32_t f = 0; f < s.flows; ++f) {
-      FlowReport& r = flows[i][f];
-      r.index = f;
-      r.key = s.program.Flow(s.flow_id, f).key;
-      r.owner_lcore = lcores_[placement_.owner[s.flow_id + f]];
-      r.tx_packets = txp[i][f];
-      r.tx_bytes = txb[i][f];
-    }
-    StreamResult& sr = result_.streams[i];
-    if (flows[i].size() <= options_.per_flow) {
-      sr.per_flow = std::move(flows[i]);
-      continue;
-    }
-    sr.per_flow_all = false;
-    auto worse = [](const FlowReport& a, const FlowReport& b) {
-      if (a.lost() != b.lost()) return a.lost() > b.lost();
-      const uint64_t la = a.rx.latency_distribution ? a.rx.latency_max_ns : a.rx.latency_last_ns;
-      const uint64_t lb = b.rx.latency_distribution ? b.rx.latency_max_ns : b.rx.latency_last_ns;
-      if (la != lb) return la > lb;
-      return a.index < b.index;
-    };
-    std::partial_sort(flows[i].begin(), flows[i].begin() + options_.per_flow, flows[i].end(), worse);
-    flows[i].resize(options_.per_flow);
-    std::sort(flows[i].begin(), flows[i].end(),
-              [](const FlowReport& a, const FlowReport& b) { return a.index < b.index; });
-    sr.per_flow = std::move(flows[i]);
-  }
 }
 
 absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,

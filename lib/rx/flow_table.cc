@@ -51,24 +51,18 @@ GroupLiveView FlowTable::live(uint32_t group) const {
 void FlowTable::Post(TopFlowsRequest& r) {
   r.flows.clear();
   r.flows.reserve(r.n);
-  req_.store(&r, std::memory_order_relaxed);
-  req_seq_.store(req_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  requests_.Post(r);
 }
 
-bool FlowTable::Served(const TopFlowsRequest& r) const {
-  return req_.load(std::memory_order_relaxed) == &r &&
-         ack_seq_.load(std::memory_order_acquire) == req_seq_.load(std::memory_order_relaxed);
-}
+bool FlowTable::Served(const TopFlowsRequest& r) const { return requests_.Served(r); }
 
 // A new request starts a scan; a scan in progress covers at most
 // kTopFlowsSlotsPerPoll flows (about 2 us) per poll, answered once every
 // flow has been seen. Flows scanned early show their figures of that moment:
 // a view, not a snapshot.
 void FlowTable::ServeSlow() {
-  const uint64_t seq = req_seq_.load(std::memory_order_acquire);
-  if (seq != handled_seq_) {
-    handled_seq_ = seq;
-    top_ = req_.load(std::memory_order_relaxed);
+  if (auto [r, seq] = requests_.Take(); r != nullptr) {
+    top_ = r;
     top_seq_ = seq;
     top_pos_ = 0;
   }
@@ -96,7 +90,7 @@ void FlowTable::ServeSlow() {
   top_pos_ = end;
   if (top_pos_ == flows_.size()) {
     top_ = nullptr;
-    ack_seq_.store(top_seq_, std::memory_order_release);
+    requests_.Answer(top_seq_);
   }
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/counter.h"
+#include "base/request_slot.h"
 #include "stats/flow_analysis.h"
 
 namespace fg::rx {
@@ -138,7 +139,7 @@ class FlowTable {
   bool Served(const TopFlowsRequest& r) const;
   // On the owner lcore, once per poll: one load when nothing is asked.
   void ServeRequests() {
-    if (req_seq_.load(std::memory_order_acquire) != handled_seq_ || top_ != nullptr) ServeSlow();
+    if (top_ != nullptr || requests_.Pending()) ServeSlow();
   }
 
   // After the lcore has stopped.
@@ -159,12 +160,7 @@ class FlowTable {
   std::unique_ptr<stats::GroupLive[]> events_;
   stats::LossLog log_;
   Counter fb_matched_;
-  // Requests: the control thread writes req_ then bumps req_seq_ (release);
-  // the lcore answers by storing the sequence it served in ack_seq_.
-  alignas(64) std::atomic<uint64_t> req_seq_{0};
-  std::atomic<TopFlowsRequest*> req_{nullptr};
-  alignas(64) std::atomic<uint64_t> ack_seq_{0};
-  uint64_t handled_seq_ = 0;  // lcore
+  RequestSlot<TopFlowsRequest> requests_;
   TopFlowsRequest* top_ = nullptr;
   uint64_t top_seq_ = 0;
   size_t top_pos_ = 0;

@@ -111,33 +111,28 @@ void RxTask::Post(RxRequest& r) {
     r.rx_ns.assign(r.n, 0);
     r.captured.store(0, std::memory_order_relaxed);
   }
-  req_.store(&r, std::memory_order_relaxed);
-  req_seq_.store(req_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  requests_.Post(r);
 }
 
-bool RxTask::Served(const RxRequest& r) const {
-  return req_.load(std::memory_order_relaxed) == &r &&
-         ack_seq_.load(std::memory_order_acquire) == req_seq_.load(std::memory_order_relaxed);
-}
+bool RxTask::Served(const RxRequest& r) const { return requests_.Served(r); }
 
 // On the lcore, between bursts: one load when nothing is asked.
 void RxTask::ServeRequest() {
-  const uint64_t seq = req_seq_.load(std::memory_order_acquire);
-  if (seq == handled_seq_) return;
-  handled_seq_ = seq;
-  RxRequest& r = *req_.load(std::memory_order_relaxed);
+  auto [req, seq] = requests_.Take();
+  if (req == nullptr) return;
+  RxRequest& r = *req;
   switch (r.kind) {
     case RxRequest::Kind::kCapture:
       capture_ = &r;
       capture_seq_ = seq;
       if (r.n == 0) {
         capture_ = nullptr;
-        ack_seq_.store(seq, std::memory_order_release);
+        requests_.Answer(seq);
       }
       break;
     case RxRequest::Kind::kCancel:
       capture_ = nullptr;
-      ack_seq_.store(seq, std::memory_order_release);
+      requests_.Answer(seq);
       break;
   }
 }
@@ -156,7 +151,7 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
   r.captured.store(k, std::memory_order_release);
   if (k == r.n) {
     capture_ = nullptr;
-    ack_seq_.store(capture_seq_, std::memory_order_release);
+    requests_.Answer(capture_seq_);
   }
 }
 

@@ -31,6 +31,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "base/counter.h"
 #include "base/poll_task.h"
+#include "base/request_slot.h"
 #include "base/spsc_ring.h"
 #include "base/tsc.h"
 #include "clock/clock_fit.h"
@@ -161,12 +162,7 @@ class RxTask : public PollTask {
   [[gnu::noinline]] void EmitRemote(uint32_t owner, const Handoff& h);
   void ServeRequest();
   void CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns);
-  // Requests: the control thread writes req_ then bumps req_seq_ (release);
-  // the lcore answers by storing the sequence it served in ack_seq_.
-  alignas(64) std::atomic<uint64_t> req_seq_{0};
-  std::atomic<RxRequest*> req_{nullptr};
-  alignas(64) std::atomic<uint64_t> ack_seq_{0};
-  uint64_t handled_seq_ = 0;      // lcore
+  RequestSlot<RxRequest> requests_;  // captures from the control thread
   RxRequest* capture_ = nullptr;  // lcore: the capture in progress
   uint64_t capture_seq_ = 0;
   // The loop, compiled once with and once without per-packet timestamps.

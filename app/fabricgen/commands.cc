@@ -13,6 +13,7 @@
 #include "config/plan.h"
 #include "drivers/registry.h"
 #include "engine/engine.h"
+#include "methods/kinds.h"
 #include "methods/throughput.h"
 #include "metrics/hub.h"
 #include "metrics/server.h"
@@ -86,7 +87,7 @@ int Version() {
 int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
   config::Plan plan;
   if (!plan_file.empty()) {
-    auto p = config::LoadPlan(plan_file);
+    auto p = methods::LoadPlan(plan_file);
     if (!p.ok()) return FailPlan(p.status());
     plan = *std::move(p);
   } else {
@@ -115,7 +116,7 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
 }
 
 int Craft(const std::string& plan_file, const std::string& pcap, uint64_t count, const std::atomic<bool>* interrupt) {
-  auto plan = config::LoadPlan(plan_file);
+  auto plan = methods::LoadPlan(plan_file);
   if (!plan.ok()) return FailPlan(plan.status());
   // No ports are opened: a "% of line rate" is taken against 100 Gbit/s, which
   // only affects the timestamps in the capture.
@@ -152,7 +153,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
   for (size_t i = 0; i < plan.tests.size() && !interrupted; ++i) {
     const config::TestSpec& test = plan.tests[i];
     if (!args.quiet) std::cout << session::TestHeadline(plan, i) << "\n";
-    hub.SetTest(test.name, session::TestKindName(test.kind));
+    hub.SetTest(test.name, test.kind);
     methods::MethodOptions opt;
     opt.drain_ns = plan.drain_ns;
     opt.placement = *engine::ParsePolicy(plan.placement);  // the parser allowed only known names
@@ -184,14 +185,14 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
   std::cout << session::TestsSummary(results);
   std::cout << "report: " << path << (interrupted ? " (interrupted: marked incomplete)" : "") << "\n";
   bool complete = !interrupted;
-  for (const auto& r : results) complete = complete && r.complete();
+  for (const auto& r : results) complete = complete && r.result->complete;
   return complete ? kExitOk : kExitRuntime;
 }
 
 }  // namespace
 
 int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
-  auto plan = config::LoadPlan(args.plan);
+  auto plan = methods::LoadPlan(args.plan);
   if (!plan.ok()) return FailPlan(plan.status());
   const std::string out_dir = args.out_dir.empty() ? DefaultOutDir(*plan) : args.out_dir;
   const std::string started = session::UtcNow();

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status.h"
 #include "base/units.h"
+#include "methods/kinds.h"
 #include "proto/pcap.h"
 #include "report/atomic_file.h"
 #include "session/run_report.h"
@@ -115,7 +116,7 @@ absl::Status Shell::Help(const Args& a, std::ostream& out) {
 
 absl::Status Shell::Load(const Args& a, std::ostream& out) {
   if (live_ != nullptr) return absl::FailedPreconditionError("load: traffic is running; stop it first");
-  FG_ASSIGN_OR_RETURN(config::Plan plan, config::LoadPlan(a[1]));
+  FG_ASSIGN_OR_RETURN(config::Plan plan, methods::LoadPlan(a[1]));
   if (session_ == nullptr) {
     FG_ASSIGN_OR_RETURN(session_, session::Session::Open(plan, o_.eal, *o_.drivers));
   } else {
@@ -559,11 +560,9 @@ absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
     return absl::NotFoundError(absl::StrFormat("run: no test '%s' (tests: %s)", a[1],
                                                names.empty() ? "none in this plan" : absl::StrJoin(names, ", ")));
   }
-  if (plan.tests[index].kind == config::TestSpec::Kind::kLatency) {
-    // at_throughput_of needs that test run first in this session.
-    const absl::Status ready = session::ChooseLatencyLoad(plan, plan.tests[index], tests_).status();
-    if (!ready.ok()) return absl::FailedPreconditionError(absl::StrFormat("run: %s", ready.message()));
-  }
+  // E.g. a latency test at_throughput_of a test not run yet in this session.
+  const absl::Status ready = methods::FindTestKind(plan.tests[index].kind)->Ready(plan, plan.tests[index], tests_);
+  if (!ready.ok()) return absl::FailedPreconditionError(absl::StrFormat("run: %s", ready.message()));
   FG_ASSIGN_OR_RETURN(const std::vector<stream::CompiledStream> streams, session_->CompileStreams());
   out << session::TestHeadline(plan, index) << "\n";
   const auto t0 = std::chrono::steady_clock::now();
@@ -581,7 +580,7 @@ absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
   if (o_.hub != nullptr) {
     opt.on_live = [this](const engine::LiveRun* r) { o_.hub->OnLive(r); };
     o_.hub->SetState("test");
-    o_.hub->SetTest(plan.tests[index].name, session::TestKindName(plan.tests[index].kind));
+    o_.hub->SetTest(plan.tests[index].name, plan.tests[index].kind);
   }
   if (tests_.empty()) started_utc_ = session::UtcNow();
   auto r = session::RunPlanTest(*session_, streams, index, opt, tests_, &out);

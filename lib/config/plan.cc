@@ -8,15 +8,11 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "config/internal/frame_parse.h"
-#include "config/internal/reader.h"
+#include "config/reader.h"
 
 namespace fg::config {
 namespace {
 
-using internal::DurationIn;
-using internal::IntIn;
-using internal::Node;
-using internal::Opt;
 
 Location Where(const Node& n) { return Location{n.line(), n.column()}; }
 
@@ -142,8 +138,8 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   }
   if (s.flow_weights.empty()) FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
   if (auto v = n.Optional("vary")) {
-    FG_ASSIGN_OR_RETURN(std::vector<internal::Node> items, v->Items());
-    for (const internal::Node& item : items) {
+    FG_ASSIGN_OR_RETURN(std::vector<Node> items, v->Items());
+    for (const Node& item : items) {
       FG_ASSIGN_OR_RETURN(std::string f, item.OneOf({"src_ip", "dst_ip"}));
       (f == "src_ip" ? s.frame.vary_src_ip : s.frame.vary_dst_ip) = true;
     }
@@ -190,188 +186,39 @@ absl::Status ParseWarmup(const Node& n, TestSpec& t) {
   return absl::OkStatus();
 }
 
-// What every test has: its kind, line, name (default `kind_name`) and streams.
-absl::StatusOr<TestSpec> TestHead(const Plan& plan, const Node& n, TestSpec::Kind kind, const char* kind_name) {
-  TestSpec t;
-  t.kind = kind;
-  t.line = n.line();
-  t.name = kind_name;
-  FG_RETURN_IF_ERROR(Opt(n, "name", t.name, [](const Node& x) { return x.String(); }));
-  FG_RETURN_IF_ERROR(ParseTestStreams(plan, n, t));
-  FG_RETURN_IF_ERROR(Opt(n, "tester_limit_retries", t.tester_limit_retries, IntIn(0, 100)));
-  return t;
+// One item of `tests:`: a map with one key, its kind, whose section the
+// kind reads; what every kind has is read here.
+absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n, const TestKindParsers& kinds) {
+  std::vector<std::string_view> keys;
+  for (const TestKindParser* k : kinds) keys.push_back(k->key());
+  if (keys.empty()) return n.Error("this program reads plans without tests (no test kinds given to the parser)");
+  FG_RETURN_IF_ERROR(n.CheckKeys(keys));
+  for (const TestKindParser* kind : kinds) {
+    const std::optional<Node> section = n.Optional(kind->key());
+    if (!section) continue;
+    std::vector<std::string_view> allowed = {"name", "streams", "warmup", "tester_limit_retries"};
+    for (std::string_view k : kind->own_keys()) allowed.push_back(k);
+    FG_RETURN_IF_ERROR(section->CheckKeys(allowed));
+    TestSpec t;
+    t.kind = std::string(kind->key());
+    t.line = section->line();
+    t.name = t.kind;
+    t.warmup_ns = kind->default_warmup_ns();
+    FG_RETURN_IF_ERROR(Opt(*section, "name", t.name, [](const Node& x) { return x.String(); }));
+    FG_RETURN_IF_ERROR(ParseTestStreams(plan, *section, t));
+    FG_RETURN_IF_ERROR(Opt(*section, "tester_limit_retries", t.tester_limit_retries, IntIn(0, 100)));
+    FG_RETURN_IF_ERROR(ParseWarmup(*section, t));
+    FG_ASSIGN_OR_RETURN(t.params, kind->Parse(plan, *section, t));
+    return t;
+  }
+  std::string names;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == keys.size() ? " or " : ", ") + std::string(keys[i]);
+  }
+  return n.Error("a test names its kind: " + names);
 }
 
-// The name at `key`, which must be an earlier test of `kind`.
-absl::Status EarlierTest(const Plan& plan, const Node& n, TestSpec::Kind kind, const char* what, std::string& out) {
-  FG_ASSIGN_OR_RETURN(out, n.String());
-  for (const TestSpec& x : plan.tests) {
-    if (x.kind == kind && x.name == out) return absl::OkStatus();
-  }
-  return n.Error(absl::StrFormat("no earlier %s test named '%s'", what, out));
-}
-
-absl::StatusOr<TestSpec> ParseThroughput(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "search", "min", "max", "precision", "loss_tolerance",
-                                  "trial_duration", "initial_duration", "goals", "warmup", "message_sizes", "qps",
-                                  "directions", "repetitions", "tester_limit_retries"}));
-  FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kThroughput, "throughput"));
-  if (auto list = n.Optional("message_sizes")) {
-    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
-    for (const Node& i : items) {
-      FG_ASSIGN_OR_RETURN(uint64_t b, i.Bytes(1, uint64_t{1} << 31));
-      t.message_sizes.push_back(b);
-      t.message_sizes_at.push_back(Where(i));
-    }
-  }
-  if (auto list = n.Optional("qps")) {
-    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
-    for (const Node& i : items) {
-      FG_ASSIGN_OR_RETURN(int64_t q, i.Int(1, 1 << 24));
-      t.qps.push_back(static_cast<uint32_t>(q));
-      t.qps_at.push_back(Where(i));
-    }
-  }
-  if (auto list = n.Optional("directions")) {
-    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
-    for (const Node& i : items) {
-      FG_ASSIGN_OR_RETURN(std::string d, i.OneOf({"uni", "bi"}));
-      t.bidirectional.push_back(d == "bi");
-      t.directions_at.push_back(Where(i));
-      // `bi` sends each stream back from its rx_port: a stream received on
-      // its own port has no way back, and its cell would run one way only.
-      for (size_t k : t.streams) {
-        const StreamSpec& s = plan.streams[k];
-        if (d == "bi" && s.rx_port == s.port) {
-          return i.Error(absl::StrFormat(
-              "'bi' also runs each stream back from its rx_port to its port, but stream '%s' is received on its "
-              "own port '%s'; give it an rx_port of its own, leave it out of this test's streams, or use uni",
-              s.name, plan.ports[s.port].name));
-        }
-      }
-    }
-  }
-  if (auto s = n.Optional("search")) {
-    FG_ASSIGN_OR_RETURN(std::string v, s->OneOf({"binary", "multi_goal"}));
-    t.search = v == "binary" ? TestSpec::Search::kBinary : TestSpec::Search::kMultiGoal;
-  }
-  auto pct = [](double lo, double hi) { return [lo, hi](const Node& x) { return x.Percent(lo, hi); }; };
-  FG_RETURN_IF_ERROR(Opt(n, "min", t.min_load, pct(0.0001, 100)));
-  FG_RETURN_IF_ERROR(Opt(n, "max", t.max_load, pct(0.0001, 100)));
-  if (t.min_load > t.max_load) return n.At("min").Error("min must not be above max");
-  FG_RETURN_IF_ERROR(Opt(n, "precision", t.precision, pct(0.0001, 100)));
-  FG_RETURN_IF_ERROR(Opt(n, "loss_tolerance", t.loss_tolerance, pct(0, 99.9)));
-  FG_RETURN_IF_ERROR(Opt(n, "repetitions", t.search_repetitions, IntIn(1, 1000)));
-  FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
-  FG_RETURN_IF_ERROR(Opt(n, "initial_duration", t.initial_duration_ns, DurationIn()));
-  FG_RETURN_IF_ERROR(ParseWarmup(n, t));
-  if (t.trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
-  if (!n.Optional("initial_duration")) {
-    t.initial_duration_ns = std::min(t.initial_duration_ns, t.trial_duration_ns);  // default: 1 s or shorter
-  } else if (t.initial_duration_ns > t.trial_duration_ns) {
-    return n.At("initial_duration").Error("initial_duration must be at most trial_duration");
-  }
-  if (auto g = n.Optional("goals")) {
-    if (t.search != TestSpec::Search::kMultiGoal) return g->Error("goals belong to search: multi_goal");
-    FG_ASSIGN_OR_RETURN(std::vector<Node> items, g->Items());
-    for (const Node& i : items) {
-      FG_RETURN_IF_ERROR(i.CheckKeys({"name", "loss", "final_duration", "width", "exceed_ratio", "duration_sum"}));
-      GoalSpec goal;
-      FG_ASSIGN_OR_RETURN(Node name, i.Required("name"));
-      FG_ASSIGN_OR_RETURN(goal.name, name.String());
-      FG_ASSIGN_OR_RETURN(Node loss, i.Required("loss"));
-      FG_ASSIGN_OR_RETURN(goal.loss_ratio, loss.Percent(0, 99.9));
-      FG_RETURN_IF_ERROR(Opt(i, "final_duration", goal.final_duration_ns, DurationIn()));
-      FG_RETURN_IF_ERROR(Opt(i, "width", goal.width, pct(0.0001, 50)));
-      FG_RETURN_IF_ERROR(Opt(i, "exceed_ratio", goal.exceed_ratio, pct(0, 99)));
-      FG_RETURN_IF_ERROR(Opt(i, "duration_sum", goal.duration_sum_ns, DurationIn()));
-      t.goals.push_back(goal);
-    }
-    if (t.goals.empty()) return g->Error("goals: list is empty");
-  } else if (t.search == TestSpec::Search::kMultiGoal) {
-    t.goals = {GoalSpec{.name = "NDR", .loss_ratio = 0}, GoalSpec{.name = "PDR", .loss_ratio = 0.005}};
-  }
-  for (GoalSpec& goal : t.goals) {
-    if (goal.final_duration_ns == 0) goal.final_duration_ns = t.trial_duration_ns;
-  }
-  return t;
-}
-
-absl::StatusOr<TestSpec> ParseLatency(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "load", "runs", "trial_duration", "warmup", "compare_to",
-                                  "at_throughput_of", "tester_limit_retries"}));
-  FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kLatency, "latency"));
-  t.trial_duration_ns = 120'000'000'000;  // RFC 2544 26.2
-  FG_RETURN_IF_ERROR(Opt(n, "load", t.load, [](const Node& x) { return x.Percent(0.0001, 100); }));
-  FG_RETURN_IF_ERROR(Opt(n, "runs", t.runs, IntIn(1, 10000)));
-  if (auto a = n.Optional("at_throughput_of")) {
-    if (n.Optional("load")) return a->Error("a latency test has either a load or at_throughput_of, not both");
-    FG_RETURN_IF_ERROR(EarlierTest(plan, *a, TestSpec::Kind::kThroughput, "throughput", t.load_from));
-  }
-  if (auto c = n.Optional("compare_to")) {
-    FG_RETURN_IF_ERROR(EarlierTest(plan, *c, TestSpec::Kind::kLatency, "latency", t.compare_to));
-  }
-  FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
-  FG_RETURN_IF_ERROR(ParseWarmup(n, t));
-  return t;
-}
-
-absl::StatusOr<TestSpec> ParseBurst(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"name", "streams", "min_frames", "max_frames", "repetitions", "gap", "warmup",
-                                  "incast", "tester_limit_retries"}));
-  FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kBurst, "burst"));
-  t.warmup_ns = 0;
-  FG_RETURN_IF_ERROR(Opt(n, "min_frames", t.min_frames, IntIn(1, 1 << 24)));
-  FG_RETURN_IF_ERROR(Opt(n, "max_frames", t.max_frames, IntIn(1, 1 << 24)));
-  if (t.min_frames > t.max_frames) return n.At("min_frames").Error("min_frames must not be above max_frames");
-  FG_RETURN_IF_ERROR(Opt(n, "repetitions", t.repetitions, IntIn(1, 100000)));
-  FG_RETURN_IF_ERROR(Opt(n, "gap", t.gap_ns, DurationIn()));
-  if (auto list = n.Optional("incast")) {
-    FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
-    for (const Node& i : items) {
-      FG_ASSIGN_OR_RETURN(int64_t k, i.Int(1, static_cast<int64_t>(t.streams.size())));
-      t.incast.push_back(static_cast<int>(k));
-    }
-  }
-  FG_RETURN_IF_ERROR(ParseWarmup(n, t));
-  return t;
-}
-
-absl::StatusOr<TestSpec> ParseLoadBalance(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(
-      n.CheckKeys({"name", "streams", "links", "load", "runs", "trial_duration", "warmup", "tester_limit_retries"}));
-  FG_ASSIGN_OR_RETURN(TestSpec t, TestHead(plan, n, TestSpec::Kind::kLoadBalance, "load_balance"));
-  if (plan.dut_counters.empty()) {
-    return n.Error("a load_balance test reads the DUT's link counters: give the plan `dut_counters` (a command)");
-  }
-  FG_ASSIGN_OR_RETURN(Node links, n.Required("links"));
-  FG_ASSIGN_OR_RETURN(std::vector<Node> items, links.Items());
-  if (items.size() < 2) return links.Error("links: name at least two parallel links (the DUT's counter names)");
-  std::set<std::string> seen;
-  for (const Node& i : items) {
-    FG_ASSIGN_OR_RETURN(std::string link, i.String());
-    if (!seen.insert(link).second) return i.Error(absl::StrFormat("link '%s' is listed twice", link));
-    t.links.push_back(link);
-  }
-  t.runs = 1;
-  t.trial_duration_ns = 10'000'000'000;
-  FG_RETURN_IF_ERROR(Opt(n, "load", t.load, [](const Node& x) { return x.Percent(0.0001, 100); }));
-  FG_RETURN_IF_ERROR(Opt(n, "runs", t.runs, IntIn(1, 10000)));
-  FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t.trial_duration_ns, DurationIn()));
-  FG_RETURN_IF_ERROR(ParseWarmup(n, t));
-  return t;
-}
-
-absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n) {
-  FG_RETURN_IF_ERROR(n.CheckKeys({"throughput", "latency", "burst", "load_balance"}));
-  if (auto t = n.Optional("throughput")) return ParseThroughput(plan, *t);
-  if (auto t = n.Optional("latency")) return ParseLatency(plan, *t);
-  if (auto t = n.Optional("burst")) return ParseBurst(plan, *t);
-  if (auto t = n.Optional("load_balance")) return ParseLoadBalance(plan, *t);
-  return n.Error("a test names its kind: throughput, latency, burst or load_balance");
-}
-
-absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
+absl::StatusOr<Plan> Parse(const std::string& file, const Node& root, const TestKindParsers& kinds) {
   FG_RETURN_IF_ERROR(root.CheckKeys({"version", "name", "dut", "host", "topology", "dut_counters", "eal", "duration",
                                      "drain", "placement", "report", "ports", "streams", "tests", "lab"}));
   Plan plan;
@@ -459,7 +306,7 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root) {
   if (auto tests = root.Optional("tests")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> list, tests->Items());
     for (const Node& i : list) {
-      FG_ASSIGN_OR_RETURN(TestSpec t, ParseTest(plan, i));
+      FG_ASSIGN_OR_RETURN(TestSpec t, ParseTest(plan, i, kinds));
       plan.tests.push_back(std::move(t));
     }
   }
@@ -473,14 +320,22 @@ std::string FormatLocation(const std::string& file, const Location& at) {
   return absl::StrFormat("%s:%d:%d", file, at.line, at.column);
 }
 
-absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text) {
-  FG_ASSIGN_OR_RETURN(Node root, internal::LoadYamlString(&file, text));
-  return Parse(file, root);
+absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text, const TestKindParsers& kinds) {
+  FG_ASSIGN_OR_RETURN(Node root, LoadYamlString(&file, text));
+  return Parse(file, root, kinds);
 }
 
-absl::StatusOr<Plan> LoadPlan(const std::string& file) {
-  FG_ASSIGN_OR_RETURN(Node root, internal::LoadYamlFile(&file));
-  return Parse(file, root);
+absl::StatusOr<Plan> LoadPlan(const std::string& file, const TestKindParsers& kinds) {
+  FG_ASSIGN_OR_RETURN(Node root, LoadYamlFile(&file));
+  return Parse(file, root, kinds);
+}
+
+absl::Status EarlierTest(const Plan& plan, const Node& n, std::string_view kind, std::string& out) {
+  FG_ASSIGN_OR_RETURN(out, n.String());
+  for (const TestSpec& x : plan.tests) {
+    if (x.kind == kind && x.name == out) return absl::OkStatus();
+  }
+  return n.Error(absl::StrFormat("no earlier %s test named '%s'", kind, out));
 }
 
 }  // namespace fg::config

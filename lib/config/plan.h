@@ -13,8 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -80,60 +83,56 @@ struct StreamSpec {
   int line = 0;
 };
 
-// A loss-ratio goal of a multi-goal search (MLRsearch terms).
-struct GoalSpec {
-  std::string name;
-  double loss_ratio = 0;          // a trial exceeds the goal above this (0.005 = 0.5 %)
-  int64_t final_duration_ns = 0;  // 0: the test's trial_duration
-  double width = 0.005;           // relative width at which the goal is done
-  double exceed_ratio = 0;        // share of duration_sum that exceeding trials may take at a lower bound
-  int64_t duration_sum_ns = 0;    // 0: final_duration
+// What a test kind reads from its own section of a `tests:` item (the
+// search bounds of a throughput test, the links of a load_balance test...).
+// Each kind derives its own; config knows none of them (methods/ does).
+struct TestParams {
+  virtual ~TestParams() = default;
 };
 
-// One test of the plan's `tests:` list.
+// One test of the plan's `tests:` list: what every kind has, and the kind's
+// own parameters.
 struct TestSpec {
-  enum class Kind { kThroughput, kLatency, kBurst, kLoadBalance } kind = Kind::kThroughput;
-  std::string name;
+  std::string kind;             // the kind's key in the plan: "throughput", "latency", ...
+  std::string name;             // default: the kind's key
   std::vector<size_t> streams;  // indices into Plan::streams; all when the plan lists none
-  enum class Search { kBinary, kMultiGoal } search = Search::kBinary;
-  // Loads are fractions of each stream's TX port line rate (L1); a port's
-  // load is shared evenly by the test's streams on it.
-  double min_load = 0.01;
-  double max_load = 1.0;
-  double precision = 0.005;   // binary: stop when the interval is this narrow (fraction of line rate)
-  double loss_tolerance = 0;  // binary: a trial passes at or below this loss ratio
-  int64_t trial_duration_ns = 60'000'000'000;
-  int64_t initial_duration_ns = 1'000'000'000;  // multi-goal: the short trials
-  std::vector<GoalSpec> goals;                  // multi-goal; default NDR 0 %, PDR 0.5 %
-  int search_repetitions = 1;                   // throughput: searches whose results are averaged (CV reported)
-  int64_t warmup_ns = 1'000'000'000;            // traffic before the first trial (learning, ARP), not counted
-  // throughput: a matrix of searches, one per message size x QP count x
-  // direction (empty: the streams as planned, one direction).
-  std::vector<uint64_t> message_sizes;  // RoCE/UET message bytes, or UDP frame size
-  std::vector<uint32_t> qps;            // flows per stream (QPs, PDCs)
-  std::vector<bool> bidirectional;      // false: as planned; true: each stream also runs back from its rx_port
-  // Where each matrix entry is written, for errors about the cells it makes.
-  std::vector<Location> message_sizes_at, qps_at, directions_at;
-  // latency: `runs` trials of trial_duration at `load`; percentiles from the pooled samples.
-  double load = 0.5;
-  int runs = 20;
-  std::string compare_to;  // latency: an earlier (e.g. unloaded, single-QP) latency test: the increase factor
-  std::string load_from;   // latency: run at the throughput an earlier throughput test found (its first goal)
-  // burst: back-to-back bursts at line rate from every stream at once (incast
-  // when several), searched for the longest one no repetition loses a frame of.
-  uint32_t min_frames = 1, max_frames = 10'000;
-  int repetitions = 50;
-  int64_t gap_ns = 100'000'000;  // after each burst, for the DUT's buffer to drain
-  std::vector<int> incast;       // burst: sender counts to sweep (the test's first N streams); empty: all at once
-  // load_balance: `runs` trials at `load`; the DUT's counters of these
-  // parallel links (Plan::dut_counters) give each link's share: MMR and JFI.
-  std::vector<std::string> links;
-  // Every kind: a trial where the tester itself fell behind (engine tester
-  // limits) is not counted and is run again, up to this many times; then
-  // the test stops rather than judge the device by it.
+  int64_t warmup_ns = 1'000'000'000;  // traffic before the first trial (learning, ARP), not counted
+  // A trial where the tester itself fell behind (engine tester limits) is
+  // not counted and is run again, up to this many times; then the test stops
+  // rather than judge the device by it.
   int tester_limit_retries = 5;
   int line = 0;
+  std::shared_ptr<const TestParams> params;  // never null in a parsed plan
+
+  // The kind's parameters; `P` must be the type its kind parsed.
+  template <typename P>
+  const P& As() const {
+    const P* p = dynamic_cast<const P*>(params.get());
+    if (p == nullptr) std::abort();  // a kind reading another kind's test: a bug, not a plan error
+    return *p;
+  }
 };
+
+class Node;
+struct Plan;
+
+// What the plan parser needs of a test kind: its key and how to read its
+// section. The kinds themselves (methods/test_kind.h) add how to run one
+// and report it; the parser is given their table.
+class TestKindParser {
+ public:
+  virtual ~TestKindParser() = default;
+  virtual std::string_view key() const = 0;
+  // The kind's own keys in its section (the parser adds name, streams,
+  // warmup and tester_limit_retries, which every kind has).
+  virtual std::vector<std::string_view> own_keys() const = 0;
+  virtual int64_t default_warmup_ns() const { return 1'000'000'000; }
+  // Reads the kind's own keys; `test` holds the common ones, already read.
+  // `plan` has the ports, streams and the tests before this one.
+  virtual absl::StatusOr<std::shared_ptr<const TestParams>> Parse(const Plan& plan, const Node& section,
+                                                                  const TestSpec& test) const = 0;
+};
+using TestKindParsers = std::vector<const TestKindParser*>;
 
 struct Plan {
   std::string file;
@@ -171,9 +170,15 @@ absl::Status CheckFrame(const FrameSpec& frame, uint32_t port_mtu, const std::st
 // message bytes, or the size of a plain UDP frame.
 void SetMessageSize(FrameSpec& frame, uint64_t bytes);
 
-// Reads and validates a plan file.
-absl::StatusOr<Plan> LoadPlan(const std::string& file);
+// Reads and validates a plan file; `kinds` read the tests' sections
+// (methods::LoadPlan passes every kind fabricgen has; without kinds, a plan
+// with `tests:` is refused).
+absl::StatusOr<Plan> LoadPlan(const std::string& file, const TestKindParsers& kinds = {});
 // Same, from text; `file` is only used in messages.
-absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text);
+absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text, const TestKindParsers& kinds = {});
+
+// For a kind's parser: the test named at `n`, which must be an earlier test
+// of kind `kind` (latency's at_throughput_of); its name into `out`.
+absl::Status EarlierTest(const Plan& plan, const Node& n, std::string_view kind, std::string& out);
 
 }  // namespace fg::config

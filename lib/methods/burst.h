@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "methods/load.h"
+#include "methods/test_kind.h"
 
 namespace fg::methods {
 
@@ -31,18 +32,23 @@ struct BurstPoint {
   uint32_t first_loss_frames = 0;  // the shortest burst that lost (0: none up to max_frames)
 };
 
-struct BurstResult {
-  std::string name;
-  std::vector<std::string> streams;
+// A `burst` test's section.
+struct BurstParams : config::TestParams {
+  uint32_t min_frames = 1, max_frames = 10'000;
+  int repetitions = 50;
+  int64_t gap_ns = 100'000'000;  // after each burst, for the DUT's buffer to drain
+  std::vector<int> incast;       // sender counts to sweep (the test's first N streams); empty: all at once
+};
+
+struct BurstResult : TestResult {
   int repetitions = 0;
   std::vector<BurstPoint> points;  // one per incast ratio swept (one when the test sweeps none)
-  std::vector<TrialRecord> trials;
-  bool complete = true;
-  std::string stopped_because;
 };
 
 absl::StatusOr<BurstResult> RunBurst(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                      const std::vector<stream::CompiledStream>& streams, const config::TestSpec& test,
                                      const MethodOptions& options);
+
+const TestKind& BurstKind();
 
 }  // namespace fg::methods

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "methods/load.h"
+#include "methods/test_kind.h"
 #include "stats/histogram.h"
 
 namespace fg::methods {
@@ -28,25 +29,27 @@ struct LatencyRun {
   double mean_ns = 0, p50_ns = 0, p99_ns = 0;
 };
 
-struct LatencyResult {
-  std::string name;
-  std::vector<std::string> streams;
+// A `latency` test's section: `runs` trials of `trial_duration` (default
+// 120 s, RFC 2544 26.2) at `load`, or at the throughput an earlier test found.
+struct LatencyParams : FixedLoadParams {
+  std::string compare_to;  // an earlier (e.g. unloaded, single-QP) latency test: the increase factor
+  std::string load_from;   // run at the throughput an earlier throughput test found (its first goal)
+};
+
+struct LatencyResult : TestResult {
   double load = 0;  // fraction of line rate (L1): the load the runs were sent at
   // With at_throughput_of: the throughput result that load came from (the
   // test's name, with its matrix cell) and its goal (the first: e.g. NDR).
   // Empty: the plan's `load`.
   std::string load_from, load_goal;
   double line_l1_bps = 0;
-  std::vector<LatencyRun> runs;     // counted runs
-  std::vector<TrialRecord> trials;  // every trial, warm-up included
+  std::vector<LatencyRun> runs;  // counted runs
   stats::LatencyHistogram pooled;   // all counted runs' samples
   double cv_p50 = 0;                // standard deviation / mean of the runs' P50
   // With `compare_to` (e.g. the unloaded, single-QP test): this P50 and P99 over that test's.
   std::string compared_to;
   double increase_p50 = 0, increase_p99 = 0;
   std::string observation_point;
-  bool complete = true;
-  std::string stopped_because;
 };
 
 // Fills the latency increase factor of `loaded` against `base`.
@@ -55,5 +58,19 @@ void CompareLatency(LatencyResult& loaded, const LatencyResult& base);
 absl::StatusOr<LatencyResult> RunLatency(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                          const std::vector<stream::CompiledStream>& streams,
                                          const config::TestSpec& test, const MethodOptions& options);
+
+// The load a latency test runs at: the plan's `load`, or with
+// at_throughput_of the lower bound of the first goal (e.g. NDR) an earlier
+// throughput outcome found (the first matrix cell that found it). Errors
+// (FailedPrecondition): that test has not run yet (the CLI's `run`), or found
+// no throughput.
+struct LatencyLoad {
+  double load = 0;         // fraction of line rate (L1)
+  std::string from, goal;  // empty: the plan's load
+};
+absl::StatusOr<LatencyLoad> ChooseLatencyLoad(const config::Plan& plan, const config::TestSpec& test,
+                                              const std::vector<TestOutcome>& earlier);
+
+const TestKind& LatencyKind();
 
 }  // namespace fg::methods

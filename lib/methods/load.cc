@@ -5,19 +5,20 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "config/reader.h"
 
 namespace fg::methods {
 
 absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                             const std::vector<stream::CompiledStream>& streams,
-                                            const config::TestSpec& test, bool bursts) {
+                                            const config::TestSpec& test, Use use) {
   LoadRunner r;
   r.eal_ = &eal;
-  r.judges_latency_ = test.kind == config::TestSpec::Kind::kLatency;
+  r.judges_latency_ = use.judges_latency;
   r.ports_ = ports;
   for (size_t i : test.streams) {
     const stream::CompiledStream& s = streams.at(i);
-    if (s.burst_frames != 0 && !bursts) {
+    if (s.burst_frames != 0 && !use.bursts) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "test %s: stream %s has a burst schedule; this test paces its streams at a load", test.name, s.name));
     }
@@ -182,6 +183,14 @@ absl::StatusOr<engine::TrialResult> LoadRunner::RunUnlimited(
       absl::StrFormat("the tester itself was the limit in %d attempts of the same trial (last: %s); the test stops "
                       "rather than judge the device by them (tests[].tester_limit_retries: %d)",
                       attempts, last, retries));
+}
+
+absl::Status ParseFixedLoad(const config::Node& n, FixedLoadParams& p) {
+  FG_RETURN_IF_ERROR(config::Opt(n, "load", p.load, config::PercentIn(0.0001, 100)));
+  FG_RETURN_IF_ERROR(config::Opt(n, "runs", p.runs, config::IntIn(1, 10000)));
+  FG_RETURN_IF_ERROR(config::Opt(n, "trial_duration", p.trial_duration_ns, config::DurationIn()));
+  if (p.trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
+  return absl::OkStatus();
 }
 
 absl::Status RunWarmup(const LoadRunner& runner, const config::TestSpec& test, double load,

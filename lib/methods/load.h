@@ -6,7 +6,7 @@
 // streams on one port. A trial's counts come from fabricgen's analyzer at the
 // fabric boundary: frames sent by TX, unique frames received by RX.
 //
-//   auto runner = fg::methods::LoadRunner::Make(eal, ports, streams, test);
+//   auto runner = fg::methods::LoadRunner::Make(eal, ports, streams, test, {});
 //   auto r = runner->Run(0.5, 10.0, options);       // 50 % of line for 10 s
 //   TrialRecord t = runner->Record(*r, 0.5, 10.0, "final", 0);
 #pragma once
@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -70,10 +71,15 @@ struct MethodOptions {
 
 class LoadRunner {
  public:
-  // Refuses ports without a link speed, and (unless `bursts`) streams with a burst schedule.
+  // What the test does with its trials.
+  struct Use {
+    bool bursts = false;          // RunBursts: streams with a burst schedule are allowed
+    bool judges_latency = false;  // an RX stall (rx_stall) makes a trial's figures the tester's
+  };
+  // Refuses ports without a link speed, and (unless use.bursts) streams with a burst schedule.
   static absl::StatusOr<LoadRunner> Make(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                          const std::vector<stream::CompiledStream>& streams,
-                                         const config::TestSpec& test, bool bursts = false);
+                                         const config::TestSpec& test, Use use);
   // One trial; Cancelled when interrupted.
   absl::StatusOr<engine::TrialResult> Run(double load, double duration_s, const MethodOptions& options) const;
   // One trial of `repetitions` bursts of `frames` back to back at line rate
@@ -116,8 +122,19 @@ class LoadRunner {
   std::map<size_t, int> per_port_;  // TX port -> the test's streams on it
   std::vector<std::string> names_;
   double line_l1_bps_ = 0, mean_frame_size_ = 0;
-  bool judges_latency_ = false;  // a latency test: an RX stall (rx_stall) makes a trial's figures the tester's
+  bool judges_latency_ = false;  // Use::judges_latency
 };
+
+// The section of a test run at one fixed load (latency, load_balance):
+// `load` (percent of line), `runs` trials of `trial_duration`.
+struct FixedLoadParams : config::TestParams {
+  double load = 0.5;  // fraction of line rate (L1)
+  int runs = 20;
+  int64_t trial_duration_ns = 10'000'000'000;
+};
+inline constexpr std::string_view kFixedLoadKeys[] = {"load", "runs", "trial_duration"};
+// Reads those keys into `p` (its defaults stand for keys not given).
+absl::Status ParseFixedLoad(const config::Node& n, FixedLoadParams& p);
 
 // The test's warm-up, when it has one: traffic at `load` for warmup_ns,
 // appended to `trials` as not counted (and shown through on_trial).

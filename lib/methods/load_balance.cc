@@ -1,10 +1,13 @@
 #include "methods/load_balance.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "base/units.h"
+#include "config/reader.h"
 
 namespace fg::methods {
 
@@ -63,50 +66,51 @@ absl::StatusOr<LoadBalanceResult> RunLoadBalance(const port::Eal& eal, const std
                                                  const std::vector<stream::CompiledStream>& streams,
                                                  const config::TestSpec& test, const MethodOptions& options,
                                                  const LinkCounterReader& read_counters) {
+  const LoadBalanceParams& lp = test.As<LoadBalanceParams>();
   LoadBalanceResult out;
   out.name = test.name;
-  out.load = test.load;
-  FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, test));
+  out.load = lp.load;
+  FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, test, {}));
   out.streams = runner.stream_names();
   out.line_l1_bps = runner.line_l1_bps();
   for (const stream::CompiledStream& s : streams) {
     if (std::find(out.streams.begin(), out.streams.end(), s.name) != out.streams.end()) out.flows += s.flows;
   }
-  for (const std::string& l : test.links) out.links.push_back(LinkLoad{l, 0, 0});
+  for (const std::string& l : lp.links) out.links.push_back(LinkLoad{l, 0, 0});
   // Before any traffic: the links must exist.
-  FG_RETURN_IF_ERROR(Read(read_counters, test.links).status());
+  FG_RETURN_IF_ERROR(Read(read_counters, lp.links).status());
   auto stop = [&](const absl::Status& s) {
     out.complete = false;
     out.stopped_because = std::string(s.message());
   };
-  if (absl::Status w = RunWarmup(runner, test, test.load, options, out.trials); !w.ok()) {
+  if (absl::Status w = RunWarmup(runner, test, lp.load, options, out.trials); !w.ok()) {
     stop(w);
     return out;
   }
-  const double secs = test.trial_duration_ns / 1e9;
-  for (int i = 0; i < test.runs; ++i) {
+  const double secs = lp.trial_duration_ns / 1e9;
+  for (int i = 0; i < lp.runs; ++i) {
     // The DUT's counters around each attempt (after the drain: every frame
     // of the trial has left the DUT); an attempt the tester limited is
     // recorded, not counted, and run again.
     std::vector<LinkCounters> before, after;
     auto attempt = [&]() -> absl::StatusOr<engine::TrialResult> {
-      FG_ASSIGN_OR_RETURN(before, Read(read_counters, test.links));
-      FG_ASSIGN_OR_RETURN(engine::TrialResult r, runner.Run(test.load, secs, options));
-      FG_ASSIGN_OR_RETURN(after, Read(read_counters, test.links));
+      FG_ASSIGN_OR_RETURN(before, Read(read_counters, lp.links));
+      FG_ASSIGN_OR_RETURN(engine::TrialResult r, runner.Run(lp.load, secs, options));
+      FG_ASSIGN_OR_RETURN(after, Read(read_counters, lp.links));
       return r;
     };
     auto r = runner.RunUnlimited(
         attempt,
-        [&](const engine::TrialResult& x, int index) { return runner.Record(x, test.load, secs, "run", index); },
+        [&](const engine::TrialResult& x, int index) { return runner.Record(x, lp.load, secs, "run", index); },
         test.tester_limit_retries, options, out.trials);
     if (!r.ok()) {
       stop(r.status());
       return out;
     }
     LoadBalanceRun run;
-    run.trial = runner.Record(*r, test.load, secs, "run", static_cast<int>(out.trials.size()));
-    for (size_t k = 0; k < test.links.size(); ++k) {
-      LinkLoad l{test.links[k], after[k].tx_packets - before[k].tx_packets, after[k].tx_bytes - before[k].tx_bytes};
+    run.trial = runner.Record(*r, lp.load, secs, "run", static_cast<int>(out.trials.size()));
+    for (size_t k = 0; k < lp.links.size(); ++k) {
+      LinkLoad l{lp.links[k], after[k].tx_packets - before[k].tx_packets, after[k].tx_bytes - before[k].tx_bytes};
       out.links[k].tx_packets += l.tx_packets;
       out.links[k].tx_bytes += l.tx_bytes;
       out.link_packets += l.tx_packets;
@@ -120,6 +124,128 @@ absl::StatusOr<LoadBalanceResult> RunLoadBalance(const port::Eal& eal, const std
   }
   Score(out.links, out.mmr, out.jfi);
   return out;
+}
+
+namespace {
+
+void WriteLinks(report::JsonWriter& w, const std::vector<LinkLoad>& links) {
+  w.Key("links");
+  w.BeginArray();
+  for (const LinkLoad& l : links) {
+    w.BeginObject();
+    w.Field("name", l.name);
+    w.Field("tx_packets", l.tx_packets);
+    w.Field("tx_bytes", l.tx_bytes);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+class LoadBalance final : public TestKind {
+ public:
+  std::string_view key() const override { return "load_balance"; }
+  std::vector<std::string_view> own_keys() const override {
+    std::vector<std::string_view> keys = {"links"};
+    keys.insert(keys.end(), std::begin(kFixedLoadKeys), std::end(kFixedLoadKeys));
+    return keys;
+  }
+
+  absl::StatusOr<std::shared_ptr<const config::TestParams>> Parse(const config::Plan& plan, const config::Node& n,
+                                                                  const config::TestSpec&) const override {
+    if (plan.dut_counters.empty()) {
+      return n.Error("a load_balance test reads the DUT's link counters: give the plan `dut_counters` (a command)");
+    }
+    auto t = std::make_shared<LoadBalanceParams>();
+    FG_ASSIGN_OR_RETURN(config::Node links, n.Required("links"));
+    FG_ASSIGN_OR_RETURN(std::vector<config::Node> items, links.Items());
+    if (items.size() < 2) return links.Error("links: name at least two parallel links (the DUT's counter names)");
+    std::set<std::string> seen;
+    for (const config::Node& i : items) {
+      FG_ASSIGN_OR_RETURN(std::string link, i.String());
+      if (!seen.insert(link).second) return i.Error(absl::StrFormat("link '%s' is listed twice", link));
+      t->links.push_back(link);
+    }
+    t->runs = 1;
+    t->trial_duration_ns = 10'000'000'000;
+    FG_RETURN_IF_ERROR(ParseFixedLoad(n, *t));
+    return t;
+  }
+
+  std::string Describe(const config::TestSpec& test) const override {
+    const LoadBalanceParams& t = test.As<LoadBalanceParams>();
+    return absl::StrFormat("load balance over %d links, %d run(s) of %s at %.3f %% of line", t.links.size(), t.runs,
+                           FormatDuration(t.trial_duration_ns), t.load * 100);
+  }
+
+  double EstimateSeconds(const config::TestSpec& test, int64_t drain_ns) const override {
+    const LoadBalanceParams& t = test.As<LoadBalanceParams>();
+    return test.warmup_ns / 1e9 + t.runs * ((t.trial_duration_ns + drain_ns) / 1e9);
+  }
+
+  absl::StatusOr<std::vector<std::shared_ptr<const TestResult>>> Run(const TestContext& c,
+                                                                     const config::TestSpec& test) const override {
+    FG_ASSIGN_OR_RETURN(LoadBalanceResult r,
+                        RunLoadBalance(c.eal, c.ports, c.streams, test, c.options, c.read_dut_counters));
+    return std::vector<std::shared_ptr<const TestResult>>{std::make_shared<LoadBalanceResult>(std::move(r))};
+  }
+
+  void WriteParameters(report::JsonWriter& w, const config::TestSpec& test, const TestResult&) const override {
+    const LoadBalanceParams& t = test.As<LoadBalanceParams>();
+    w.Field("load_fraction_of_line", t.load);
+    w.Field("runs", t.runs);
+    w.Field("trial_duration_s", t.trial_duration_ns / 1e9);
+    w.Field("warmup_s", test.warmup_ns / 1e9);
+    w.Key("links");
+    w.BeginArray();
+    for (const std::string& l : t.links) w.String(l);
+    w.EndArray();
+  }
+
+  void WriteResults(report::JsonWriter& w, const config::TestSpec&, const TestResult& result) const override {
+    const auto& r = static_cast<const LoadBalanceResult&>(result);
+    w.Field("line_rate_bps_l1", r.line_l1_bps);
+    w.Field("flows", r.flows);
+    w.Field("observation_point",
+            "the DUT's own per-link transmit counters (plan dut_counters), read before and after each run; "
+            "L_i = bytes sent on link i");
+    w.Field("mmr", r.mmr);
+    w.Field("jfi", r.jfi);
+    w.Field("link_packets", r.link_packets);
+    w.Field("rx_frames_unique", r.rx_frames);
+    WriteLinks(w, r.links);
+    w.Key("runs");
+    w.BeginArray();
+    for (const LoadBalanceRun& run : r.runs) {
+      w.BeginObject();
+      w.Field("trial_index", run.trial.index);
+      w.Field("mmr", run.mmr);
+      w.Field("jfi", run.jfi);
+      WriteLinks(w, run.links);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+
+  std::string Summary(const TestResult& result) const override {
+    const auto& r = static_cast<const LoadBalanceResult&>(result);
+    std::string out =
+        absl::StrFormat("test %s (load balance at %.3f %% of line, %d flows over %d links)%s\n", r.name, r.load * 100,
+                        r.flows, r.links.size(), r.complete ? "" : ", INCOMPLETE: " + r.stopped_because);
+    for (const LinkLoad& l : r.links) {
+      out += absl::StrFormat("  %-20s %s frames, %s bytes\n", l.name, FormatCount(l.tx_packets),
+                             FormatCount(l.tx_bytes));
+    }
+    out += absl::StrFormat("  MMR %.4f, JFI %.4f (of bytes); the links carried %s frames, the analyzer received %s\n",
+                           r.mmr, r.jfi, FormatCount(r.link_packets), FormatCount(r.rx_frames));
+    return out;
+  }
+};
+
+}  // namespace
+
+const TestKind& LoadBalanceKind() {
+  static const LoadBalance kind;
+  return kind;
 }
 
 }  // namespace fg::methods

@@ -25,14 +25,15 @@
 
 #include "absl/status/statusor.h"
 #include "methods/load.h"
+#include "methods/test_kind.h"
 
 namespace fg::methods {
 
-struct LinkCounters {
-  uint64_t tx_packets = 0, tx_bytes = 0;
+// A `load_balance` test's section: `runs` trials (default 1) of
+// `trial_duration` (default 10 s) at `load`, over the DUT's `links`.
+struct LoadBalanceParams : FixedLoadParams {
+  std::vector<std::string> links;  // names in the DUT's counters (Plan::dut_counters)
 };
-// The DUT's counters, by link name.
-using LinkCounterReader = std::function<absl::StatusOr<std::map<std::string, LinkCounters>>()>;
 
 // Of per-link loads; 0 when every load is 0.
 double MaxMeanRatio(const std::vector<double>& loads);
@@ -49,25 +50,22 @@ struct LoadBalanceRun {
   double mmr = 0, jfi = 0;  // of the links' bytes
 };
 
-struct LoadBalanceResult {
-  std::string name;
-  std::vector<std::string> streams;
+struct LoadBalanceResult : TestResult {
   double load = 0;  // fraction of line rate (L1)
   double line_l1_bps = 0;
   uint64_t flows = 0;  // the test's flows (each with its own entropy unless the streams vary it per packet)
   std::vector<LoadBalanceRun> runs;
-  std::vector<TrialRecord> trials;  // every trial, warm-up included
-  std::vector<LinkLoad> links;      // summed over the counted runs
+  std::vector<LinkLoad> links;  // summed over the counted runs
   double mmr = 0, jfi = 0;          // of the summed bytes
   uint64_t link_packets = 0;        // frames the listed links carried in the counted runs
   uint64_t rx_frames = 0;           // unique frames the analyzer received in them
-  bool complete = true;
-  std::string stopped_because;
 };
 
 absl::StatusOr<LoadBalanceResult> RunLoadBalance(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                                  const std::vector<stream::CompiledStream>& streams,
                                                  const config::TestSpec& test, const MethodOptions& options,
                                                  const LinkCounterReader& read_counters);
+
+const TestKind& LoadBalanceKind();
 
 }  // namespace fg::methods

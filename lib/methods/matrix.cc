@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "methods/throughput.h"
 #include "stream/stream.h"
 
 namespace fg::methods {
@@ -35,7 +36,7 @@ MatrixCell MakeCell(const config::Plan& plan, const config::TestSpec& test, uint
   std::vector<std::string> parts;
   if (size != 0) parts.push_back(absl::StrFormat("msg=%d B", size));
   if (q != 0) parts.push_back(absl::StrFormat("qps=%d", q));
-  if (!test.bidirectional.empty()) parts.push_back(bi ? "bi" : "uni");
+  if (!test.As<ThroughputParams>().bidirectional.empty()) parts.push_back(bi ? "bi" : "uni");
   for (const std::string& p : parts) c.label += (c.label.empty() ? "" : ", ") + p;
   return c;
 }
@@ -43,9 +44,10 @@ MatrixCell MakeCell(const config::Plan& plan, const config::TestSpec& test, uint
 }  // namespace
 
 std::vector<MatrixCell> ExpandMatrix(const config::Plan& plan, const config::TestSpec& test) {
-  const std::vector<uint64_t> sizes = test.message_sizes.empty() ? std::vector<uint64_t>{0} : test.message_sizes;
-  const std::vector<uint32_t> qps = test.qps.empty() ? std::vector<uint32_t>{0} : test.qps;
-  const std::vector<bool> dirs = test.bidirectional.empty() ? std::vector<bool>{false} : test.bidirectional;
+  const ThroughputParams& t = test.As<ThroughputParams>();
+  const std::vector<uint64_t> sizes = t.message_sizes.empty() ? std::vector<uint64_t>{0} : t.message_sizes;
+  const std::vector<uint32_t> qps = t.qps.empty() ? std::vector<uint32_t>{0} : t.qps;
+  const std::vector<bool> dirs = t.bidirectional.empty() ? std::vector<bool>{false} : t.bidirectional;
   std::vector<MatrixCell> cells;
   for (uint64_t size : sizes) {
     for (uint32_t q : qps) {
@@ -55,35 +57,32 @@ std::vector<MatrixCell> ExpandMatrix(const config::Plan& plan, const config::Tes
   return cells;
 }
 
-absl::Status PrecheckPlan(const config::Plan& plan) {
-  FG_RETURN_IF_ERROR(stream::CheckStreams(plan));
-  for (size_t t = 0; t < plan.tests.size(); ++t) {
-    const config::TestSpec& test = plan.tests[t];
-    if (test.kind != config::TestSpec::Kind::kThroughput) continue;
-    bool any_bi = false;
-    for (bool bi : test.bidirectional) any_bi = any_bi || bi;
-    // Each entry changes the streams on its own (a size their frames, a QP
-    // count their flow keys, `bi` adds reverses), so checking one entry at a
-    // time checks every cell and names the entry at fault. A size is checked
-    // on the reverses too: they leave from the other port, with its MTU.
-    auto check = [&](const char* axis, size_t k, const config::Location& at, const MatrixCell& cell) {
-      const std::string entry =
-          absl::StrFormat("%s: tests[%d].throughput.%s[%d]", config::FormatLocation(plan.file, at), t, axis, k);
-      return stream::CheckStreams(cell.plan, [&](size_t i, std::string_view field) {
-        return absl::StrFormat("%s: in cell '%s', stream '%s' %s", entry, cell.label, cell.plan.streams[i].name, field);
-      });
-    };
-    for (size_t k = 0; k < test.message_sizes.size(); ++k) {
-      FG_RETURN_IF_ERROR(
-          check("message_sizes", k, test.message_sizes_at[k], MakeCell(plan, test, test.message_sizes[k], 0, any_bi)));
-    }
-    for (size_t k = 0; k < test.qps.size(); ++k) {
-      FG_RETURN_IF_ERROR(check("qps", k, test.qps_at[k], MakeCell(plan, test, 0, test.qps[k], false)));
-    }
-    for (size_t k = 0; k < test.bidirectional.size(); ++k) {
-      if (test.bidirectional[k]) {
-        FG_RETURN_IF_ERROR(check("directions", k, test.directions_at[k], MakeCell(plan, test, 0, 0, true)));
-      }
+absl::Status PrecheckMatrix(const config::Plan& plan, size_t t) {
+  const config::TestSpec& test = plan.tests[t];
+  const ThroughputParams& tp = test.As<ThroughputParams>();
+  bool any_bi = false;
+  for (bool bi : tp.bidirectional) any_bi = any_bi || bi;
+  // Each entry changes the streams on its own (a size their frames, a QP
+  // count their flow keys, `bi` adds reverses), so checking one entry at a
+  // time checks every cell and names the entry at fault. A size is checked
+  // on the reverses too: they leave from the other port, with its MTU.
+  auto check = [&](const char* axis, size_t k, const config::Location& at, const MatrixCell& cell) {
+    const std::string entry =
+        absl::StrFormat("%s: tests[%d].throughput.%s[%d]", config::FormatLocation(plan.file, at), t, axis, k);
+    return stream::CheckStreams(cell.plan, [&](size_t i, std::string_view field) {
+      return absl::StrFormat("%s: in cell '%s', stream '%s' %s", entry, cell.label, cell.plan.streams[i].name, field);
+    });
+  };
+  for (size_t k = 0; k < tp.message_sizes.size(); ++k) {
+    FG_RETURN_IF_ERROR(
+        check("message_sizes", k, tp.message_sizes_at[k], MakeCell(plan, test, tp.message_sizes[k], 0, any_bi)));
+  }
+  for (size_t k = 0; k < tp.qps.size(); ++k) {
+    FG_RETURN_IF_ERROR(check("qps", k, tp.qps_at[k], MakeCell(plan, test, 0, tp.qps[k], false)));
+  }
+  for (size_t k = 0; k < tp.bidirectional.size(); ++k) {
+    if (tp.bidirectional[k]) {
+      FG_RETURN_IF_ERROR(check("directions", k, tp.directions_at[k], MakeCell(plan, test, 0, 0, true)));
     }
   }
   return absl::OkStatus();

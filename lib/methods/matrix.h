@@ -8,7 +8,7 @@
 // to its port) to the test; the caller compiles the cell's plan and runs the
 // search on it.
 //
-//   FG_RETURN_IF_ERROR(fg::methods::PrecheckPlan(plan));   // before EAL starts
+//   FG_RETURN_IF_ERROR(fg::methods::PrecheckMatrix(plan, 0));   // before EAL starts
 //   for (const auto& cell : fg::methods::ExpandMatrix(plan, plan.tests[0])) { ... }
 #pragma once
 
@@ -30,12 +30,13 @@ struct MatrixCell {
 };
 
 // One cell when the test names no matrix.
+// `test` is a throughput test.
 std::vector<MatrixCell> ExpandMatrix(const config::Plan& plan, const config::TestSpec& test);
 
-// What can be checked of a plan before EAL starts: its streams and every cell
-// of every throughput test, as each would be compiled (stream::CheckStreams:
+// What can be checked of throughput test plan.tests[t] before EAL starts:
+// every cell of its matrix, as each would be compiled (stream::CheckStreams:
 // frames against the MTU, flow keys, rates), so nothing fails once traffic
 // has begun. An error about a cell names the matrix entry (file:line:col).
-absl::Status PrecheckPlan(const config::Plan& plan);
+absl::Status PrecheckMatrix(const config::Plan& plan, size_t t);
 
 }  // namespace fg::methods

@@ -5,16 +5,21 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "base/units.h"
+#include "config/reader.h"
+#include "methods/matrix.h"
+#include "stream/stream.h"
 
 namespace fg::methods {
 
 absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                                const std::vector<stream::CompiledStream>& streams,
                                                const config::TestSpec& test, const MethodOptions& options) {
+  const ThroughputParams& tp = test.As<ThroughputParams>();
   ThroughputResult out;
   out.name = test.name;
-  out.search = test.search == config::TestSpec::Search::kBinary ? "binary" : "multi_goal";
-  FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, test));
+  out.search = tp.search == ThroughputParams::Search::kBinary ? "binary" : "multi_goal";
+  FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, test, {}));
   out.streams = runner.stream_names();
   out.line_l1_bps = runner.line_l1_bps();
   out.tx_ports = runner.tx_ports();
@@ -38,13 +43,13 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
 
   if (test.warmup_ns > 0) {
     const double secs = test.warmup_ns / 1e9;
-    auto w = runner.Run(test.min_load, secs, options);
+    auto w = runner.Run(tp.min_load, secs, options);
     if (!w.ok()) {
       out.complete = false;
       out.stopped_because = std::string(w.status().message());
       return out;
     }
-    TrialRecord t = runner.Record(*w, test.min_load, secs, "warm-up", 0);
+    TrialRecord t = runner.Record(*w, tp.min_load, secs, "warm-up", 0);
     t.included = false;
     t.excluded_because = "warm-up: fills address tables and queues before the first counted trial";
     record(t);
@@ -103,25 +108,25 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
   auto search_once = [&]() -> absl::StatusOr<std::vector<GoalOutcome>> {
     std::vector<GoalOutcome> goals;
     const size_t first = out.trials.size();
-    if (test.search == config::TestSpec::Search::kBinary) {
-      const search::BinarySpec spec{.min_load = test.min_load,
-                                    .max_load = test.max_load,
-                                    .precision = test.precision,
-                                    .loss_tolerance = test.loss_tolerance,
-                                    .duration_s = test.trial_duration_ns / 1e9};
+    if (tp.search == ThroughputParams::Search::kBinary) {
+      const search::BinarySpec spec{.min_load = tp.min_load,
+                                    .max_load = tp.max_load,
+                                    .precision = tp.precision,
+                                    .loss_tolerance = tp.loss_tolerance,
+                                    .duration_s = tp.trial_duration_ns / 1e9};
       FG_ASSIGN_OR_RETURN(search::BinaryResult r, search::Rfc2544Binary(spec, fn));
       double loss_at = 0;
       for (const search::Trial& t : r.trials) {
         if (t.load == r.throughput) loss_at = t.m.loss_ratio();
       }
-      goals.push_back(to_outcome("throughput", test.loss_tolerance, r.found, r.throughput, r.upper, loss_at, first, 0));
+      goals.push_back(to_outcome("throughput", tp.loss_tolerance, r.found, r.throughput, r.upper, loss_at, first, 0));
       return goals;
     }
-    search::MultiGoalSpec spec{.min_load = test.min_load,
-                               .max_load = test.max_load,
-                               .initial_duration_s = test.initial_duration_ns / 1e9,
+    search::MultiGoalSpec spec{.min_load = tp.min_load,
+                               .max_load = tp.max_load,
+                               .initial_duration_s = tp.initial_duration_ns / 1e9,
                                .goals = {}};
-    for (const config::GoalSpec& g : test.goals) {
+    for (const GoalSpec& g : tp.goals) {
       search::Goal goal{
           .name = g.name, .loss_ratio = g.loss_ratio, .final_duration_s = g.final_duration_ns / 1e9, .width = g.width};
       goal.exceed_ratio = g.exceed_ratio;
@@ -140,7 +145,7 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
   // `repetitions` searches: each goal's result is the mean of their lower
   // bounds (found when every search found it), with their spread.
   std::vector<std::vector<GoalOutcome>> reps;
-  for (int k = 0; k < test.search_repetitions; ++k) {
+  for (int k = 0; k < tp.search_repetitions; ++k) {
     auto goals = search_once();
     if (!goals.ok()) {
       out.complete = false;
@@ -199,6 +204,253 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     }
   }
   return out;
+}
+
+namespace {
+
+using config::Node;
+using config::Opt;
+
+config::Location Where(const Node& n) { return config::Location{n.line(), n.column()}; }
+
+class Throughput final : public TestKind {
+ public:
+  std::string_view key() const override { return "throughput"; }
+  std::vector<std::string_view> own_keys() const override {
+    return {"search", "min",   "max",         "precision", "loss_tolerance", "trial_duration", "initial_duration",
+            "goals",  "message_sizes", "qps", "directions", "repetitions"};
+  }
+
+  absl::StatusOr<std::shared_ptr<const config::TestParams>> Parse(const config::Plan& plan, const Node& n,
+                                                                  const config::TestSpec& test) const override {
+    auto t = std::make_shared<ThroughputParams>();
+    if (auto list = n.Optional("message_sizes")) {
+      FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
+      for (const Node& i : items) {
+        FG_ASSIGN_OR_RETURN(uint64_t b, i.Bytes(1, uint64_t{1} << 31));
+        t->message_sizes.push_back(b);
+        t->message_sizes_at.push_back(Where(i));
+      }
+    }
+    if (auto list = n.Optional("qps")) {
+      FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
+      for (const Node& i : items) {
+        FG_ASSIGN_OR_RETURN(int64_t q, i.Int(1, 1 << 24));
+        t->qps.push_back(static_cast<uint32_t>(q));
+        t->qps_at.push_back(Where(i));
+      }
+    }
+    if (auto list = n.Optional("directions")) {
+      FG_ASSIGN_OR_RETURN(std::vector<Node> items, list->Items());
+      for (const Node& i : items) {
+        FG_ASSIGN_OR_RETURN(std::string d, i.OneOf({"uni", "bi"}));
+        t->bidirectional.push_back(d == "bi");
+        t->directions_at.push_back(Where(i));
+        // `bi` sends each stream back from its rx_port: a stream received on
+        // its own port has no way back, and its cell would run one way only.
+        for (size_t k : test.streams) {
+          const config::StreamSpec& s = plan.streams[k];
+          if (d == "bi" && s.rx_port == s.port) {
+            return i.Error(absl::StrFormat(
+                "'bi' also runs each stream back from its rx_port to its port, but stream '%s' is received on its "
+                "own port '%s'; give it an rx_port of its own, leave it out of this test's streams, or use uni",
+                s.name, plan.ports[s.port].name));
+          }
+        }
+      }
+    }
+    if (auto s = n.Optional("search")) {
+      FG_ASSIGN_OR_RETURN(std::string v, s->OneOf({"binary", "multi_goal"}));
+      t->search = v == "binary" ? ThroughputParams::Search::kBinary : ThroughputParams::Search::kMultiGoal;
+    }
+    using config::PercentIn;
+    FG_RETURN_IF_ERROR(Opt(n, "min", t->min_load, PercentIn(0.0001, 100)));
+    FG_RETURN_IF_ERROR(Opt(n, "max", t->max_load, PercentIn(0.0001, 100)));
+    if (t->min_load > t->max_load) return n.At("min").Error("min must not be above max");
+    FG_RETURN_IF_ERROR(Opt(n, "precision", t->precision, PercentIn(0.0001, 100)));
+    FG_RETURN_IF_ERROR(Opt(n, "loss_tolerance", t->loss_tolerance, PercentIn(0, 99.9)));
+    FG_RETURN_IF_ERROR(Opt(n, "repetitions", t->search_repetitions, config::IntIn(1, 1000)));
+    FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t->trial_duration_ns, config::DurationIn()));
+    FG_RETURN_IF_ERROR(Opt(n, "initial_duration", t->initial_duration_ns, config::DurationIn()));
+    if (t->trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
+    if (!n.Optional("initial_duration")) {
+      t->initial_duration_ns = std::min(t->initial_duration_ns, t->trial_duration_ns);  // default: 1 s or shorter
+    } else if (t->initial_duration_ns > t->trial_duration_ns) {
+      return n.At("initial_duration").Error("initial_duration must be at most trial_duration");
+    }
+    if (auto g = n.Optional("goals")) {
+      if (t->search != ThroughputParams::Search::kMultiGoal) return g->Error("goals belong to search: multi_goal");
+      FG_ASSIGN_OR_RETURN(std::vector<Node> items, g->Items());
+      for (const Node& i : items) {
+        FG_RETURN_IF_ERROR(i.CheckKeys({"name", "loss", "final_duration", "width", "exceed_ratio", "duration_sum"}));
+        GoalSpec goal;
+        FG_ASSIGN_OR_RETURN(Node name, i.Required("name"));
+        FG_ASSIGN_OR_RETURN(goal.name, name.String());
+        FG_ASSIGN_OR_RETURN(Node loss, i.Required("loss"));
+        FG_ASSIGN_OR_RETURN(goal.loss_ratio, loss.Percent(0, 99.9));
+        FG_RETURN_IF_ERROR(Opt(i, "final_duration", goal.final_duration_ns, config::DurationIn()));
+        FG_RETURN_IF_ERROR(Opt(i, "width", goal.width, PercentIn(0.0001, 50)));
+        FG_RETURN_IF_ERROR(Opt(i, "exceed_ratio", goal.exceed_ratio, PercentIn(0, 99)));
+        FG_RETURN_IF_ERROR(Opt(i, "duration_sum", goal.duration_sum_ns, config::DurationIn()));
+        t->goals.push_back(goal);
+      }
+      if (t->goals.empty()) return g->Error("goals: list is empty");
+    } else if (t->search == ThroughputParams::Search::kMultiGoal) {
+      t->goals = {GoalSpec{.name = "NDR", .loss_ratio = 0}, GoalSpec{.name = "PDR", .loss_ratio = 0.005}};
+    }
+    for (GoalSpec& goal : t->goals) {
+      if (goal.final_duration_ns == 0) goal.final_duration_ns = t->trial_duration_ns;
+    }
+    return t;
+  }
+
+  std::string Describe(const config::TestSpec& test) const override {
+    return absl::StrFormat(
+        "throughput, %s search",
+        test.As<ThroughputParams>().search == ThroughputParams::Search::kBinary ? "binary" : "multi-goal");
+  }
+
+  double EstimateSeconds(const config::TestSpec& test, int64_t drain_ns) const override {
+    const ThroughputParams& t = test.As<ThroughputParams>();
+    const double drain = drain_ns / 1e9, warm = test.warmup_ns / 1e9;
+    if (t.search == ThroughputParams::Search::kBinary) {
+      return warm + (2 + Halvings((t.max_load - t.min_load) / t.precision)) * (t.trial_duration_ns / 1e9 + drain);
+    }
+    double finals = 0;
+    double narrowest = 1;
+    for (const GoalSpec& g : t.goals) {
+      finals += 2 * (g.final_duration_ns / 1e9 + drain);
+      narrowest = std::min(narrowest, g.width);
+    }
+    return warm + finals +
+           Halvings((t.max_load - t.min_load) / (narrowest * t.max_load)) * (t.initial_duration_ns / 1e9 + drain);
+  }
+
+  absl::Status Precheck(const config::Plan& plan, size_t test_index) const override {
+    return PrecheckMatrix(plan, test_index);
+  }
+
+  absl::StatusOr<std::vector<std::shared_ptr<const TestResult>>> Run(const TestContext& c,
+                                                                     const config::TestSpec& test) const override {
+    // One search per matrix cell (message size x QP count x direction).
+    const std::vector<MatrixCell> cells = ExpandMatrix(c.plan, test);
+    std::vector<double> lines;
+    for (port::Port* p : c.ports) lines.push_back(p->capabilities().line_bps());
+    std::vector<std::shared_ptr<const TestResult>> out;
+    for (const MatrixCell& cell : cells) {
+      FG_ASSIGN_OR_RETURN(const std::vector<stream::CompiledStream> cell_streams, stream::Compile(cell.plan, lines));
+      FG_ASSIGN_OR_RETURN(ThroughputResult r, RunThroughput(c.eal, c.ports, cell_streams, cell.test, c.options));
+      r.cell = cell.label;
+      r.message_size = cell.message_size;
+      r.qps = cell.qps;
+      r.bidirectional = cell.bidirectional;
+      if (!cell.label.empty()) r.name = test.name + " [" + cell.label + "]";
+      out.push_back(std::make_shared<ThroughputResult>(std::move(r)));
+      if (c.options.interrupt != nullptr && c.options.interrupt->load()) break;
+    }
+    return out;
+  }
+
+  void WriteParameters(report::JsonWriter& w, const config::TestSpec& test, const TestResult&) const override {
+    const ThroughputParams& t = test.As<ThroughputParams>();
+    w.Field("min_load_fraction_of_line", t.min_load);
+    w.Field("max_load_fraction_of_line", t.max_load);
+    if (t.search == ThroughputParams::Search::kBinary) {
+      w.Field("precision_fraction_of_line", t.precision);
+      w.Field("loss_tolerance_ratio", t.loss_tolerance);
+    } else {
+      w.Field("initial_trial_duration_s", t.initial_duration_ns / 1e9);
+    }
+    w.Field("trial_duration_s", t.trial_duration_ns / 1e9);
+    w.Field("warmup_s", test.warmup_ns / 1e9);
+    w.Field("repetitions", t.search_repetitions);
+  }
+
+  void WriteResults(report::JsonWriter& w, const config::TestSpec&, const TestResult& result) const override {
+    const auto& r = static_cast<const ThroughputResult&>(result);
+    w.Field("search", r.search);
+    if (!r.cell.empty()) {
+      w.Key("matrix_cell");
+      w.BeginObject();
+      w.Field("label", r.cell);
+      w.Field("message_size_bytes", r.message_size);
+      w.Field("qps", r.qps);
+      w.Field("direction", r.bidirectional ? "bi" : "uni");
+      w.EndObject();
+    }
+    w.Field("line_rate_bps_l1", r.line_l1_bps);
+    w.Field("mean_frame_size_bytes", r.mean_frame_size);
+    w.Field("load_accounting", "L1: frame + FCS + preamble/SFD (8 B) + inter-frame gap (12 B); L2: frame + FCS");
+    w.Field("observation_point",
+            "fabricgen analyzer at the fabric boundary: frames sent by TX, unique frames "
+            "received by RX (duplicates not counted)");
+    w.Key("goals");
+    w.BeginArray();
+    for (const GoalOutcome& g : r.goals) {
+      w.BeginObject();
+      w.Field("name", g.name);
+      w.Field("loss_ratio_goal", g.loss_ratio);
+      w.Field("found", g.found);
+      w.Field("lower_bound_fraction_of_line", g.lower_bound);
+      w.Field("upper_bound_fraction_of_line", g.upper_bound);
+      // Measured offered load of the deciding trials; the set load beside it.
+      w.Field("throughput_bps_l1", g.lower_bound_l1_bps);
+      w.Field("throughput_bps_l2", g.lower_bound_l2_bps);
+      w.Field("throughput_pps", g.lower_bound_pps);
+      w.Field("deciding_trial_seconds", g.deciding_trial_seconds);
+      w.Field("set_bps_l1", g.set_l1_bps);
+      w.Field("set_bps_l2", g.set_l2_bps);
+      w.Field("set_pps", g.set_pps);
+      w.Field("conditional_throughput_fraction_of_line", g.conditional_throughput);
+      // Measured over theoretical: the share of the line rate (L1) the goal holds at.
+      w.Field("efficiency_of_line_rate", g.lower_bound);
+      w.Key("repetitions_lower_bound_fraction_of_line");
+      w.BeginArray();
+      for (double x : g.repetition_lower_bounds) w.Double(x);
+      w.EndArray();
+      w.Field("cv_of_repetitions", g.cv);
+      w.Key("per_port");
+      w.BeginArray();
+      for (size_t p = 0; p < r.tx_ports.size(); ++p) {
+        w.BeginObject();
+        w.Field("port", r.tx_ports[p].first);
+        w.Field("throughput_bps_l1", p < g.port_l1_bps.size() ? g.port_l1_bps[p] : 0.0);
+        w.Field("set_bps_l1", g.lower_bound * r.tx_ports[p].second);
+        w.EndObject();
+      }
+      w.EndArray();
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+
+  std::string Summary(const TestResult& result) const override {
+    const auto& r = static_cast<const ThroughputResult&>(result);
+    int counted = 0;
+    for (const auto& t : r.trials) counted += t.included;
+    std::string out = absl::StrFormat("test %s (throughput, %s search): %d trials (%d counted, %.1f trial-seconds)%s\n",
+                                      r.name, r.search, r.trials.size(), counted, r.trial_seconds,
+                                      r.complete ? "" : ", INCOMPLETE: " + r.stopped_because);
+    for (const GoalOutcome& g : r.goals) {
+      if (!g.found) {
+        out += absl::StrFormat("  %-10s loss <= %.3f %%: not found (fails at %.3f %% of line)\n", g.name,
+                               g.loss_ratio * 100, g.upper_bound * 100);
+        continue;
+      }
+      out += absl::StrFormat(
+          "  %-10s loss <= %.3f %%: %s L1, %s L2, %s offered (set %.3f %% of line = %s L1; upper bound %.3f %%)\n",
+          g.name, g.loss_ratio * 100, FormatBitRate(g.lower_bound_l1_bps), FormatBitRate(g.lower_bound_l2_bps),
+          FormatPacketRate(g.lower_bound_pps), g.lower_bound * 100, FormatBitRate(g.set_l1_bps), g.upper_bound * 100);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+const TestKind& ThroughputKind() {
+  static const Throughput kind;
+  return kind;
 }
 
 }  // namespace fg::methods

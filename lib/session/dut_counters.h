@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "methods/load_balance.h"
+#include "methods/test_kind.h"
 
 namespace fg::session {
 

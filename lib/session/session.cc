@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "base/status.h"
-#include "methods/matrix.h"
+#include "methods/kinds.h"
 
 namespace fg::session {
 

@@ -6,7 +6,7 @@
 // EAL and opens every port. Destroying it closes the ports, then EAL.
 // `fabricgen run`, `fabricgen ports` and the interactive CLI all start here.
 //
-//   auto plan = fg::config::LoadPlan("configs/quickstart.yaml");
+//   auto plan = fg::methods::LoadPlan("configs/quickstart.yaml");
 //   fg::port::DriverRegistry drivers;            // fg::drivers::RegisterAll(drivers) in the app
 //   auto session = fg::session::Session::Open(*plan, /*cli_eal_args=*/{}, drivers);
 //   for (fg::port::Port* p : (*session)->ports()) std::cout << p->name() << "\n";

@@ -16,41 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "methods/burst.h"
-#include "methods/latency.h"
-#include "methods/load_balance.h"
-#include "methods/throughput.h"
+#include "methods/test_kind.h"
 #include "session/session.h"
 
 namespace fg::session {
 
 inline constexpr int kTestsReportSchemaVersion = 1;
 
-// What one test of the plan produced (the member its kind names).
-struct TestOutcome {
-  config::TestSpec::Kind kind = config::TestSpec::Kind::kThroughput;
-  size_t test_index = 0;  // in Plan::tests (a throughput matrix gives several outcomes per test)
-  methods::ThroughputResult throughput;
-  methods::LatencyResult latency;
-  methods::BurstResult burst;
-  methods::LoadBalanceResult load_balance;
-  bool complete() const {
-    switch (kind) {
-      case config::TestSpec::Kind::kLatency: return latency.complete;
-      case config::TestSpec::Kind::kBurst: return burst.complete;
-      case config::TestSpec::Kind::kLoadBalance: return load_balance.complete;
-      default: return throughput.complete;
-    }
-  }
-  const std::vector<methods::TrialRecord>& trials() const {
-    switch (kind) {
-      case config::TestSpec::Kind::kLatency: return latency.trials;
-      case config::TestSpec::Kind::kBurst: return burst.trials;
-      case config::TestSpec::Kind::kLoadBalance: return load_balance.trials;
-      default: return throughput.trials;
-    }
-  }
-};
+// What one test of the plan produced (its kind's result).
+using TestOutcome = methods::TestOutcome;
 
 // Trials of these outcomes where the tester itself was the limit.
 int TesterLimitedTrials(const std::vector<TestOutcome>& results);
@@ -60,8 +34,8 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
 std::string TestsSummary(const std::vector<TestOutcome>& results);
 // One progress line per trial; `left_s` < 0: no estimate.
 std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s, double left_s = -1);
-// An estimate of a test's run time from its parameters, for progress lines:
-// the most trials its search can take (multi-goal: a typical count).
+// An estimate of a test's run time from its parameters, for progress lines
+// (its kind's: the most trials its search can take; multi-goal: a typical count).
 double EstimateTestSeconds(const config::TestSpec& test, int64_t drain_ns);
 
 }  // namespace fg::session

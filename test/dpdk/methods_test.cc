@@ -6,6 +6,7 @@
 
 #include "config/plan.h"
 #include "dpdk_test_env.h"
+#include "methods/kinds.h"
 #include "methods/throughput.h"
 #include "ring_path.h"
 
@@ -28,7 +29,7 @@ double TruthLoad(double secs) { return (kCapacityPps + kDepth / secs) * kFrameL1
 absl::StatusOr<ThroughputResult> RunAgainstPolicer(const std::string& test_yaml) {
   RingPath path("thr");
   if (!path.ok()) return absl::InternalError(path.error());
-  auto plan = config::ParsePlan("thr.yaml", R"(
+  auto plan = methods::ParsePlan("thr.yaml", R"(
 ports: [{name: a}, {name: b}]
 streams: [{name: s, port: a, rx_port: b, rate: 1 Mpps, frame: {size: 64}}]
 tests:

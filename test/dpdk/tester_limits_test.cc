@@ -15,6 +15,7 @@
 #include "config/plan.h"
 #include "dpdk_test_env.h"
 #include "engine/engine.h"
+#include "methods/kinds.h"
 #include "methods/latency.h"
 #include "port/kernel_if.h"
 #include "stream/stream.h"
@@ -233,7 +234,7 @@ void HogCpuOf(unsigned lcore, int ms) {
 // skipped, frames short of the set rate) rather than report a slower device.
 TEST(TesterLimitsLive, AStalledTxLcoreIsReportedNotHidden) {
   if (!CanHog()) GTEST_SKIP() << "needs SCHED_FIFO (CAP_SYS_NICE) to hold an lcore up";
-  auto plan = config::ParsePlan("stall.yaml", "streams: [{name: s, rate: 100 kpps, duration: 400 ms}]\n");
+  auto plan = methods::ParsePlan("stall.yaml", "streams: [{name: s, rate: 100 kpps, duration: 400 ms}]\n");
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::string dev = fg::testing::NewVdev("net_ring");
   auto port = port::Port::Open(port::PortOptions{.name = "loop", .dpdk_name = dev});
@@ -281,7 +282,7 @@ absl::StatusOr<LatencyResult> LatencyWithAStall(const std::string& yaml) {
     config::Plan plan;
     std::vector<stream::CompiledStream> streams;
   } l;
-  auto plan = config::ParsePlan("limits.yaml", yaml);
+  auto plan = methods::ParsePlan("limits.yaml", yaml);
   EXPECT_TRUE(plan.ok()) << plan.status();
   l.plan = *plan;
   auto p = port::Port::Open(port::PortOptions{.name = "loop", .dpdk_name = fg::testing::NewVdev("net_ring")});

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "config/plan.h"
+#include "methods/kinds.h"
 #include "methods/matrix.h"
+#include "methods/throughput.h"
 #include "stream/stream.h"
 
 namespace {
@@ -45,7 +47,7 @@ void CompileAndEmit(const fg::config::Plan& plan) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 16384) return 0;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto plan = fg::config::ParsePlan("fuzz.yaml", text);
+  auto plan = fg::methods::ParsePlan("fuzz.yaml", text);
   if (!plan.ok()) {
     if (!NamesTheFile(plan.status())) __builtin_trap();
     return 0;
@@ -56,9 +58,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   CompileAndEmit(*plan);
   for (const fg::config::TestSpec& t : plan->tests) {
-    if (t.kind != fg::config::TestSpec::Kind::kThroughput) continue;
-    const size_t cells = std::max<size_t>(1, t.message_sizes.size()) * std::max<size_t>(1, t.qps.size()) *
-                         std::max<size_t>(1, t.bidirectional.size());
+    if (t.kind != fg::methods::ThroughputKind().key()) continue;
+    const auto& m = t.As<fg::methods::ThroughputParams>();
+    const size_t cells = std::max<size_t>(1, m.message_sizes.size()) * std::max<size_t>(1, m.qps.size()) *
+                         std::max<size_t>(1, m.bidirectional.size());
     if (cells > kMaxCells) continue;
     for (const fg::methods::MatrixCell& c : fg::methods::ExpandMatrix(*plan, t)) CompileAndEmit(c.plan);
   }

@@ -6,7 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "config/frame_spec.h"
-#include "config/internal/reader.h"
+#include "config/reader.h"
 
 namespace fg::config::internal {
 

@@ -3,11 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "methods/kinds.h"
+#include "methods/throughput.h"
+
 namespace fg::methods {
 namespace {
 
 TEST(Matrix, EveryMessageSizeQpCountAndDirectionIsACell) {
-  auto plan = config::ParsePlan("m.yaml", R"(
+  auto plan = methods::ParsePlan("m.yaml", R"(
 ports: [{name: a}, {name: b}]
 streams:
   - {name: w, port: a, rx_port: b, rate: 1 Mpps, frame: {roce: {op: WRITE, message: 4096}}}
@@ -43,7 +46,9 @@ tests:
   ASSERT_EQ(udp.size(), 1u);
   EXPECT_EQ(udp[0].plan.streams[1].frame.size, 128u);
   config::TestSpec plain = plan->tests[1];
-  plain.message_sizes.clear();
+  auto params = std::make_shared<ThroughputParams>(plain.As<ThroughputParams>());
+  params->message_sizes.clear();
+  plain.params = params;
   const auto one = ExpandMatrix(*plan, plain);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].label, "");
@@ -52,7 +57,7 @@ tests:
 }  // namespace
 TEST(Matrix, EveryCellIsCheckedBeforeAnythingRunsNamingItsEntry) {
   auto check = [](const std::string& test) {
-    auto plan = config::ParsePlan("m.yaml",
+    auto plan = methods::ParsePlan("m.yaml",
                                   "ports: [{name: a, mtu: 9000}, {name: b}]\n"
                                   "streams: [{name: u, port: a, rx_port: b, rate: 1 Mpps, frame: {size: 64}}]\n"
                                   "tests:\n  - throughput: " +

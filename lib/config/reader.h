@@ -1,4 +1,4 @@
-// config/internal/reader.h: typed, located access to a YAML document.
+// config/reader.h: typed, located access to a YAML document (the plan parser and each test kind's section).
 //
 // Every accessor either returns a value or an error that names the file,
 // line, column and dotted field path, and says what is allowed:
@@ -17,7 +17,7 @@
 #include "base/units.h"
 #include "yaml-cpp/yaml.h"
 
-namespace fg::config::internal {
+namespace fg::config {
 
 class Node {
  public:
@@ -33,7 +33,10 @@ class Node {
 
   // Map access. CheckKeys rejects any key not listed (with a suggestion).
   absl::Status ExpectMap() const;
-  absl::Status CheckKeys(std::initializer_list<std::string_view> allowed) const;
+  absl::Status CheckKeys(std::initializer_list<std::string_view> allowed) const {
+    return CheckKeys(std::vector<std::string_view>(allowed));
+  }
+  absl::Status CheckKeys(const std::vector<std::string_view>& allowed) const;
   absl::StatusOr<Node> Required(std::string_view key) const;
   std::optional<Node> Optional(std::string_view key) const;
   // The node of `key` when present, else this map: where an error about the
@@ -84,6 +87,9 @@ inline auto IntIn(int64_t lo, int64_t hi) {
 inline auto BytesIn(uint64_t lo, uint64_t hi) {
   return [lo, hi](const Node& n) { return n.Bytes(lo, hi); };
 }
+inline auto PercentIn(double lo, double hi) {
+  return [lo, hi](const Node& n) { return n.Percent(lo, hi); };
+}
 inline auto DurationIn() {
   return [](const Node& n) { return n.Duration(); };
 }
@@ -93,4 +99,4 @@ inline auto DurationIn() {
 absl::StatusOr<Node> LoadYamlFile(const std::string* file);
 absl::StatusOr<Node> LoadYamlString(const std::string* file, const std::string& text);
 
-}  // namespace fg::config::internal
+}  // namespace fg::config

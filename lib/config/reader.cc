@@ -1,4 +1,4 @@
-#include "config/internal/reader.h"
+#include "config/reader.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "yaml-cpp/eventhandler.h"
 
-namespace fg::config::internal {
+namespace fg::config {
 namespace {
 
 size_t EditDistance(std::string_view a, std::string_view b) {
@@ -117,7 +117,8 @@ std::optional<YAML::Mark> SecondDocument(const std::string& text) {
   return h.starts[1];
 }
 
-std::string JoinViews(std::initializer_list<std::string_view> items) {
+template <typename List>
+std::string JoinViews(const List& items) {
   std::string out;
   for (std::string_view v : items) {
     if (!out.empty()) out += ", ";
@@ -135,7 +136,7 @@ absl::Status Node::ExpectMap() const {
   return absl::OkStatus();
 }
 
-absl::Status Node::CheckKeys(std::initializer_list<std::string_view> allowed) const {
+absl::Status Node::CheckKeys(const std::vector<std::string_view>& allowed) const {
   if (auto s = ExpectMap(); !s.ok()) return s;
   for (const auto& kv : node_) {
     std::string key = kv.first.Scalar();
@@ -314,4 +315,4 @@ absl::StatusOr<Node> LoadYamlFile(const std::string* file) {
   return LoadYamlString(file, buf.str());
 }
 
-}  // namespace fg::config::internal
+}  // namespace fg::config

@@ -347,7 +347,8 @@ absl::StatusOr<int64_t> LiveRun::SetFlowRate(size_t stream, uint32_t flow, doubl
     if (it == flows.end() || *it != flow) continue;
     if (!sh.task->per_flow_rates(sh.index)) {
       return absl::FailedPreconditionError(
-          absl::StrFormat("stream %s paces its flows together; give it flows: {count, rates} to set one flow's rate",
+          absl::StrFormat("stream %s paces its flows together; give it flows: {count: N, rates: [RATE]} (one rate "
+                          "for every flow, each paced on its own) to set one flow's rate",
                           streams_[stream].name));
     }
     if (sh.task->stopped(sh.index)) {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status.h"
 #include "base/units.h"
+#include "engine/counters.h"
 #include "methods/kinds.h"
 #include "proto/pcap.h"
 #include "report/atomic_file.h"
@@ -126,6 +127,8 @@ absl::Status Shell::Load(const Args& a, std::ostream& out) {
   for (stream::CompiledStream& s : streams_) s.duration_ns = kUntilStopped;
   tests_.clear();
   last_.reset();
+  last_streams_.clear();
+  last_ports_.clear();
   base_streams_.clear();
   base_ports_.clear();
   base_latency_.clear();
@@ -167,37 +170,16 @@ absl::StatusOr<std::vector<size_t>> Shell::StreamList(const Args& a, size_t from
   return out;
 }
 
-std::vector<engine::LiveRun::StreamLive> Shell::StreamCounters() const {
-  std::vector<engine::LiveRun::StreamLive> c(streams_.size());
-  if (live_ != nullptr) {
-    c = live_->Streams();
-  } else if (last_ != nullptr) {
-    for (size_t i = 0; i < last_->streams.size() && i < c.size(); ++i) {
-      const engine::StreamResult& r = last_->streams[i];
-      c[i] = {r.tx.packets,
-              r.tx.bytes,
-              r.rx.packets,
-              r.rx.bytes,
-              static_cast<uint64_t>(std::max<int64_t>(0, r.lost())) + r.analysis.reordered,
-              r.analysis.duplicate,
-              r.analysis.reordered,
-              r.analysis.ce};
-    }
-  }
+std::vector<engine::LiveRun::StreamLive> Shell::LiveStreams() const {
+  std::vector<engine::LiveRun::StreamLive> c = live_ != nullptr ? live_->Streams() : last_streams_;
+  c.resize(streams_.size());
   for (size_t i = 0; i < base_streams_.size() && i < c.size(); ++i) c[i] = c[i] - base_streams_[i];
   return c;
 }
 
-std::vector<engine::LiveRun::PortLive> Shell::PortCounters() const {
-  std::vector<engine::LiveRun::PortLive> c(session_->plan().ports.size());
-  if (live_ != nullptr) {
-    c = live_->Ports();
-  } else if (last_ != nullptr) {
-    for (size_t i = 0; i < last_->ports.size() && i < c.size(); ++i) {
-      const engine::PortResult& r = last_->ports[i];
-      c[i] = {r.tx_packets, r.tx_bytes, r.rx_packets, r.rx_bytes, r.rx_unknown_packets};
-    }
-  }
+std::vector<engine::LiveRun::PortLive> Shell::LivePorts() const {
+  std::vector<engine::LiveRun::PortLive> c = live_ != nullptr ? live_->Ports() : last_ports_;
+  c.resize(session_->plan().ports.size());
   for (size_t i = 0; i < base_ports_.size() && i < c.size(); ++i) c[i] = c[i] - base_ports_[i];
   return c;
 }
@@ -213,25 +195,48 @@ stats::LatencyHistogram Shell::StreamLatency(size_t i) const {
   return h;
 }
 
+namespace {
+
+// The headings of a table's counters that have one (engine/counters.h), each
+// right-aligned in `width`.
+template <class Result, class Live>
+std::string Headings(std::span<const engine::Counter<Result, Live>> table, int width) {
+  std::string out;
+  for (const auto& c : table) {
+    if (!c.column.empty()) out += absl::StrFormat(" %*s", width, c.column);
+  }
+  return out;
+}
+
+// Those counters' values so far for one object.
+template <class Result, class Live>
+std::string Cells(std::span<const engine::Counter<Result, Live>> table, const Live& x, int width) {
+  std::string out;
+  for (const auto& c : table) {
+    if (!c.column.empty()) out += absl::StrFormat(" %*s", width, engine::FormatCounterValue(engine::ReadLive(c, x)));
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::Status Shell::Ports(std::ostream& out) {
   const std::vector<port::Port*> ports = session_->ports();
-  const std::vector<engine::LiveRun::PortLive> c = PortCounters();
-  out << absl::StrFormat("%-10s %-14s %-14s %14s %16s %16s %14s\n", "port", "driver", "link", "tx frames", "rx frames",
-                         "rx bytes", "no signature");
+  const std::vector<engine::LiveRun::PortLive> c = LivePorts();
+  out << absl::StrFormat("%-10s %-14s %-14s%s\n", "port", "driver", "link", Headings(engine::PortCounters(), 14));
   for (size_t i = 0; i < ports.size(); ++i) {
     const port::Capabilities& cap = ports[i]->capabilities();
-    out << absl::StrFormat("%-10s %-14s %-14s %14s %16s %16s %14s\n", ports[i]->name(), cap.driver,
-                           FormatBitRate(cap.line_bps()), FormatCount(c[i].tx_packets), FormatCount(c[i].rx_packets),
-                           FormatCount(c[i].rx_bytes), FormatCount(c[i].rx_unknown_packets));
+    out << absl::StrFormat("%-10s %-14s %-14s%s\n", ports[i]->name(), cap.driver, FormatBitRate(cap.line_bps()),
+                           Cells(engine::PortCounters(), c[i], 14));
   }
   return absl::OkStatus();
 }
 
 absl::Status Shell::Streams(std::ostream& out) {
-  const std::vector<engine::LiveRun::StreamLive> c = StreamCounters();
+  const std::vector<engine::LiveRun::StreamLive> c = LiveStreams();
   const auto& ports = session_->plan().ports;
-  out << absl::StrFormat("%-16s %-12s %14s %-8s %14s %14s %10s %8s %8s\n", "stream", "ports", "rate", "state",
-                         "tx frames", "rx frames", "lost", "dup", "ooo");
+  out << absl::StrFormat("%-16s %-12s %14s %-8s%s\n", "stream", "ports", "rate", "state",
+                         Headings(engine::StreamCounters(), 12));
   for (size_t i = 0; i < streams_.size(); ++i) {
     const stream::CompiledStream& s = streams_[i];
     std::string state = "idle";
@@ -243,11 +248,11 @@ absl::Status Shell::Streams(std::ostream& out) {
     } else if (last_ != nullptr) {
       state = "stopped";
     }
-    out << absl::StrFormat(
-        "%-16s %-12s %14s %-8s %14s %14s %10d %8s %8s\n", s.name, ports[s.tx_port].name + ">" + ports[s.rx_port].name,
-        std::isfinite(pps) ? FormatPacketRate(pps) : "max", state, FormatCount(c[i].tx_packets),
-        FormatCount(c[i].rx_packets), c[i].lost(), FormatCount(c[i].duplicate), FormatCount(c[i].reordered));
+    out << absl::StrFormat("%-16s %-12s %14s %-8s%s\n", s.name, ports[s.tx_port].name + ">" + ports[s.rx_port].name,
+                           std::isfinite(pps) ? FormatPacketRate(pps) : "max", state,
+                           Cells(engine::StreamCounters(), c[i], 12));
   }
+  if (live_ != nullptr) out << "lost: sent and not received once so far (frames in flight included)\n";
   // The tester's own limits: the ended run's, or TX falling behind so far.
   if (live_ == nullptr && last_ != nullptr) {
     out << session::TesterLimitLines(*last_);
@@ -282,6 +287,8 @@ absl::Status Shell::Start(const Args& a, std::ostream& out) {
     }
   }
   last_.reset();
+  last_streams_.clear();
+  last_ports_.clear();
   base_streams_.clear();
   base_ports_.clear();
   base_latency_.clear();
@@ -296,6 +303,8 @@ absl::Status Shell::Start(const Args& a, std::ostream& out) {
 
 void Shell::EndRun(std::ostream& out) {
   last_ = std::make_unique<engine::TrialResult>(live_->Finish());
+  last_streams_ = live_->Streams();
+  last_ports_ = live_->Ports();
   if (o_.hub != nullptr) {
     o_.hub->OnLive(nullptr);
     o_.hub->SetState("idle");
@@ -364,8 +373,8 @@ absl::Status Shell::SetFlowRate(const Args& a, const Rate& rate, size_t flow, st
   const double pps = rate.ToPps(s.frame_size, line);
   if (!std::isfinite(pps)) return absl::InvalidArgumentError("rate: 'max' is not a per-flow rate");
   if (!(pps >= kMinPps)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("rate: %g pps for flow %d of %s is below the TX minimum of %g pps", pps, flow, s.name, kMinPps));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rate: %g pps for flow %d of %s is below the TX minimum of %g pps", pps, flow, s.name, kMinPps));
   }
   double weights = 0;
   for (double w : s.flow_weight) weights += w;
@@ -435,13 +444,16 @@ absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
     const size_t n = flows;
     if (live_ == nullptr) return absl::FailedPreconditionError("show flows: flows are read from a running run");
     FG_ASSIGN_OR_RETURN(const std::vector<rx::FlowView> flows, live_->TopFlows(n));
-    out << absl::StrFormat("%-16s %8s %14s %10s %8s %8s %8s %14s %14s\n", "stream", "flow", "rx frames", "lost", "dup",
-                           "ooo", "ce", "jitter", "last latency");
+    // RX's view of each flow: it has no TX count to tell lost from, so
+    // frames missing at sequence gaps (as sequence_gap_packets).
+    out << absl::StrFormat("%-16s %8s %14s %10s %8s %8s %8s %14s %14s\n", "stream", "flow", "rx frames", "gap", "dup",
+                           "reorder", "ce", "jitter", "last latency");
     for (const rx::FlowView& f : flows) {
       out << absl::StrFormat("%-16s %8d %14s %10d %8s %8s %8s %14s %14s\n", streams_[f.group].name,
-                             f.flow - streams_[f.group].flow_id, FormatCount(f.received), f.lost,
-                             FormatCount(f.duplicate), FormatCount(f.reordered), FormatCount(f.ce),
-                             Ns(static_cast<double>(f.jitter_ns)), Ns(static_cast<double>(f.latency_last_ns)));
+                             f.flow - streams_[f.group].flow_id, FormatCount(f.received),
+                             f.lost + static_cast<int64_t>(f.reordered), FormatCount(f.duplicate),
+                             FormatCount(f.reordered), FormatCount(f.ce), Ns(static_cast<double>(f.jitter_ns)),
+                             Ns(static_cast<double>(f.latency_last_ns)));
     }
     return absl::OkStatus();
   }
@@ -455,15 +467,13 @@ absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
     } else {
       return absl::FailedPreconditionError("show runtime: nothing has run yet");
     }
-    out << absl::StrFormat("%-6s %9s %14s %7s %14s %14s %10s %10s %12s %12s %7s\n", "lcore", "flows", "polls", "busy",
-                           "tx frames", "rx frames", "tx cyc/fr", "rx cyc/fr", "handoff in", "handoff out", "waits");
+    out << absl::StrFormat("%-6s %9s%s %7s %10s %10s\n", "lcore", "flows", Headings(engine::LcoreCounters(), 12),
+                           "busy", "tx cyc/fr", "rx cyc/fr");
     for (const engine::LcoreStats& l : lcores) {
-      out << absl::StrFormat("%-6d %9s %14s %6.1f%% %14s %14s %10.1f %10.1f %12s %12s %7s\n", l.lcore,
-                             FormatCount(l.flows), FormatCount(l.polls),
+      out << absl::StrFormat("%-6d %9s%s %6.1f%% %10.1f %10.1f\n", l.lcore, FormatCount(l.flows),
+                             Cells(engine::LcoreCounters(), l, 12),
                              l.polls ? 100.0 * static_cast<double>(l.busy_polls) / static_cast<double>(l.polls) : 0.0,
-                             FormatCount(l.tx_packets), FormatCount(l.rx_packets), l.tx_cycles_per_packet(),
-                             l.rx_cycles_per_packet(), FormatCount(l.handoff_in), FormatCount(l.handoff_out),
-                             FormatCount(l.handoff_waits));
+                             l.tx_cycles_per_packet(), l.rx_cycles_per_packet());
     }
     if (live_ != nullptr) out << live_->placement_policy() << "\n";
     return absl::OkStatus();
@@ -540,8 +550,8 @@ absl::Status Shell::Clear(std::ostream& out) {
   base_streams_.clear();
   base_ports_.clear();
   base_latency_.clear();
-  base_streams_ = StreamCounters();
-  base_ports_ = PortCounters();
+  base_streams_ = LiveStreams();
+  base_ports_ = LivePorts();
   for (size_t i = 0; i < streams_.size(); ++i) base_latency_.push_back(StreamLatency(i));
   out << "counters cleared (shown from now on; the run's own totals and report are unchanged)\n";
   return absl::OkStatus();

@@ -81,8 +81,9 @@ class Shell {
   absl::StatusOr<std::vector<size_t>> StreamList(const Args& a, size_t from, bool all_word) const;
   absl::StatusOr<size_t> PortIndex(const std::string& name) const;
   // Counters now (live) or of the last run, less the `clear` baseline.
-  std::vector<engine::LiveRun::StreamLive> StreamCounters() const;
-  std::vector<engine::LiveRun::PortLive> PortCounters() const;
+  // Counters of the run (or of the last one) since `clear`.
+  std::vector<engine::LiveRun::StreamLive> LiveStreams() const;
+  std::vector<engine::LiveRun::PortLive> LivePorts() const;
   stats::LatencyHistogram StreamLatency(size_t i) const;
   void EndRun(std::ostream& out);
 
@@ -91,8 +92,11 @@ class Shell {
   std::vector<stream::CompiledStream> streams_;  // as the next `start` will send them
   std::unique_ptr<engine::LiveRun> live_;
   std::unique_ptr<engine::TrialResult> last_;  // the last run, after stop
-  std::vector<session::TestOutcome> tests_;    // tests run in this session
-  std::string last_kind_;                      // "run" or "tests": what save writes
+  // Its live counters as they stood at the end (final: its lcores had stopped).
+  std::vector<engine::LiveRun::StreamLive> last_streams_;
+  std::vector<engine::LiveRun::PortLive> last_ports_;
+  std::vector<session::TestOutcome> tests_;  // tests run in this session
+  std::string last_kind_;                    // "run" or "tests": what save writes
   std::string started_utc_;
   // `clear`: what the counters said then.
   std::vector<engine::LiveRun::StreamLive> base_streams_;

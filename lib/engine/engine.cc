@@ -202,8 +202,7 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
 
   for (uint32_t i = 0; i < nw; ++i) {
     if (work[i].tx.empty() && work[i].rx.empty()) continue;
-    result.placement.push_back(absl::StrFormat("lcore %d: %s", workers[i],
-                                               absl::StrJoin(work[i].names, ", ")));
+    result.placement.push_back(absl::StrFormat("lcore %d: %s", workers[i], absl::StrJoin(work[i].names, ", ")));
   }
   if (options.on_placement) options.on_placement(result.placement);
 
@@ -374,7 +373,8 @@ absl::StatusOr<double> LiveRun::FlowRate(size_t stream, uint32_t flow) const {
   for (const ShardRef& sh : TxOf(stream)) {
     const std::vector<uint32_t>& flows = sh.task->flows(sh.index);
     const auto it = std::lower_bound(flows.begin(), flows.end(), flow);
-    if (it != flows.end() && *it == flow) return sh.task->flow_rate(sh.index, static_cast<uint32_t>(it - flows.begin()));
+    if (it != flows.end() && *it == flow)
+      return sh.task->flow_rate(sh.index, static_cast<uint32_t>(it - flows.begin()));
   }
   return absl::NotFoundError(absl::StrFormat("no flow %d in stream %d of this run", flow, stream));
 }
@@ -408,15 +408,12 @@ LiveRun::StreamState LiveRun::state(size_t stream) const {
 
 std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
   std::vector<StreamLive> out(streams_.size());
-  for (const auto& t : txs_) {
-    for (size_t i = 0; i < t->num_streams(); ++i) {
-      const tx::TxCounters c = t->counters(i);
-      StreamLive& s = out[t->stream(i).index];
-      s.tx_packets += c.packets;
-      s.tx_bytes += c.bytes;
-      s.tx_slots_skipped += c.credit_dropped;
-    }
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    out[i].rx_counted = streams_[i].program.signed_frames() && ports_[streams_[i].rx_port]->options().rx_queues > 0;
   }
+  // RX first, then TX: a frame counted received was sent before it, so lost()
+  // (tx - unique rx) reads the frames in flight rather than going negative
+  // (bar a TX lcore that has not yet stored the count of a burst received).
   for (const auto& table : tables_) {
     for (uint32_t i = 0; i < streams_.size(); ++i) {
       const rx::GroupLiveView v = table->live(i);
@@ -427,6 +424,16 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
       s.duplicate += v.duplicate;
       s.reordered += v.reordered;
       s.ce += v.ce;
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);  // the TX reads below stay below
+  for (const auto& t : txs_) {
+    for (size_t i = 0; i < t->num_streams(); ++i) {
+      const tx::TxCounters c = t->counters(i);
+      StreamLive& s = out[t->stream(i).index];
+      s.tx_packets += c.packets;
+      s.tx_bytes += c.bytes;
+      s.tx_slots_skipped += c.credit_dropped;
     }
   }
   return out;

@@ -32,6 +32,7 @@
 #include "port/eal.h"
 #include "port/port.h"
 #include "rx/rx.h"
+#include "stats/flow_analysis.h"
 #include "stream/stream.h"
 #include "tx/tx.h"
 
@@ -85,10 +86,8 @@ struct FlowReport {
   uint32_t owner_lcore = 0;
   uint64_t tx_packets = 0, tx_bytes = 0;
   rx::FlowResult rx;
-  // Frames sent and never received once: tx - (rx - duplicates).
-  int64_t lost() const {
-    return static_cast<int64_t>(tx_packets) - static_cast<int64_t>(rx.rx_packets - rx.duplicate);
-  }
+  // Frames sent and never received once (stats::LostPackets).
+  int64_t lost() const { return stats::LostPackets(tx_packets, rx.rx_packets, rx.duplicate); }
   // Received frames per second over the flow's first to last arrival.
   double rx_rate_pps() const {
     return rx.rx_packets >= 2 && rx.last_rx_ns > rx.first_rx_ns
@@ -112,7 +111,7 @@ struct LcoreStats {
   // cross between cores), and the most ns from the frame's receipt on the
   // other lcore to that observation.
   uint64_t handoff_max_polls = 0, handoff_max_ns = 0;
-  uint32_t flows = 0;                       // flows it owns
+  uint32_t flows = 0;  // flows it owns
   double tx_cycles_per_packet() const { return tx_packets ? static_cast<double>(tx_cycles) / tx_packets : 0; }
   double rx_cycles_per_packet() const { return rx_packets ? static_cast<double>(rx_cycles) / rx_packets : 0; }
 };
@@ -136,11 +135,12 @@ struct StreamResult {
   // then latency; in flow order.
   std::vector<FlowReport> per_flow;
   bool per_flow_all = true;  // false: per_flow holds only the worst flows
-  // TX packets never received once (losses after the last arrival included):
-  // tx - (rx - duplicates). Exact when the drain time covers the path delay.
-  int64_t lost() const {
-    return static_cast<int64_t>(tx.packets) - static_cast<int64_t>(rx.packets - analysis.duplicate);
-  }
+  // TX packets never received once (stats::LostPackets; losses after the
+  // last arrival included). Exact when the drain time covers the path delay.
+  int64_t lost() const { return stats::LostPackets(tx.packets, rx.packets, analysis.duplicate); }
+  // Frames missing at sequence gaps when each gap was seen (the live
+  // gap_packets): the analysis nets late fills out, so they are added back.
+  uint64_t sequence_gap_packets() const { return static_cast<uint64_t>(analysis.lost) + analysis.reordered; }
 };
 
 struct PortResult {
@@ -243,11 +243,14 @@ class LiveRun {
 
   struct StreamLive {
     uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
-    uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;
+    uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;  // gap_packets: sequence_gap_packets
     uint64_t tx_slots_skipped = 0;  // TX fell more than 1 ms behind the set rate: a tester limit
-    // Frames missing at gaps, less those that came late (sequence view; the
-    // final count after Finish also takes in losses after the last arrival).
-    int64_t lost() const { return static_cast<int64_t>(gap_packets) - static_cast<int64_t>(reordered); }
+    // Its frames carry a signature and its RX port receives: it has RX figures.
+    bool rx_counted = true;
+    // Sent and not received once so far (stats::LostPackets): while the run
+    // goes on this includes the frames in flight (Streams() reads RX before
+    // TX); after Finish it is the report's lost_packets.
+    int64_t lost() const { return stats::LostPackets(tx_packets, rx_packets, duplicate); }
     // What was counted since `base` (an earlier reading).
     StreamLive operator-(const StreamLive& b) const {
       return {tx_packets - b.tx_packets,
@@ -258,7 +261,8 @@ class LiveRun {
               duplicate - b.duplicate,
               reordered - b.reordered,
               ce - b.ce,
-              tx_slots_skipped - b.tx_slots_skipped};
+              tx_slots_skipped - b.tx_slots_skipped,
+              rx_counted};
     }
   };
   std::vector<StreamLive> Streams() const;  // by stream index
@@ -308,12 +312,12 @@ class LiveRun {
   TrialOptions options_;
   std::vector<std::unique_ptr<tx::TxTask>> txs_;
   std::vector<RxRef> rxs_;
-  std::vector<std::unique_ptr<rx::FlowTable>> tables_;  // per worker
+  std::vector<std::unique_ptr<rx::FlowTable>> tables_;   // per worker
   std::vector<std::unique_ptr<rx::HandoffRing>> rings_;  // [from * W + to]
   Placement placement_;
   mutable std::mutex abandoned_mu_;
   mutable std::vector<std::unique_ptr<std::vector<rx::TopFlowsRequest>>> abandoned_;  // TopFlows timed out
-  std::vector<unsigned> lcores_;  // worker index -> lcore id
+  std::vector<unsigned> lcores_;                                                      // worker index -> lcore id
   std::vector<LcoreWork> work_;
   uint64_t start_ = 0;
   bool finished_ = false;

@@ -1,5 +1,11 @@
 #include "metrics/hub.h"
 
+#include <algorithm>
+#include <span>
+
+#include "absl/strings/str_cat.h"
+#include "engine/counters.h"
+
 namespace fg::metrics {
 
 std::vector<double> LatencyBoundsSeconds() {
@@ -39,15 +45,61 @@ HistogramValue ToPrometheus(const stats::LatencyHistogram& h, const std::vector<
   return v;
 }
 
+namespace {
+
+// Adds what `table` reads of `x` so far to `to` (sized to the table).
+template <class Result, class Live>
+void AddValues(std::vector<int64_t>& to, std::span<const engine::Counter<Result, Live>> table, const Live& x) {
+  to.resize(table.size(), 0);
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (const engine::CounterValue v = engine::ReadLive(table[i], x)) to[i] += *v;
+  }
+}
+
+// One family per served counter of `table`, a sample per object of `objects`
+// (key -> values in table order), labelled by `labels(key)`.
+template <class Result, class Live, class Map, class LabelsOf>
+void AddFamilies(std::vector<MetricFamily>& f, std::span<const engine::Counter<Result, Live>> table, const Map& objects,
+                 LabelsOf labels) {
+  for (size_t i = 0; i < table.size(); ++i) {
+    const engine::Counter<Result, Live>& c = table[i];
+    if (c.metric.empty()) continue;
+    const bool counter = c.kind == engine::MetricKind::kCounter;
+    MetricFamily& m = f.emplace_back(
+        MetricFamily{std::string(c.metric), std::string(c.help), counter ? Type::kCounter : Type::kGauge, {}});
+    for (const auto& [key, values] : objects) {
+      const int64_t v = i < values.size() ? values[i] : 0;
+      if (counter) {
+        m.samples.push_back({labels(key), static_cast<uint64_t>(std::max<int64_t>(v, 0))});
+      } else {
+        m.samples.push_back({labels(key), static_cast<double>(v)});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+RunCounts RunCounts::Of(const engine::LiveRun& run) {
+  RunCounts r;
+  const std::vector<stream::CompiledStream>& cs = run.streams();
+  const std::vector<engine::LiveRun::StreamLive> live = run.Streams();
+  for (size_t i = 0; i < cs.size(); ++i)
+    r.streams.push_back({cs[i].name, cs[i].tx_port, cs[i].rx_port, live[i], run.Latency(i)});
+  r.ports = run.Ports();
+  r.lcores = run.Runtime();
+  return r;
+}
+
 void Hub::SetPlan(const config::Plan& plan) {
   std::lock_guard<std::mutex> lock(mu_);
   port_names_.clear();
   for (const config::PortSpec& p : plan.ports) {
     port_names_.push_back(p.name);
-    ports_[p.name];
+    totals_.ports[p.name];
   }
   for (const config::StreamSpec& s : plan.streams) {
-    StreamTotals& t = streams_[s.name];
+    StreamTotals& t = totals_.streams[s.name];
     t.tx_port = plan.ports[s.port].name;
     t.rx_port = plan.ports[s.rx_port].name;
   }
@@ -79,56 +131,49 @@ void Hub::TestDone() {
   trial_ = -1;
 }
 
-void Hub::Current(std::map<std::string, StreamTotals>& streams, std::map<std::string, PortTotals>& ports) const {
-  streams = streams_;
-  ports = ports_;
-  if (run_ == nullptr) return;
-  const std::vector<stream::CompiledStream>& cs = run_->streams();
-  const std::vector<engine::LiveRun::StreamLive> live = run_->Streams();
-  for (size_t i = 0; i < cs.size(); ++i) {
-    StreamTotals& t = streams[cs[i].name];
-    if (cs[i].tx_port < port_names_.size()) t.tx_port = port_names_[cs[i].tx_port];
-    if (cs[i].rx_port < port_names_.size()) t.rx_port = port_names_[cs[i].rx_port];
-    t.tx_packets += live[i].tx_packets;
-    t.tx_bytes += live[i].tx_bytes;
-    t.rx_packets += live[i].rx_packets;
-    t.rx_bytes += live[i].rx_bytes;
-    t.lost += live[i].gap_packets;
-    t.duplicate += live[i].duplicate;
-    t.reordered += live[i].reordered;
-    t.ce += live[i].ce;
-    t.tx_slots_skipped += live[i].tx_slots_skipped;
-    t.latency.Merge(run_->Latency(i));
+void Hub::Add(Totals& t, const RunCounts& run) const {
+  for (const RunCounts::Stream& rs : run.streams) {
+    StreamTotals& st = t.streams[rs.name];
+    if (rs.tx_port < port_names_.size()) st.tx_port = port_names_[rs.tx_port];
+    if (rs.rx_port < port_names_.size()) st.rx_port = port_names_[rs.rx_port];
+    AddValues(st.values, engine::StreamCounters(), rs.live);
+    st.latency.Merge(rs.latency);
   }
-  const std::vector<engine::LiveRun::PortLive> lp = run_->Ports();
-  for (size_t p = 0; p < lp.size() && p < port_names_.size(); ++p) {
-    PortTotals& t = ports[port_names_[p]];
-    t.tx_packets += lp[p].tx_packets;
-    t.tx_bytes += lp[p].tx_bytes;
-    t.rx_packets += lp[p].rx_packets;
-    t.rx_bytes += lp[p].rx_bytes;
-    t.rx_unknown += lp[p].rx_unknown_packets;
+  for (size_t p = 0; p < run.ports.size() && p < port_names_.size(); ++p) {
+    AddValues(t.ports[port_names_[p]], engine::PortCounters(), run.ports[p]);
   }
+  for (const engine::LcoreStats& l : run.lcores) AddValues(t.lcores[l.lcore], engine::LcoreCounters(), l);
+}
+
+Hub::Totals Hub::Current() const {
+  Totals t = totals_;
+  if (run_ != nullptr) Add(t, RunCounts::Of(*run_));
+  return t;
 }
 
 void Hub::OnLive(const engine::LiveRun* run) {
   std::lock_guard<std::mutex> lock(mu_);
   if (run == nullptr && run_ != nullptr) {
     // Fold the ending run in: its counters are final (its lcores have stopped).
-    Current(streams_, ports_);
+    totals_ = Current();
     ++runs_;
   }
   run_ = run;
 }
 
+void Hub::Fold(const RunCounts& run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Add(totals_, run);
+  ++runs_;
+}
+
 std::vector<MetricFamily> Hub::Collect() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::map<std::string, StreamTotals> streams;
-  std::map<std::string, PortTotals> ports;
-  Current(streams, ports);
+  const Totals cur = Current();
   std::vector<MetricFamily> f;
-  auto family = [&](const char* name, Type type, const char* help) -> MetricFamily& {
-    f.push_back(MetricFamily{name, help, type, {}});
+  // A reference to the family just added: fill it before adding another.
+  auto family = [&](std::string name, Type type, std::string help) -> MetricFamily& {
+    f.push_back(MetricFamily{std::move(name), std::move(help), type, {}});
     return f.back();
   };
   {
@@ -147,78 +192,33 @@ std::vector<MetricFamily> Hub::Collect() {
     family("fabricgen_trial_load_ratio", Type::kGauge, "The current trial's load, a fraction of line rate (L1).")
         .samples.push_back({{}, trial_load_});
   }
-  struct PortCounter {
-    const char* name;
-    const char* help;
-    uint64_t PortTotals::*field;
+  // Every served counter of engine/counters.h, per port, stream and lcore.
+  auto port_labels = [](const std::string& port) { return Labels{{"port", port}}; };
+  auto stream_labels = [&](const std::string& name) {
+    const StreamTotals& t = cur.streams.at(name);
+    return Labels{{"stream", name}, {"tx_port", t.tx_port}, {"rx_port", t.rx_port}};
   };
-  for (const PortCounter& c :
-       {PortCounter{"fabricgen_port_tx_packets_total", "Frames the port sent.", &PortTotals::tx_packets},
-        PortCounter{"fabricgen_port_tx_bytes_total", "Bytes the port sent (frames with FCS).", &PortTotals::tx_bytes},
-        PortCounter{"fabricgen_port_rx_packets_total", "Frames the port received, with or without a test signature.",
-                    &PortTotals::rx_packets},
-        PortCounter{"fabricgen_port_rx_bytes_total", "Bytes the port received (frames with FCS).",
-                    &PortTotals::rx_bytes},
-        PortCounter{"fabricgen_port_rx_unknown_packets_total",
-                    "Frames the port received without a signature of the run (ARP, LLDP, feedback...).",
-                    &PortTotals::rx_unknown}}) {
-    MetricFamily& m = family(c.name, Type::kCounter, c.help);
-    for (const auto& [name, t] : ports) m.samples.push_back({{{"port", name}}, t.*c.field});
-  }
-  struct StreamCounter {
-    const char* name;
-    const char* help;
-    uint64_t StreamTotals::*field;
-  };
-  for (const StreamCounter& c : {
-           StreamCounter{"fabricgen_stream_tx_packets_total", "Frames the stream sent.", &StreamTotals::tx_packets},
-           StreamCounter{"fabricgen_stream_tx_bytes_total", "Bytes the stream sent (frames with FCS).",
-                         &StreamTotals::tx_bytes},
-           StreamCounter{"fabricgen_stream_rx_packets_total", "Frames of the stream received (duplicates included).",
-                         &StreamTotals::rx_packets},
-           StreamCounter{"fabricgen_stream_rx_bytes_total", "Bytes of the stream received (frames with FCS).",
-                         &StreamTotals::rx_bytes},
-           StreamCounter{"fabricgen_stream_lost_packets_total",
-                         "Frames missing at sequence gaps when the gap was seen (those arriving later are also in "
-                         "out_of_order; net loss = lost - out_of_order).",
-                         &StreamTotals::lost},
-           StreamCounter{"fabricgen_stream_duplicate_packets_total", "Frames received more than once.",
-                         &StreamTotals::duplicate},
-           StreamCounter{"fabricgen_stream_out_of_order_packets_total",
-                         "Frames that arrived after a frame with a higher sequence number.", &StreamTotals::reordered},
-           StreamCounter{"fabricgen_stream_ecn_ce_packets_total", "Frames received with ECN CE.", &StreamTotals::ce},
-           StreamCounter{"fabricgen_stream_tx_slots_skipped_total",
-                         "TX slots skipped because the TX lcore fell more than 1 ms behind the set rate (the "
-                         "tester's own limit, unless the device was sending PAUSE/PFC frames).",
-                         &StreamTotals::tx_slots_skipped},
-       }) {
-    MetricFamily& m = family(c.name, Type::kCounter, c.help);
-    for (const auto& [name, t] : streams) {
-      m.samples.push_back({{{"stream", name}, {"tx_port", t.tx_port}, {"rx_port", t.rx_port}}, t.*c.field});
-    }
-  }
-  // The sequence figures of the streams a port receives.
-  struct PortSequence {
-    const char* name;
-    const char* help;
-    uint64_t StreamTotals::*field;
-  };
-  for (const PortSequence& c :
-       {PortSequence{"fabricgen_port_rx_lost_packets_total",
-                     "Frames missing at sequence gaps, over the streams the port receives.", &StreamTotals::lost},
-        PortSequence{"fabricgen_port_rx_duplicate_packets_total",
-                     "Frames received more than once, over the streams the port receives.", &StreamTotals::duplicate},
-        PortSequence{"fabricgen_port_rx_out_of_order_packets_total",
-                     "Frames received out of order, over the streams the port receives.", &StreamTotals::reordered}}) {
-    std::map<std::string, uint64_t> by_port;
-    for (const auto& [name, t] : ports) by_port[name] = 0;
-    for (const auto& [name, t] : streams) by_port[t.rx_port] += t.*c.field;
-    MetricFamily& m = family(c.name, Type::kCounter, c.help);
-    for (const auto& [name, v] : by_port) m.samples.push_back({{{"port", name}}, v});
+  std::map<std::string, Values> stream_values;
+  for (const auto& [name, t] : cur.streams) stream_values[name] = t.values;
+  AddFamilies(f, engine::PortCounters(), cur.ports, port_labels);
+  AddFamilies(f, engine::StreamCounters(), stream_values, stream_labels);
+  AddFamilies(f, engine::LcoreCounters(), cur.lcores, [](unsigned lcore) {
+    return Labels{{"lcore", std::to_string(lcore)}};
+  });
+  // Stream counters also served per port: summed over the streams it receives.
+  const std::span<const engine::StreamCounter> sc = engine::StreamCounters();
+  for (size_t i = 0; i < sc.size(); ++i) {
+    if (sc[i].rx_port_metric.empty()) continue;
+    std::map<std::string, int64_t> by_port;
+    for (const auto& [name, t] : cur.ports) by_port[name] = 0;
+    for (const auto& [name, t] : cur.streams) by_port[t.rx_port] += i < t.values.size() ? t.values[i] : 0;
+    MetricFamily& m = family(std::string(sc[i].rx_port_metric), Type::kCounter,
+                             std::string(sc[i].help) + " Summed over the streams the port receives.");
+    for (const auto& [name, v] : by_port) m.samples.push_back({port_labels(name), static_cast<uint64_t>(v)});
   }
   // Rates over the time since the previous scrape (at least 200 ms apart).
   const auto now = std::chrono::steady_clock::now();
-  auto rate = [&](const std::string& key, uint64_t tx, uint64_t rx) -> const Rate& {
+  auto rate = [&](const std::string& key, int64_t tx, int64_t rx) -> const Rate& {
     Rate& r = rates_[key];
     const double dt = std::chrono::duration<double>(now - r.at).count();
     const bool first = r.at.time_since_epoch().count() == 0;
@@ -233,32 +233,31 @@ std::vector<MetricFamily> Hub::Collect() {
     }
     return r;
   };
-  MetricFamily& port_tx_rate = family("fabricgen_port_tx_rate_pps", Type::kGauge,
-                                      "Frames per second the port sent, over the time since the previous scrape.");
-  MetricFamily& port_rx_rate = family("fabricgen_port_rx_rate_pps", Type::kGauge,
-                                      "Frames per second the port received, over the time since the previous scrape.");
-  for (const auto& [name, t] : ports) {
-    const Rate& r = rate("port " + name, t.tx_packets, t.rx_packets);
-    port_tx_rate.samples.push_back({{{"port", name}}, r.tx_pps});
-    port_rx_rate.samples.push_back({{{"port", name}}, r.rx_pps});
-  }
-  MetricFamily& tx_rate = family("fabricgen_stream_tx_rate_pps", Type::kGauge,
-                                 "Frames per second the stream sent, over the time since the previous scrape.");
-  MetricFamily& rx_rate = family("fabricgen_stream_rx_rate_pps", Type::kGauge,
-                                 "Frames per second of the stream received, over the time since the previous scrape.");
-  for (const auto& [name, t] : streams) {
-    const Rate& r = rate("stream " + name, t.tx_packets, t.rx_packets);
-    const Labels l{{"stream", name}, {"tx_port", t.tx_port}, {"rx_port", t.rx_port}};
-    tx_rate.samples.push_back({l, r.tx_pps});
-    rx_rate.samples.push_back({l, r.rx_pps});
-  }
+  // The rates of the tx/rx packet counters, per object: (tx family, rx family).
+  auto rates = [&](const char* what, const auto& objects, auto table, auto labels, const char* tx_help,
+                   const char* rx_help) {
+    const size_t tx = engine::CounterIndex(table, "tx_packets"), rx = engine::CounterIndex(table, "rx_packets");
+    MetricFamily tx_f{absl::StrCat("fabricgen_", what, "_tx_rate_pps"), tx_help, Type::kGauge, {}};
+    MetricFamily rx_f{absl::StrCat("fabricgen_", what, "_rx_rate_pps"), rx_help, Type::kGauge, {}};
+    for (const auto& [name, values] : objects) {
+      const Rate& r = rate(absl::StrCat(what, " ", name), values.at(tx), values.at(rx));
+      tx_f.samples.push_back({labels(name), r.tx_pps});
+      rx_f.samples.push_back({labels(name), r.rx_pps});
+    }
+    f.push_back(std::move(tx_f));
+    f.push_back(std::move(rx_f));
+  };
+  rates("port", cur.ports, engine::PortCounters(), port_labels,
+        "Frames per second the port sent, over the time since the previous scrape.",
+        "Frames per second the port received, over the time since the previous scrape.");
+  rates("stream", stream_values, engine::StreamCounters(), stream_labels,
+        "Frames per second the stream sent, over the time since the previous scrape.",
+        "Frames per second of the stream received, over the time since the previous scrape.");
   MetricFamily& lat = family("fabricgen_stream_latency_seconds", Type::kHistogram,
                              "One-way latency of the stream's frames (RX time - TX time), seconds.");
   const std::vector<double> bounds = LatencyBoundsSeconds();
-  for (const auto& [name, t] : streams) {
-    lat.samples.push_back(
-        {{{"stream", name}, {"tx_port", t.tx_port}, {"rx_port", t.rx_port}}, ToPrometheus(t.latency, bounds)});
-  }
+  for (const auto& [name, t] : cur.streams)
+    lat.samples.push_back({stream_labels(name), ToPrometheus(t.latency, bounds)});
   return f;
 }
 

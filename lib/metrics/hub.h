@@ -33,6 +33,21 @@ std::vector<double> LatencyBoundsSeconds();
 // bound when its middle is (within the histogram's 0.8 %).
 HistogramValue ToPrometheus(const stats::LatencyHistogram& h, const std::vector<double>& bounds_s);
 
+// What a run has counted, as the hub reads it: the live views of a LiveRun
+// (relaxed loads), or a run's views as they ended.
+struct RunCounts {
+  struct Stream {
+    std::string name;
+    size_t tx_port = 0, rx_port = 0;  // plan port indices
+    engine::LiveRun::StreamLive live;
+    stats::LatencyHistogram latency;
+  };
+  std::vector<Stream> streams;
+  std::vector<engine::LiveRun::PortLive> ports;  // by plan port index
+  std::vector<engine::LcoreStats> lcores;
+  static RunCounts Of(const engine::LiveRun& run);
+};
+
 class Hub {
  public:
   void SetPlan(const config::Plan& plan);
@@ -45,31 +60,36 @@ class Hub {
   // A run started (run) or is about to be destroyed (nullptr: the one
   // attached is folded into the totals).
   void OnLive(const engine::LiveRun* run);
+  // Adds an ended run's counts to the totals (what OnLive(nullptr) does with
+  // the attached run's).
+  void Fold(const RunCounts& run);
   std::vector<MetricFamily> Collect();
 
  private:
+  // The counters of one object, in its engine/counters.h table's order.
+  using Values = std::vector<int64_t>;
   struct StreamTotals {
     std::string tx_port, rx_port;
-    uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
-    uint64_t lost = 0, duplicate = 0, reordered = 0, ce = 0;
-    uint64_t tx_slots_skipped = 0;
+    Values values;  // engine::StreamCounters()
     stats::LatencyHistogram latency;
   };
-  struct PortTotals {
-    uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0, rx_unknown = 0;
+  struct Totals {
+    std::map<std::string, StreamTotals> streams;
+    std::map<std::string, Values> ports;  // engine::PortCounters(), by port name
+    std::map<unsigned, Values> lcores;    // engine::LcoreCounters(), by lcore id
   };
   struct Rate {
     std::chrono::steady_clock::time_point at;
-    uint64_t tx = 0, rx = 0;
+    int64_t tx = 0, rx = 0;
     double tx_pps = 0, rx_pps = 0;
   };
-  // Totals plus what `run` counted so far.
-  void Current(std::map<std::string, StreamTotals>& streams, std::map<std::string, PortTotals>& ports) const;
+  void Add(Totals& t, const RunCounts& run) const;
+  // Totals plus what `run_` counted so far.
+  Totals Current() const;
 
   std::mutex mu_;
   std::vector<std::string> port_names_;
-  std::map<std::string, StreamTotals> streams_;
-  std::map<std::string, PortTotals> ports_;
+  Totals totals_;
   const engine::LiveRun* run_ = nullptr;
   std::string state_ = "idle", test_, test_kind_;
   int trial_ = -1;

@@ -71,7 +71,7 @@ struct GroupLiveView {
 struct FlowView {
   uint32_t group = 0, flow = 0;
   uint64_t received = 0, duplicate = 0, reordered = 0, ce = 0, jitter_ns = 0;
-  int64_t lost = 0;
+  int64_t lost = 0;              // gaps net of late fills (FlowState::lost, the sequence view; not lost_packets)
   uint64_t latency_last_ns = 0;  // the last frame's latency
 };
 
@@ -153,7 +153,7 @@ class FlowTable {
   };
   void ServeSlow();
   std::vector<OwnedFlow> owned_;
-  std::vector<stats::FlowState> flows_;  // per slot
+  std::vector<stats::FlowState> flows_;           // per slot
   std::vector<stats::FlowLatency> flow_latency_;  // per slot, when kept
   std::vector<stats::GroupStats> groups_;
   std::unique_ptr<Live[]> live_;
@@ -180,7 +180,8 @@ class FlowTable {
                                                       uint32_t bytes, uint8_t flags, Run& run) {
   stats::FlowState& f = flows_[slot];
   const OwnedFlow o = owned_[slot];
-  if (flags & Handoff::kPayloadError) [[unlikely]] ++f.payload_errors;
+  if (flags & Handoff::kPayloadError) [[unlikely]]
+    ++f.payload_errors;
   if (o.group != run.group) [[unlikely]] {
     // Through a copy: `run` itself never has its address taken, so it stays in registers.
     Run done = run;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/units.h"
+#include "engine/counters.h"
 #include "report/json.h"
 
 namespace fg::session {
@@ -22,6 +23,20 @@ void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLi
 }
 
 namespace {
+
+// Every counter engine/counters.h declares for the object, under its key
+// (null where the object has no such figure).
+template <class Result, class Live>
+void WriteCounters(report::JsonWriter& w, std::span<const engine::Counter<Result, Live>> table, const Result& x) {
+  for (const engine::Counter<Result, Live>& c : table) {
+    w.Key(c.key);
+    if (const engine::CounterValue v = engine::Read(c, x)) {
+      w.Int(*v);
+    } else {
+      w.Null();
+    }
+  }
+}
 
 double PerSecond(uint64_t n, int64_t ns) { return ns > 0 ? static_cast<double>(n) * 1e9 / static_cast<double>(ns) : 0; }
 
@@ -76,16 +91,7 @@ void WritePerFlow(report::JsonWriter& w, const engine::StreamResult& s) {
     w.Field("flow", f.index);
     w.Field("key", f.key);
     w.Field("owner_lcore", f.owner_lcore);
-    w.Field("tx_packets", f.tx_packets);
-    w.Field("tx_bytes", f.tx_bytes);
-    w.Field("rx_packets", f.rx.rx_packets);
-    w.Field("rx_bytes", f.rx.rx_bytes);
-    w.Field("lost_packets", f.lost());
-    w.Field("duplicate_packets", f.rx.duplicate);
-    w.Field("reordered_packets", f.rx.reordered);
-    w.Field("ce_packets", f.rx.ce);
-    w.Field("cnp_packets", f.rx.cnp);
-    w.Field("nak_packets", f.rx.nack);
+    WriteCounters(w, engine::FlowCounters(), f);
     w.Field("rx_rate_pps", f.rx_rate_pps());
     w.Key("latency");
     w.BeginObject();
@@ -115,15 +121,9 @@ void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r) {
     w.BeginObject();
     w.Field("lcore", l.lcore);
     w.Field("flows", l.flows);
-    w.Field("polls", l.polls);
-    w.Field("busy_polls", l.busy_polls);
-    w.Field("tx_packets", l.tx_packets);
-    w.Field("rx_packets", l.rx_packets);
+    WriteCounters(w, engine::LcoreCounters(), l);
     w.Field("tx_cycles_per_packet", l.tx_cycles_per_packet());
     w.Field("rx_cycles_per_packet", l.rx_cycles_per_packet());
-    w.Field("handoff_in", l.handoff_in);
-    w.Field("handoff_out", l.handoff_out);
-    w.Field("handoff_waits", l.handoff_waits);
     w.Field("handoff_max_polls", l.handoff_max_polls);
     w.Field("handoff_max_ns", l.handoff_max_ns);
     w.EndObject();
@@ -170,16 +170,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("dpdk_name", c.device);
     w.Field("driver", c.driver);
     w.Field("link_speed_bps", static_cast<uint64_t>(c.link_speed_mbps) * 1'000'000);
-    w.Field("tx_packets", p.tx_packets);
-    w.Field("tx_bytes", p.tx_bytes);
-    w.Field("rx_packets", p.rx_packets);
-    w.Field("rx_bytes", p.rx_bytes);
-    w.Field("rx_unknown_packets", p.rx_unknown_packets);
-    w.Field("rx_unknown_bytes", p.rx_unknown_bytes);
-    w.Field("rx_cnp_packets", p.rx_cnp);
-    w.Field("rx_roce_nak_packets", p.rx_roce_nak);
-    w.Field("rx_uet_nack_packets", p.rx_uet_nack);
-    w.Field("rx_feedback_unmatched_packets", p.rx_feedback_unmatched);
+    WriteCounters(w, engine::PortCounters(), p);
     w.Field("duration_ns", r.duration_ns);
     WriteTesterLimits(w, p.tester_limits);
     w.Key("kernel_interface");  // the kernel's counters of the interface behind the PMD (af_packet)
@@ -222,35 +213,17 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("rx_port", r.ports[s.rx_port].name);
     w.Field("mean_frame_size_bytes", s.frame_size);
     w.Field("set_rate_pps", s.set_pps);
-    w.Field("tx_packets", s.tx.packets);
-    w.Field("tx_bytes", s.tx.bytes);
     w.Field("flows", s.flows);
     WriteTesterLimits(w, s.tester_limits);
     w.Field("signed_frames", s.signed_frames);
+    // RX figures are null for frames without a signature (the ports'
+    // rx_unknown_packets count them) and on a TX-only port.
     w.Field("received", s.received);
+    WriteCounters(w, engine::StreamCounters(), s);
     if (s.signed_frames && s.received) {
       const stats::GroupStats& a = s.analysis;
-      w.Field("rx_packets", s.rx.packets);
-      w.Field("rx_bytes", s.rx.bytes);
-      w.Field("tx_minus_rx_packets", static_cast<int64_t>(s.tx.packets - s.rx.packets));
-      w.Field("lost_packets", s.lost());
       w.Field("loss_ratio", s.tx.packets ? static_cast<double>(s.lost()) / static_cast<double>(s.tx.packets) : 0.0);
-      w.Field("duplicate_packets", a.duplicate);
-      w.Field("reordered_packets", a.reordered);
       w.Field("reorder_extent_max_packets", a.max_extent);
-      w.Field("late_packets", a.late);
-      w.Field("sequence_gap_packets", a.lost);
-      w.Field("ecn_ce_packets", a.ce);
-      w.Key("payload_error_packets");
-      if (s.verify_payload) {
-        w.Uint(a.payload_errors);
-      } else {
-        w.Null();  // not checked
-      }
-      w.Field("cnp_received", a.cnp);
-      w.Field("nack_received", a.nack);
-      w.Field("loss_events", a.loss_events);
-      w.Field("loss_duration_total_ns", a.loss_ns_total);
       w.Field("loss_duration_max_ns", a.loss_ns_max);
       w.Key("latency");
       w.BeginObject();
@@ -266,29 +239,12 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
       w.Field("jitter_mean_ns", a.jitter_ns_mean);
       w.Field("jitter_max_ns", a.jitter_ns_max);
       w.EndObject();
-    } else {
-      // Frames without a signature cannot be told apart on receipt (the
-      // ports' rx_unknown_packets count them); a TX-only port receives nothing.
-      w.Key("rx_packets"), w.Null();
-      w.Key("rx_bytes"), w.Null();
-      w.Key("tx_minus_rx_packets"), w.Null();
     }
     w.Field("duration_ns", s.tx_duration_ns);
     const double pps = TxPps(s);
     w.Field("tx_rate_pps", pps);
     w.Field("tx_rate_bps_l2", pps * 8.0 * s.frame_size);
     w.Field("tx_rate_bps_l1", pps * 8.0 * (s.frame_size + kEthL1Overhead));
-    w.Field("tx_retries", s.tx.retries);
-    w.Field("tx_alloc_failures", s.tx.alloc_failures);
-    w.Field("tx_slots_skipped", s.tx.credit_dropped);
-    w.Key("tx_due_packets");  // what the set rate and count called for
-    if (s.tx.paced) {
-      w.Uint(s.tx.due);
-    } else {
-      w.Null();  // unpaced: no set rate to fall short of
-    }
-    w.Field("tx_stalls", s.tx.stalls);
-    w.Field("tx_late_burst_frames", s.tx.late_burst_frames);
     WritePerFlow(w, s);
     w.EndObject();
   }
@@ -374,37 +330,44 @@ std::string TesterLimitLines(const engine::TrialResult& r) {
 }
 
 std::string RunSummary(const engine::TrialResult& r) {
-  std::string out;
-  out += absl::StrFormat("%-14s %9s %12s %12s %15s %8s %6s %7s %10s %10s %10s %10s\n", "stream", "frame", "tx packets",
-                         "rx packets", "rx throughput", "lost", "dup", "reorder", "lat p50", "lat p99", "lat p99.9",
-                         "lat max");
+  // The counters with a console heading (engine/counters.h), between the
+  // stream's frame size and its throughput and latency.
+  const std::span<const engine::StreamCounter> counters = engine::StreamCounters();
+  std::string out = absl::StrFormat("%-14s %9s", "stream", "frame");
+  for (const engine::StreamCounter& c : counters) {
+    if (!c.column.empty()) out += absl::StrFormat(" %12s", c.column);
+  }
+  out += absl::StrFormat(" %15s %10s %10s %10s %10s\n", "rx throughput", "lat p50", "lat p99", "lat p99.9", "lat max");
   for (const engine::StreamResult& s : r.streams) {
-    const double rx_bps =
-        s.tx_duration_ns > 0 ? static_cast<double>(s.rx.bytes) * 8e9 / static_cast<double>(s.tx_duration_ns) : 0;
+    out += absl::StrFormat("%-14s %7.1f B", s.name, s.frame_size);
+    for (const engine::StreamCounter& c : counters) {
+      if (!c.column.empty()) out += absl::StrFormat(" %12s", engine::FormatCounterValue(engine::Read(c, s)));
+    }
+    auto bps = [&](uint64_t bytes) {
+      return s.tx_duration_ns > 0 ? static_cast<double>(bytes) * 8e9 / static_cast<double>(s.tx_duration_ns) : 0;
+    };
     if (!s.signed_frames || !s.received) {
-      out += absl::StrFormat("%-14s %7.1f B %12s %12s %15s %8s %6s %7s %10s %10s %10s %10s\n", s.name, s.frame_size,
-                             FormatCount(s.tx.packets), s.received ? "(unsigned)" : "(TX only)",
-                             FormatBitRate(s.tx_duration_ns > 0 ? static_cast<double>(s.tx.bytes) * 8e9 /
-                                                                      static_cast<double>(s.tx_duration_ns)
-                                                                : 0) +
-                                 " tx",
-                             "-", "-", "-", "-", "-", "-", "-");
+      // No RX figures: what TX sent, and why.
+      out += absl::StrFormat(" %15s %s\n", FormatBitRate(bps(s.tx.bytes)) + " tx",
+                             s.received ? "(frames without signature: counted per port)" : "(TX only)");
       continue;
     }
     const stats::GroupStats& a = s.analysis;
     auto lat = [&](double p) { return FormatDuration(static_cast<int64_t>(a.latency.Percentile(p))); };
-    out += absl::StrFormat("%-14s %7.1f B %12s %12s %15s %8d %6d %7d %10s %10s %10s %10s\n", s.name, s.frame_size,
-                           FormatCount(s.tx.packets), FormatCount(s.rx.packets), FormatBitRate(rx_bps), s.lost(),
-                           a.duplicate, a.reordered, lat(50), lat(99), lat(99.9),
+    out += absl::StrFormat(" %15s %10s %10s %10s %10s\n", FormatBitRate(bps(s.rx.bytes)), lat(50), lat(99), lat(99.9),
                            FormatDuration(static_cast<int64_t>(a.latency.max())));
   }
   out += "latency: " + r.timestamp_source + "\n";
   for (const std::string& x : r.warnings) out += "warning: " + x + "\n";
   out += TesterLimitLines(r);
   for (const engine::PortResult& p : r.ports) {
-    out += absl::StrFormat("port %s: tx %s packets (%s bytes), rx %s packets (%s bytes), %s without signature\n",
-                           p.name, FormatCount(p.tx_packets), FormatCount(p.tx_bytes), FormatCount(p.rx_packets),
-                           FormatCount(p.rx_bytes), FormatCount(p.rx_unknown_packets));
+    std::string figures;
+    for (const engine::PortCounter& c : engine::PortCounters()) {
+      if (c.column.empty()) continue;
+      figures += absl::StrFormat("%s%s %s", figures.empty() ? "" : ", ", c.column,
+                                 engine::FormatCounterValue(engine::Read(c, p)));
+    }
+    out += absl::StrFormat("port %s: %s\n", p.name, figures);
   }
   out += absl::StrFormat("duration %s%s\n", FormatDuration(r.duration_ns),
                          r.interrupted ? " (interrupted: report marked incomplete)"

@@ -16,8 +16,9 @@
 // Frames lost after the last arrival are invisible to sequence numbers: the
 // run's loss is TX count minus unique frames received (see GroupStats users).
 //
-// So lost = packets never seen (net of late reorders), exact whenever the
-// reordering is within 64 packets. Latency = RX ns - TX ns (48-bit
+// FlowState::lost is that sequence view (gaps net of late fills, exact whenever
+// the reordering is within 64 packets); what reports call lost is
+// LostPackets() below. Latency = RX ns - TX ns (48-bit
 // wrap-safe) into the group's histogram; jitter per RFC 3550 (J += (|D| - J)/16,
 // kept as 16 J so no division).
 //
@@ -99,6 +100,16 @@ class FlowLatency {
   uint64_t count_ = 0, max_ = 0, min_ = UINT64_MAX;
 };
 
+// Lost, the one meaning fabricgen gives the word (docs/metrics.md, "Lost"):
+// frames sent and never received once, tx - (rx - duplicates). After the
+// drain it is exact; read while a run goes on, it also holds the frames in
+// flight. Frames missing at a sequence gap when the gap is seen are a
+// different figure, sequence_gap_packets (those that arrive later are also
+// in reordered or late).
+inline int64_t LostPackets(uint64_t tx, uint64_t rx, uint64_t duplicate) {
+  return static_cast<int64_t>(tx) - static_cast<int64_t>(rx - duplicate);
+}
+
 // Totals of a flow group (a stream), summed from its flows after a run, plus
 // the latency histogram the RX lcore fills directly.
 struct GroupStats {
@@ -120,7 +131,7 @@ struct GroupStats {
 // the RX lcore adds to them only when a flow sees a gap, a duplicate, a late
 // fill or a CE mark, so in-order traffic costs nothing.
 struct alignas(64) GroupLive {
-  Counter gap_packets;  // frames missing at gaps (net lost = gap_packets - reordered)
+  Counter gap_packets;  // frames missing at gaps when seen (sequence_gap_packets)
   Counter duplicate, reordered, ce;
 };
 

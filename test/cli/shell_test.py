@@ -118,7 +118,7 @@ class ShellTest(unittest.TestCase):
             t.command("")
             out = t.command("stop")
             self.assertRegex(out, r"roce +\d+\.\d B +[\d,]+ +[\d,]+ ")
-            self.assertIn("0 without signature", out)
+            self.assertIn("no signature 0", out)
             out = t.command("bogus 1")
             self.assertIn("error: unknown command 'bogus'", out)
             os.write(t.fd, b"quit\r")
@@ -170,7 +170,8 @@ class ShellTest(unittest.TestCase):
         after_ms = float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0}[m.group(2)]
         print("  flow 2's new rate in effect after %.3f ms" % after_ms)
         self.assertLess(after_ms, 1.0)
-        self.assertRegex(r.stdout, r"lcore +flows +polls +busy +tx frames +rx frames +tx cyc/fr +rx cyc/fr")
+        self.assertRegex(r.stdout, r"lcore +flows +polls +busy polls +tx frames +rx frames +handoff in +handoff out +waits +busy "
+                                   r"+tx cyc/fr +rx cyc/fr")
         with open(os.path.join(out, "report.json")) as f:
             report = json.load(f)
         flows = report["streams"][0]["per_flow"]
@@ -336,7 +337,8 @@ class MetricsTest(unittest.TestCase):
                     p.communicate()
         first, last = scrapes[0], scrapes[-1]
         for name in ("fabricgen_stream_tx_packets_total", "fabricgen_stream_rx_bytes_total",
-                     "fabricgen_stream_lost_packets_total", "fabricgen_stream_duplicate_packets_total",
+                     "fabricgen_stream_sequence_gap_packets_total", "fabricgen_stream_duplicate_packets_total",
+                     "fabricgen_lcore_polls_total", "fabricgen_lcore_tx_packets_total",
                      "fabricgen_stream_out_of_order_packets_total", "fabricgen_port_tx_packets_total",
                      "fabricgen_stream_tx_rate_pps", "fabricgen_stream_latency_seconds", "fabricgen_run_state",
                      "fabricgen_test_info", "fabricgen_trial_index"):

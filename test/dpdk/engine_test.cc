@@ -333,7 +333,11 @@ streams:
   // Live reads while traffic flows.
   const auto live = r.Streams();
   EXPECT_GE(live[0].rx_packets, a2);
-  EXPECT_EQ(live[0].lost(), 0);
+  EXPECT_EQ(live[0].gap_packets, 0u);
+  // Lost so far: RX is read before TX, so only frames in flight (a few bursts
+  // at 40 kpps on a ring), never fewer than none.
+  EXPECT_GE(live[0].lost(), 0);
+  EXPECT_LT(live[0].lost(), 2'000);
   EXPECT_GT(r.Latency(0).count(), 0u);
   auto top = r.TopFlows(3);
   ASSERT_TRUE(top.ok()) << top.status();

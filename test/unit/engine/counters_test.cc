@@ -1,0 +1,185 @@
+// The counter declarations (engine/counters.h): well formed, served by the
+// metrics hub, read by report.json, and documented in docs/metrics.md.
+#include "engine/counters.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "metrics/exposition.h"
+#include "metrics/hub.h"
+
+namespace fg::engine {
+namespace {
+
+// Every declaration of every table, as (object, key, metric, kind, unit, help).
+struct Decl {
+  std::string object, key, metric, unit, help;
+  MetricKind kind;
+  bool has_read;
+};
+template <class R, class L>
+void Collect(std::vector<Decl>& out, const char* object, std::span<const Counter<R, L>> table) {
+  for (const Counter<R, L>& c : table) {
+    out.push_back({object, std::string(c.key), std::string(c.metric), std::string(c.unit), std::string(c.help), c.kind,
+                   c.read != nullptr});
+    if (!c.rx_port_metric.empty()) {
+      out.push_back(
+          {"port", "", std::string(c.rx_port_metric), std::string(c.unit), std::string(c.help), c.kind, true});
+    }
+  }
+}
+std::vector<Decl> All() {
+  std::vector<Decl> d;
+  Collect(d, "stream", StreamCounters());
+  Collect(d, "port", PortCounters());
+  Collect(d, "flow", FlowCounters());
+  Collect(d, "lcore", LcoreCounters());
+  return d;
+}
+
+TEST(Counters, EachIsDeclaredOnceWithAUnitHelpAndReader) {
+  std::set<std::pair<std::string, std::string>> keys;
+  std::set<std::string> metrics;
+  const std::regex name("fabricgen_(stream|port|lcore)_[a-z0-9_]+");
+  for (const Decl& d : All()) {
+    EXPECT_FALSE(d.unit.empty()) << d.object << " " << d.key;
+    EXPECT_FALSE(d.help.empty()) << d.object << " " << d.key;
+    EXPECT_TRUE(d.has_read) << d.object << " " << d.key;
+    if (!d.key.empty()) {
+      EXPECT_TRUE(keys.insert({d.object, d.key}).second) << "key twice: " << d.object << " " << d.key;
+    }
+    if (d.metric.empty()) continue;
+    EXPECT_TRUE(metrics.insert(d.metric).second) << "metric twice: " << d.metric;
+    EXPECT_TRUE(std::regex_match(d.metric, name)) << d.metric;
+    EXPECT_TRUE(d.metric.starts_with("fabricgen_" + d.object + "_")) << d.metric << " of a " << d.object;
+    // Prometheus: counters and only counters end in _total.
+    EXPECT_EQ(d.metric.ends_with("_total"), d.kind == MetricKind::kCounter) << d.metric;
+  }
+  // A served stream or port counter is counted live (else /metrics would serve zeros).
+  for (const StreamCounter& c : StreamCounters()) EXPECT_TRUE(c.metric.empty() || c.read_live) << c.key;
+  for (const PortCounter& c : PortCounters()) EXPECT_TRUE(c.metric.empty() || c.read_live) << c.key;
+}
+
+TEST(Counters, LostIsSentLessReceivedOnceEverywhere) {
+  StreamResult s;
+  s.tx.packets = 1000;
+  s.rx.packets = 990;
+  s.analysis.duplicate = 4;
+  s.analysis.lost = 12;  // gaps net of late fills
+  s.analysis.reordered = 3;
+  const size_t lost = CounterIndex(StreamCounters(), "lost_packets");
+  const size_t gap = CounterIndex(StreamCounters(), "sequence_gap_packets");
+  ASSERT_LT(lost, StreamCounters().size());
+  ASSERT_LT(gap, StreamCounters().size());
+  EXPECT_EQ(Read(StreamCounters()[lost], s), 14);  // 1000 - (990 - 4)
+  EXPECT_EQ(Read(StreamCounters()[gap], s), 15);   // every frame missing when its gap was seen
+  LiveRun::StreamLive l{1000, 0, 990, 0, 15, 4, 3, 0, 0};
+  EXPECT_EQ(ReadLive(StreamCounters()[lost], l), 14);
+  EXPECT_EQ(ReadLive(StreamCounters()[gap], l), 15);
+  FlowReport f;
+  f.tx_packets = 10;
+  f.rx.rx_packets = 9;
+  f.rx.duplicate = 1;
+  EXPECT_EQ(Read(FlowCounters()[CounterIndex(FlowCounters(), "lost_packets")], f), 2);
+  // A stream without RX figures has none of them, live or after the run.
+  s.signed_frames = false;
+  l.rx_counted = false;
+  EXPECT_EQ(Read(StreamCounters()[lost], s), std::nullopt);
+  EXPECT_EQ(ReadLive(StreamCounters()[lost], l), std::nullopt);
+  EXPECT_EQ(Read(StreamCounters()[CounterIndex(StreamCounters(), "tx_packets")], s), 1000);
+}
+
+// A run folded into the hub: every declared metric is served, with the value
+// its declaration reads, labelled by its object.
+TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
+  auto plan =
+      config::ParsePlan("fake.yaml", "ports: [{name: p0, device: loopback}]\nstreams: [{name: s, rate: 1 kpps}]\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  metrics::Hub hub;
+  hub.SetPlan(*plan);
+  metrics::RunCounts run;
+  run.streams.push_back({"s", 0, 0, LiveRun::StreamLive{101, 102, 103, 104, 105, 106, 107, 108, 109}, {}});
+  run.ports.push_back(LiveRun::PortLive{201, 202, 203, 204, 205});
+  LcoreStats lc;
+  lc.lcore = 3;
+  lc.polls = 301, lc.busy_polls = 302, lc.tx_packets = 303, lc.rx_packets = 304, lc.tx_cycles = 305;
+  lc.rx_cycles = 306, lc.handoff_in = 307, lc.handoff_out = 308, lc.handoff_waits = 309;
+  run.lcores.push_back(lc);
+  hub.Fold(run);
+  hub.Fold(run);  // a second run adds to the first
+  std::map<std::string, metrics::MetricFamily> served;
+  for (metrics::MetricFamily& m : hub.Collect()) served[m.name] = m;
+  auto value = [&](const std::string& metric) -> int64_t {
+    const metrics::MetricFamily& m = served.at(metric);
+    EXPECT_EQ(m.samples.size(), 1u) << metric;
+    return static_cast<int64_t>(std::get<uint64_t>(m.samples.at(0).value));
+  };
+  for (const StreamCounter& c : StreamCounters()) {
+    if (c.metric.empty()) continue;
+    ASSERT_TRUE(served.count(std::string(c.metric))) << c.metric;
+    EXPECT_EQ(value(std::string(c.metric)), 2 * *ReadLive(c, run.streams[0].live)) << c.metric;
+    EXPECT_EQ(served[std::string(c.metric)].samples[0].labels,
+              (metrics::Labels{{"stream", "s"}, {"tx_port", "p0"}, {"rx_port", "p0"}}));
+    if (!c.rx_port_metric.empty()) {
+      EXPECT_EQ(value(std::string(c.rx_port_metric)), 2 * *ReadLive(c, run.streams[0].live)) << c.rx_port_metric;
+    }
+  }
+  for (const PortCounter& c : PortCounters()) {
+    if (c.metric.empty()) continue;
+    EXPECT_EQ(value(std::string(c.metric)), 2 * *ReadLive(c, run.ports[0])) << c.metric;
+    EXPECT_EQ(served[std::string(c.metric)].samples[0].labels, (metrics::Labels{{"port", "p0"}}));
+  }
+  for (const LcoreCounter& c : LcoreCounters()) {
+    if (c.metric.empty()) continue;
+    EXPECT_EQ(value(std::string(c.metric)), 2 * *ReadLive(c, lc)) << c.metric;
+    EXPECT_EQ(served[std::string(c.metric)].samples[0].labels, (metrics::Labels{{"lcore", "3"}}));
+  }
+  // And in the text a scraper reads.
+  const std::string text = metrics::ToText(hub.Collect());
+  for (const Decl& d : All()) {
+    if (d.metric.empty()) continue;
+    const char* type = d.kind == MetricKind::kCounter ? "counter" : "gauge";
+    EXPECT_NE(text.find("# TYPE " + d.metric + " " + type + "\n"), std::string::npos) << d.metric;
+  }
+}
+
+// docs/metrics.md's table lists each declared metric with its type and unit,
+// and no fabricgen_stream/port/lcore counter that is not declared.
+TEST(Counters, DocsListEveryDeclaredMetricAndNoOther) {
+  std::ifstream in(std::string(FG_SOURCE_ROOT) + "/docs/metrics.md");
+  ASSERT_TRUE(in) << "docs/metrics.md";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  // | `name` | type | labels | unit | meaning |
+  const std::regex row(R"(\n\| `(fabricgen_[a-z0-9_]+)` \| ([a-z]+) \| [^|]* \| ([^|]*) \|)");
+  std::map<std::string, std::pair<std::string, std::string>> documented;  // name -> (type, unit)
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator(); ++it) {
+    std::string unit = (*it)[3];
+    unit = unit.substr(0, unit.find_last_not_of(' ') + 1);
+    documented[(*it)[1]] = {(*it)[2], unit};
+  }
+  ASSERT_GT(documented.size(), 20u);
+  std::set<std::string> declared;
+  for (const Decl& d : All()) {
+    if (d.metric.empty()) continue;
+    declared.insert(d.metric);
+    ASSERT_TRUE(documented.count(d.metric)) << d.metric << " is not in docs/metrics.md";
+    EXPECT_EQ(documented[d.metric].first, d.kind == MetricKind::kCounter ? "counter" : "gauge") << d.metric;
+    EXPECT_EQ(documented[d.metric].second, d.unit) << d.metric;
+  }
+  for (const auto& [name, tu] : documented) {
+    if (tu.first == "counter" && std::regex_match(name, std::regex("fabricgen_(stream|port|lcore)_.*"))) {
+      EXPECT_TRUE(declared.count(name)) << name << " is documented but not declared in engine/counters.cc";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fg::engine

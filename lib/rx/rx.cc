@@ -155,11 +155,11 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
   }
 }
 
-// Measured cost: 72-76 TSC cycles per frame on the net_ring loopback, 1 flow,
-// 78 B (report.json lcores[].rx_cycles_per_packet; 43-55 before the owner
-// handoff, issue 12's loop); 333 instructions per frame
-// (tools/count_instructions.sh build). The extra cycles are not extra work:
-// docs/benchmarks.md "Issue 13, stage 1" says what was ruled out.
+// Measured cost: 55-59 TSC cycles per frame on the net_ring loopback, 1 flow,
+// 78 B (report.json lcores[].rx_cycles_per_packet; 72-76 before the 24- and
+// 48-bit loads stopped going through a stack slot (proto/bytes.h), 43-55 in
+// issue 12's loop); 303 instructions per frame (tools/count_instructions.sh
+// build; 333 before). docs/benchmarks.md "Issue 13, stage 2".
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns

@@ -403,13 +403,14 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const u
   return true;
 }
 
-// Measured cost: 46-56 TSC cycles per frame on the net_ring loopback
+// Measured cost: 51-63 TSC cycles per frame on the net_ring loopback
 // (report.json lcores[].tx_cycles_per_packet, TX and RX on one lcore of this
-// 2-vCPU VM; 42-57 before issue 13's per-flow counts); 365 instructions per
-// packet in Poll with rte_eth_tx_burst into net_null, 10^6 RoCEv2 SEND frames
-// of 78 B unpaced (tools/count_instructions.sh build; the count includes
-// empty polls and moves by a few percent between runs). Against testpmd:
-// tools/bench_vs_testpmd.sh, docs/benchmarks.md "Issue 13, stage 1".
+// 2-vCPU VM; 42-57 before issue 13's per-flow counts); 356 instructions per
+// packet in Poll with rte_eth_tx_burst into net_null (87 of them the PMD's
+// freeing), 10^6 RoCEv2 SEND frames of 78 B unpaced
+// (tools/count_instructions.sh build; the count includes empty polls and
+// moves by a few percent between runs). Against testpmd:
+// tools/bench_vs_testpmd.sh, docs/benchmarks.md "Issue 13, stage 2".
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();

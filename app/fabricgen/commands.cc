@@ -102,6 +102,7 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
   for (port::Port* p : (*s)->ports()) {
     PrintCapabilities("port " + p->name(), p->capabilities());
     std::cout << "  rx times: " << p->rx_timestamp().observation_point() << "\n";
+    std::cout << "  rx queues: " << p->rx_spread().description << "\n";
     for (const std::string& n : p->notes()) std::cout << "  " << n << "\n";
   }
   if (plan_file.empty()) {

@@ -451,7 +451,7 @@ absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
     for (const rx::FlowView& f : flows) {
       out << absl::StrFormat("%-16s %8d %14s %10d %8s %8s %8s %14s %14s\n", streams_[f.group].name,
                              f.flow - streams_[f.group].flow_id, FormatCount(f.received),
-                             f.lost + static_cast<int64_t>(f.reordered), FormatCount(f.duplicate),
+                             f.gap_packets(), FormatCount(f.duplicate),
                              FormatCount(f.reordered), FormatCount(f.ce), Ns(static_cast<double>(f.jitter_ns)),
                              Ns(static_cast<double>(f.latency_last_ns)));
     }

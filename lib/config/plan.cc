@@ -191,7 +191,7 @@ absl::Status ParseWarmup(const Node& n, TestSpec& t) {
 absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n, const TestKindParsers& kinds) {
   std::vector<std::string_view> keys;
   for (const TestKindParser* k : kinds) keys.push_back(k->key());
-  if (keys.empty()) return n.Error("this program reads plans without tests (no test kinds given to the parser)");
+  if (keys.empty()) return n.Error("this program reads plans without tests (config::ParsePlan was given no test kinds; methods::LoadPlan gives it every kind)");
   FG_RETURN_IF_ERROR(n.CheckKeys(keys));
   for (const TestKindParser* kind : kinds) {
     const std::optional<Node> section = n.Optional(kind->key());

@@ -534,13 +534,7 @@ absl::StatusOr<std::vector<rx::FlowView>> LiveRun::TopFlows(size_t n) const {
   }
   std::vector<rx::FlowView> all;
   for (const rx::TopFlowsRequest& r : *reqs) all.insert(all.end(), r.flows.begin(), r.flows.end());
-  std::stable_sort(all.begin(), all.end(), [](const rx::FlowView& a, const rx::FlowView& b) {
-    if (a.lost != b.lost) return a.lost > b.lost;
-    if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
-      return a.duplicate + a.reordered > b.duplicate + b.reordered;
-    }
-    return a.received > b.received;
-  });
+  std::stable_sort(all.begin(), all.end(), &rx::FlowView::Worse);
   if (all.size() > n) all.resize(n);
   return all;
 }

@@ -240,7 +240,9 @@ std::vector<MetricFamily> Hub::Collect() {
     MetricFamily tx_f{absl::StrCat("fabricgen_", what, "_tx_rate_pps"), tx_help, Type::kGauge, {}};
     MetricFamily rx_f{absl::StrCat("fabricgen_", what, "_rx_rate_pps"), rx_help, Type::kGauge, {}};
     for (const auto& [name, values] : objects) {
-      const Rate& r = rate(absl::StrCat(what, " ", name), values.at(tx), values.at(rx));
+      // An object no run has counted yet (a scrape before `start`, a stream no test used) has no values: 0.
+      auto at = [&values](size_t i) { return i < values.size() ? values[i] : 0; };
+      const Rate& r = rate(absl::StrCat(what, " ", name), at(tx), at(rx));
       tx_f.samples.push_back({labels(name), r.tx_pps});
       rx_f.samples.push_back({labels(name), r.rx_pps});
     }

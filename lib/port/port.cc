@@ -122,6 +122,7 @@ absl::StatusOr<Capabilities> ProbeCapabilities(uint16_t id) {
   c.timesync = rte_eth_timesync_read_time(id, &ts) != -ENOTSUP;
   c.queue_rate_limit = c.driver == "net_ixgbe" || c.driver == "net_txgbe" || c.driver == "net_cnxk";
   c.rx_offloads = OffloadNames(info.rx_offload_capa, [](uint64_t o) { return rte_eth_dev_rx_offload_name(o); });
+  c.rss_offloads = info.flow_type_rss_offloads;
   c.tx_offloads = OffloadNames(info.tx_offload_capa, [](uint64_t o) { return rte_eth_dev_tx_offload_name(o); });
   rte_eth_link link{};
   if (rte_eth_link_get_nowait(id, &link) == 0) {
@@ -129,6 +130,32 @@ absl::StatusOr<Capabilities> ProbeCapabilities(uint16_t id) {
     c.link_speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
   }
   return c;
+}
+
+RxSpread ChooseRxSpread(uint64_t offered, uint16_t rx_queues) {
+  if (rx_queues <= 1) return RxSpread{0, rx_queues == 1 ? "one queue" : "no RX queues"};
+  // What the frames of a stream differ by: addresses, and the UDP ports
+  // (RoCEv2/UET entropy in the source port). Fragments and TCP are not ours.
+  static constexpr std::pair<uint64_t, const char*> kHashes[] = {
+      {RTE_ETH_RSS_IPV4, "ipv4"},
+      {RTE_ETH_RSS_IPV6, "ipv6"},
+      {RTE_ETH_RSS_NONFRAG_IPV4_UDP, "ipv4-udp"},
+      {RTE_ETH_RSS_NONFRAG_IPV6_UDP, "ipv6-udp"},
+  };
+  RxSpread out;
+  std::string names;
+  for (const auto& [bit, name] : kHashes) {
+    if ((offered & bit) == 0) continue;
+    out.rss_hf |= bit;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  out.description =
+      out.rss_hf != 0
+          ? absl::StrFormat("rss: %s (%d queues)", names, rx_queues)
+          : absl::StrFormat("none: the PMD offers no RSS over IP/UDP; frames reach its %d queues as it puts them, "
+                            "and each RX lcore hands frames of flows it does not own to their owner",
+                            rx_queues);
+  return out;
 }
 
 std::vector<std::pair<uint16_t, std::string>> ListPorts() {
@@ -192,6 +219,12 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& options) {
   }
   FG_RETURN_IF_ERROR(p->ChooseRxTimestamps(conf.rxmode.offloads));
   FG_RETURN_IF_ERROR(p->ChooseTxSchedule(conf.txmode.offloads));
+  p->rx_spread_ = ChooseRxSpread(info.flow_type_rss_offloads, o.rx_queues);
+  if (p->rx_spread_.rss_hf != 0) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_key = nullptr;  // the PMD's default key; its RETA spreads over every queue
+    conf.rx_adv_conf.rss_conf.rss_hf = p->rx_spread_.rss_hf;
+  }
   if (int ret = rte_eth_dev_configure(p->id_, o.rx_queues, o.tx_queues, &conf); ret != 0) {
     return RteError(ret, where + ": rte_eth_dev_configure");
   }

@@ -67,6 +67,19 @@ struct PortOptions {
   std::string kernel_iface = "";
 };
 
+// How a port's received frames reach its RX queues. With more than one RX
+// queue, by the NIC's RSS hash over what the PMD can hash of IP and UDP (a
+// RoCEv2 or UET flow's entropy is its UDP source port, so flows spread and
+// each flow stays on one queue); a PMD without RSS (net_ring, af_packet)
+// puts frames where it does, and RX lcores hand frames of flows they do not
+// own to the owner (docs/architecture.md, "The engine").
+struct RxSpread {
+  uint64_t rss_hf = 0;      // RTE_ETH_RSS_* bits asked of the PMD (0: no RSS)
+  std::string description;  // "one queue", "rss: ipv4, ipv6, udp (4 queues)", "none: ..."
+};
+// From the hash functions the device offers (rte_eth_dev_info.flow_type_rss_offloads).
+RxSpread ChooseRxSpread(uint64_t offered_rss_hf, uint16_t rx_queues);
+
 // Pool size a port needs: descriptors on both sides, frames in flight in a
 // loopback ring, per-lcore caches and bursts, plus margin.
 uint32_t MbufsNeeded(const PortOptions& o);
@@ -90,6 +103,7 @@ struct Capabilities {
   bool timesync = false;              // IEEE 1588 timesync ops answer
   bool queue_rate_limit = false;      // rte_eth_set_queue_rate_limit (ixgbe, txgbe, cnxk in 22.11)
   std::vector<std::string> rx_offloads, tx_offloads;
+  uint64_t rss_offloads = 0;  // hash functions RSS offers (rte_eth_dev_info.flow_type_rss_offloads)
   // Filled by drivers/ (DriverRegistry): the NIC's free-running clock, if known.
   double device_clock_hz = 0;
   std::vector<std::string> driver_notes;  // one line each, for `fabricgen ports`
@@ -200,6 +214,8 @@ class Port {
   rte_mempool* pool() const { return pool_; }
   const Capabilities& capabilities() const { return caps_; }
   const RxTimestamp& rx_timestamp() const { return rx_ts_; }
+  // How received frames reach the RX queues (report.json ports[].rx_distribution).
+  const RxSpread& rx_spread() const { return rx_spread_; }
   const TxSchedule& tx_schedule() const { return tx_sched_; }
   // The NIC clock RX stamps count, when they come from one (else null).
   NicClock* nic_clock() { return nic_clock_.get(); }
@@ -226,6 +242,7 @@ class Port {
   rte_mempool* pool_ = nullptr;
   Capabilities caps_;
   RxTimestamp rx_ts_;
+  RxSpread rx_spread_;
   TxSchedule tx_sched_;
   std::optional<TimestampDriver> ts_driver_;  // the clock behind rx_ts_ (kNicClock) and tx_sched_
   std::unique_ptr<NicClock> nic_clock_;

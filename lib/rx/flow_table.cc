@@ -68,13 +68,7 @@ void FlowTable::ServeSlow() {
   }
   if (top_ == nullptr) return;
   TopFlowsRequest& r = *top_;
-  auto worse = [](const FlowView& a, const FlowView& b) {
-    if (a.lost != b.lost) return a.lost > b.lost;
-    if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
-      return a.duplicate + a.reordered > b.duplicate + b.reordered;
-    }
-    return a.received > b.received;
-  };
+  const auto worse = &FlowView::Worse;
   if (r.n == 0) top_pos_ = flows_.size();
   const size_t end = std::min(flows_.size(), top_pos_ + kTopFlowsSlotsPerPoll);
   for (size_t slot = top_pos_; slot < end; ++slot) {

@@ -73,6 +73,17 @@ struct FlowView {
   uint64_t received = 0, duplicate = 0, reordered = 0, ce = 0, jitter_ns = 0;
   int64_t lost = 0;              // gaps net of late fills (FlowState::lost, the sequence view; not lost_packets)
   uint64_t latency_last_ns = 0;  // the last frame's latency
+  // Frames missing when their gap was seen (those that came late included):
+  // RX has no TX count to tell lost from (show flows' gap, sequence_gap_packets).
+  int64_t gap_packets() const { return lost + static_cast<int64_t>(reordered); }
+  // The order of `show flows`: most gaps, then most duplicates and reorders, then most received.
+  static bool Worse(const FlowView& a, const FlowView& b) {
+    if (a.gap_packets() != b.gap_packets()) return a.gap_packets() > b.gap_packets();
+    if (a.duplicate + a.reordered != b.duplicate + b.reordered) {
+      return a.duplicate + a.reordered > b.duplicate + b.reordered;
+    }
+    return a.received > b.received;
+  }
 };
 
 // One flow after the run (report.json per_flow).

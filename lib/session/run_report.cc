@@ -170,6 +170,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("dpdk_name", c.device);
     w.Field("driver", c.driver);
     w.Field("link_speed_bps", static_cast<uint64_t>(c.link_speed_mbps) * 1'000'000);
+    w.Field("rx_distribution", ports[i]->rx_spread().description);
     WriteCounters(w, engine::PortCounters(), p);
     w.Field("duration_ns", r.duration_ns);
     WriteTesterLimits(w, p.tester_limits);

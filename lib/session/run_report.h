@@ -1,6 +1,6 @@
 // session/run_report.h: report.json and the console summary of `fabricgen run`.
 //
-// report.json (schema_version 1) holds, per port and per stream, what was
+// report.json (schema_version 2) holds, per port and per stream, what was
 // sent and received with the unit in every key (packets, bytes FCS included,
 // _ns, _pps, _bps_l1/_l2), the PMD's own counters beside ours, the EAL and
 // memory choices, where each task ran, and whether the run completed.
@@ -18,7 +18,7 @@
 
 namespace fg::session {
 
-inline constexpr int kRunReportSchemaVersion = 1;
+inline constexpr int kRunReportSchemaVersion = 2;  // 2: sequence_gap_packets counts every frame missing at a gap (1: net of late fills)
 
 std::string RunReportJson(Session& session, const engine::TrialResult& result, const std::string& started_utc);
 // Parts every report shares: "tool", "plan", "started_utc"; and inside

@@ -109,6 +109,7 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
     w.Field("driver", c.driver);
     w.Field("line_rate_bps_l1", c.line_bps());
     w.Field("rx_timestamps", ports[i]->rx_timestamp().observation_point());
+    w.Field("rx_distribution", ports[i]->rx_spread().description);
     w.EndObject();
   }
   w.EndArray();

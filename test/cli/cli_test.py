@@ -45,7 +45,7 @@ class RunTest(Workdir):
         with open(os.path.join(out, "report.json")) as f:
             rep = json.load(f)
         self.assertEqual(os.listdir(out), ["report.json"])  # no temporary file left
-        self.assertEqual(rep["schema_version"], 1)
+        self.assertEqual(rep["schema_version"], 2)
         self.assertTrue(rep["complete"])
         streams = {s["name"]: s for s in rep["streams"]}
         # udp-64B is bounded by count; roce-write by the 2 s duration at 4 Gbit/s L2.

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <rte_ethdev.h>
+
 #include "dpdk_test_env.h"
 
 namespace fg::port {
@@ -26,7 +28,26 @@ TEST(Port, LoopbackOpensStartsAndReportsCapabilities) {
   EXPECT_FALSE(c.read_clock);
   EXPECT_EQ((*p)->options().mbufs, MbufsNeeded((*p)->options()));
   EXPECT_EQ((*p)->stats().tx_packets, 0u);
+  // net_ring has no RSS: two queues are filled as the PMD does, the owners' handoff does the rest.
+  EXPECT_EQ(c.rss_offloads, 0u);
+  EXPECT_EQ((*p)->rx_spread().rss_hf, 0u);
+  EXPECT_THAT((*p)->rx_spread().description, HasSubstr("none: the PMD offers no RSS over IP/UDP"));
   (*p)->Stop();
+}
+
+// What a NIC offers decides the hash asked for: IP and UDP where it can, nothing else.
+TEST(Port, RssHashesWhatStreamsDifferByWhereThePmdOffersIt) {
+  const uint64_t mlx5_like = RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP | RTE_ETH_RSS_TCP;
+  const RxSpread four = ChooseRxSpread(mlx5_like, 4);
+  EXPECT_EQ(four.rss_hf, RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_NONFRAG_IPV4_UDP |
+                             RTE_ETH_RSS_NONFRAG_IPV6_UDP);
+  EXPECT_EQ(four.description, "rss: ipv4, ipv6, ipv4-udp, ipv6-udp (4 queues)");
+  const RxSpread v4 = ChooseRxSpread(RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP, 2);
+  EXPECT_EQ(v4.rss_hf, RTE_ETH_RSS_IPV4);
+  EXPECT_EQ(v4.description, "rss: ipv4 (2 queues)");
+  EXPECT_EQ(ChooseRxSpread(RTE_ETH_RSS_NONFRAG_IPV4_TCP, 2).rss_hf, 0u);  // nothing a stream varies
+  EXPECT_EQ(ChooseRxSpread(mlx5_like, 1).rss_hf, 0u);                    // one queue: no RSS asked
+  EXPECT_EQ(ChooseRxSpread(mlx5_like, 1).description, "one queue");
 }
 
 TEST(Port, JumboMtuGetsJumboMbufs) {

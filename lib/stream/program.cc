@@ -438,6 +438,35 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
     p.description_ += absl::StrFormat(", entropy %s over %d values from %d",
                                       p.entropy_random_ ? "random" : "round-robin", p.entropy_count_, p.entropy_base_);
   }
+  // Each kind's shape (which per-packet fields Stamp writes), and the program's when they agree.
+  for (PacketKind& k : p.kinds_) {
+    using namespace shape;
+    const std::pair<bool, uint32_t> fields[] = {
+        {k.t.signature_offset >= 0, kSig},
+        {k.key_off >= 0 && k.key_len == 3, kKey3},
+        {k.key_off >= 0 && k.key_len != 3, kKey2},
+        {k.psn_off >= 0 && k.psn_len == 3, kPsn3},
+        {k.psn_off >= 0 && k.psn_len != 3, kPsn4},
+        {k.msn_off >= 0, kMsn},
+        {k.msg_id_off >= 0, kMsgId},
+        {k.msg_offset_off >= 0, kMsgOffset},
+        {k.syn_off >= 0, kSyn},
+        {k.entropy_off >= 0, kEntropy},
+        {k.vary_addresses, kVary},
+        {k.icrc_on, kIcrc},
+        {k.icrc_on && k.icrc_seq >= 0, kIcrcSeq},
+        {k.icrc_on && k.icrc_psn >= 0, kIcrcPsn},
+        {k.icrc_on && k.icrc_msn >= 0, kIcrcMsn},
+        {k.icrc_on && k.icrc_entropy >= 0, kIcrcEntropy},
+        {p.udp_checksum_, kUdpCsum},
+    };
+    k.shape = 0;
+    for (const auto& [set, bit] : fields) k.shape |= set ? bit : 0;
+  }
+  p.shape_ = p.kinds_[0].shape;
+  for (const PacketKind& k : p.kinds_) {
+    if (k.shape != p.shape_) p.shape_ = shape::kAnyShape;
+  }
   p.flow0_ = p.Flow(flow_id, 0);
   return p;
 }

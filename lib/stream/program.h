@@ -65,6 +65,7 @@ struct PacketKind {
   // Where each per-packet field's bytes sit among `icrc`'s positions (-1: not stamped).
   int32_t icrc_seq = -1, icrc_ts = -1, icrc_psn = -1, icrc_msn = -1, icrc_entropy = -1;
   uint8_t index = 0;  // in Program::kinds()
+  uint32_t shape = 0;  // the shape:: bits of the fields above that are set
 };
 
 // The part of a stamp shared by a burst: the TX time and, per packet kind,
@@ -75,6 +76,22 @@ struct StampTime {
 };
 
 enum class KeyKind { kNone, kRoceQp, kUetPdc, kUdpPort };
+
+// Which per-packet fields a packet kind stamps: Stamp<kShape> is compiled
+// once per common shape with only those fields (no per-frame test of every
+// optional field), and once as kAnyShape testing each at run time.
+namespace shape {
+inline constexpr uint32_t kSig = 1u << 0, kKey3 = 1u << 1, kKey2 = 1u << 2, kPsn3 = 1u << 3, kPsn4 = 1u << 4,
+                          kMsn = 1u << 5, kMsgId = 1u << 6, kMsgOffset = 1u << 7, kSyn = 1u << 8,
+                          kEntropy = 1u << 9, kVary = 1u << 10, kIcrc = 1u << 11, kIcrcSeq = 1u << 12,
+                          kIcrcPsn = 1u << 13, kIcrcMsn = 1u << 14, kIcrcEntropy = 1u << 15, kUdpCsum = 1u << 16;
+// RoCEv2 without and with a UDP source port stamped per packet or flow, one
+// packet per message or several (every kind of a message has the same shape).
+inline constexpr uint32_t kRoce = kSig | kKey3 | kPsn3 | kIcrc | kIcrcSeq | kIcrcPsn;
+inline constexpr uint32_t kRoceEntropy = kRoce | kEntropy;
+inline constexpr uint32_t kRoceSprayed = kRoceEntropy | kIcrcEntropy;
+inline constexpr uint32_t kAnyShape = ~0u;  // test each field at run time
+}  // namespace shape
 
 // What differs between the flows of one stream (fixed per flow).
 struct FlowVars {
@@ -149,10 +166,14 @@ class Program {
   }
   // Emit() without the template copy: rewrites the per-packet fields and the
   // ICRC of `dst`, which must already hold KindAt(c)'s template bytes.
+  // `kShape`: k.shape (all kinds of this program have it: shape()), or kAnyShape.
+  template <uint32_t kShape = shape::kAnyShape>
   inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, const StampTime& t, const FlowVars& v) const;
   inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns) const {
     Stamp(dst, k, c, Time(tx_ns), flow0_);
   }
+  // The shape every kind of this program has, or kAnyShape when they differ.
+  uint32_t shape() const { return shape_; }
 
   uint32_t packets_per_message() const { return ppm_; }
   double mean_frame_size() const { return mean_frame_size_; }  // FCS included, over one message
@@ -183,6 +204,7 @@ class Program {
   FlowVars flow0_;
   uint32_t msg_offset_unit_ = 0;
   bool udp_checksum_ = false;
+  uint32_t shape_ = shape::kAnyShape;
   double mean_frame_size_ = 0;
   uint32_t max_frame_len_ = 0;
   std::string description_;
@@ -196,40 +218,37 @@ inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const Flo
   return len;
 }
 
+template <uint32_t kShape>
 [[gnu::always_inline]] inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, const StampTime& t,
                                                   const FlowVars& v) const {
+  // A field is stamped when the shape has it: known at compile time for a
+  // fixed shape, tested per frame for kAnyShape.
+  auto has = [&k](uint32_t bit) { return kShape == shape::kAnyShape ? (k.shape & bit) != 0 : (kShape & bit) != 0; };
+  // Read once: every store into the frame (a uint8_t*) may alias anything in
+  // memory, so the compiler would read these again after each.
   const uint64_t tx_ns = t.ns;
-  if (k.t.signature_offset >= 0) {
+  const uint32_t seq = c.seq, psn = c.psn;
+  if (has(shape::kSig)) {
     proto::Store24(dst + k.t.signature_offset + 3, v.flow_id);
-    proto::StampSignature(dst + k.t.signature_offset, c.seq, tx_ns);
+    proto::StampSignature(dst + k.t.signature_offset, seq, tx_ns);
   }
-  if (k.vary_addresses) [[unlikely]] {
+  if (has(shape::kVary)) [[unlikely]] {
     if (k.src_ip_off >= 0) proto::Store32(dst + k.src_ip_off, v.src_ip);
     if (k.dst_ip_off >= 0) proto::Store32(dst + k.dst_ip_off, v.dst_ip);
     if (k.ip_csum_off >= 0) proto::Store16(dst + k.ip_csum_off, v.ip_csum[k.index]);
   }
-  if (k.key_off >= 0) {
-    if (k.key_len == 3) {
-      proto::Store24(dst + k.key_off, v.key & 0xFFFFFF);
-    } else {
-      proto::Store16(dst + k.key_off, static_cast<uint16_t>(v.key));
-    }
-  }
-  if (k.psn_off >= 0) {
-    if (k.psn_len == 3) {
-      proto::Store24(dst + k.psn_off, c.psn);
-    } else {
-      proto::Store32(dst + k.psn_off, c.psn);
-    }
-  }
-  if (k.msn_off >= 0) proto::Store24(dst + k.msn_off, static_cast<uint32_t>(c.message) & 0xFFFFFF);
-  if (k.msg_id_off >= 0) proto::Store16(dst + k.msg_id_off, static_cast<uint16_t>(c.message));
-  if (k.msg_offset_off >= 0) proto::Store32(dst + k.msg_offset_off, c.pos * msg_offset_unit_);
-  if (k.syn_off >= 0) {
-    proto::Store16(dst + k.syn_off, static_cast<uint16_t>(k.syn_high | ((c.psn - psn_start_) & 0x0FFF)));
+  if (has(shape::kKey3)) proto::Store24(dst + k.key_off, v.key & 0xFFFFFF);
+  if (has(shape::kKey2)) proto::Store16(dst + k.key_off, static_cast<uint16_t>(v.key));
+  if (has(shape::kPsn3)) proto::Store24(dst + k.psn_off, psn);
+  if (has(shape::kPsn4)) proto::Store32(dst + k.psn_off, psn);
+  if (has(shape::kMsn)) proto::Store24(dst + k.msn_off, static_cast<uint32_t>(c.message) & 0xFFFFFF);
+  if (has(shape::kMsgId)) proto::Store16(dst + k.msg_id_off, static_cast<uint16_t>(c.message));
+  if (has(shape::kMsgOffset)) proto::Store32(dst + k.msg_offset_off, c.pos * msg_offset_unit_);
+  if (has(shape::kSyn)) {
+    proto::Store16(dst + k.syn_off, static_cast<uint16_t>(k.syn_high | ((psn - psn_start_) & 0x0FFF)));
   }
   uint16_t entropy = 0;
-  if (k.entropy_off >= 0) {
+  if (has(shape::kEntropy)) {
     uint32_t e = c.entropy;
     if (entropy_random_) {  // xorshift32, scaled to K by a multiply: no division
       c.rng ^= c.rng << 13;
@@ -244,19 +263,19 @@ inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const Flo
     entropy = static_cast<uint16_t>(v.entropy_base + e);
     proto::Store16(dst + k.entropy_off, entropy);
   }
-  if (k.icrc_on) {
+  if (has(shape::kIcrc)) {
     // The ICRC from the values just written (no read-back of the frame).
     uint32_t x = k.icrc.base() ^ v.icrc[k.index] ^ t.icrc[k.index] ^ k.icrc_xor;
-    if (k.icrc_seq >= 0) x ^= k.icrc.Field<4>(k.icrc_seq, c.seq);
-    if (k.icrc_psn >= 0) x ^= k.icrc.Field<3>(k.icrc_psn, c.psn);
-    if (k.icrc_msn >= 0) x ^= k.icrc.Field<3>(k.icrc_msn, c.message & 0xFFFFFF);
-    if (k.icrc_entropy >= 0) x ^= k.icrc.Field<2>(k.icrc_entropy, entropy);
+    if (has(shape::kIcrcSeq)) x ^= k.icrc.Field<4>(k.icrc_seq, seq);
+    if (has(shape::kIcrcPsn)) x ^= k.icrc.Field<3>(k.icrc_psn, psn);
+    if (has(shape::kIcrcMsn)) x ^= k.icrc.Field<3>(k.icrc_msn, c.message & 0xFFFFFF);
+    if (has(shape::kIcrcEntropy)) x ^= k.icrc.Field<2>(k.icrc_entropy, entropy);
     proto::StoreIcrc(dst + k.t.icrc_offset, x);
   }
-  if (udp_checksum_) proto::UpdateUdpChecksum(dst, k.t);
+  if (has(shape::kUdpCsum)) proto::UpdateUdpChecksum(dst, k.t);
   // Advance: no division, no modulo.
-  ++c.seq;
-  c.psn = (c.psn + psn_step_) & psn_mask_;
+  c.seq = seq + 1;
+  c.psn = (psn + psn_step_) & psn_mask_;
   if (++c.entropy == entropy_count_) c.entropy = 0;
   if (++c.pos == ppm_) {
     c.pos = 0;

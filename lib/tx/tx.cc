@@ -342,44 +342,53 @@ bool TxTask::Done() const {
   return true;
 }
 
-bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const uint32_t* flows) {
-  // Raw mbufs: the ones that still hold this task's template for the kind
-  // are in the state TX left them in (a PMD frees an mbuf without touching
-  // its fields or data); only the others are reset and filled.
-  if (rte_mempool_get_bulk(pool_, reinterpret_cast<void**>(st.pending), n) != 0) {
-    st.alloc_failures.Add(1);
-    return false;
+template <uint32_t kShape>
+void TxTask::FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags,
+                        const uint32_t* flows) {
+  const bool one_kind = st.s->program.packets_per_message() == 1;
+  if (flows != nullptr) {
+    one_kind ? Fill<kShape, true, true>(st, n, ts, keep_flags, flows)
+             : Fill<kShape, true, false>(st, n, ts, keep_flags, flows);
+  } else {
+    one_kind ? Fill<kShape, false, true>(st, n, ts, keep_flags, flows)
+             : Fill<kShape, false, false>(st, n, ts, keep_flags, flows);
   }
+}
+
+template <uint32_t kShape, bool kPaced, bool kOneKind>
+void TxTask::Fill(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows) {
   const stream::Program& prog = st.s->program;
   const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
-  // Software stamp: now, just before tx_burst. Scheduled: the burst's due
-  // time + the lead, which the NIC will honour.
-  uint64_t tx_ns = clock_.ToNs(now);
-  if (sched_.enabled()) {
-    if (sched_.shared != nullptr) sched_.shared->Refresh(sched_.line, sched_seen_);
-    tx_ns = clock_.ToNs(due) + static_cast<uint64_t>(sched_.lead_ns);
-  }
-  const stream::StampTime ts = prog.Time(tx_ns);
-  const uint64_t keep_flags = ~sched_.flag;  // all ones unless scheduling
+  // In locals: the frame stores below may alias any member (uint8_t*).
+  const int tag_off = tag_off_;
+  const uint64_t tag_salt = tag_salt_;
+  stream::Cursor* const cursors = st.cursors.data();
+  const stream::FlowVars* const vars = st.vars.data();
+  rte_mbuf** const pending = st.pending;
+  uint32_t next_flow = st.next_flow;
+  const bool many_flows = nflows > 64;
   for (unsigned i = 0; i < n; ++i) {
-    rte_mbuf* m = st.pending[i];
+    rte_mbuf* m = pending[i];
     if (i + 2 < n) {
-      char* ahead_data = rte_pktmbuf_mtod(st.pending[i + 2], char*);
+      char* ahead_data = rte_pktmbuf_mtod(pending[i + 2], char*);
       __builtin_prefetch(ahead_data, 1);
       __builtin_prefetch(ahead_data + 64, 1);
     }
-    // The flows take turns (or the pacer named them): fetch the state of the one 8 ahead now.
-    const uint32_t f = flows != nullptr ? flows[i] : st.next_flow;
-    const uint32_t ahead = flows != nullptr ? (i + 8 < n ? flows[i + 8] : f) : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
-    __builtin_prefetch(&st.cursors[ahead], 1);
-    __builtin_prefetch(&st.vars[ahead], 0);
+    // The flows take turns (or the pacer named them): fetch the state of the
+    // one 8 ahead now (a few flows' state stays in L1 by itself).
+    const uint32_t f = kPaced ? flows[i] : next_flow;
+    if (many_flows) {
+      const uint32_t ahead = kPaced ? (i + 8 < n ? flows[i + 8] : f) : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
+      __builtin_prefetch(&cursors[ahead], 1);
+      __builtin_prefetch(&vars[ahead], 0);
+    }
     uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
-    const stream::PacketKind& k = prog.KindAt(st.cursors[f]);
+    const stream::PacketKind& k = kOneKind ? prog.kinds()[0] : prog.KindAt(cursors[f]);
     const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
     // Still holding this template (same task, same kind)? Stamp rewrites
     // every field that differs between packets: no reset, no copy.
-    uint64_t* tag = tag_off_ >= 0 ? RTE_MBUF_DYNFIELD(m, tag_off_, uint64_t*) : nullptr;
-    const uint64_t key = tag_salt_ ^ reinterpret_cast<uintptr_t>(&k);
+    uint64_t* tag = tag_off >= 0 ? RTE_MBUF_DYNFIELD(m, tag_off, uint64_t*) : nullptr;
+    const uint64_t key = tag_salt ^ reinterpret_cast<uintptr_t>(&k);
     if (tag == nullptr || *tag != key) {
       rte_pktmbuf_reset(m);
       d = rte_pktmbuf_mtod(m, uint8_t*);
@@ -389,10 +398,40 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const u
       if (tag != nullptr) *tag = key;
     }
     m->ol_flags &= keep_flags;  // only the burst's first mbuf is scheduled
-    prog.Stamp(d, k, st.cursors[f], ts, st.vars[f]);
-    if (flows == nullptr && ++st.next_flow == nflows) st.next_flow = 0;
+    prog.Stamp<kShape>(d, k, cursors[f], ts, vars[f]);
+    if (!kPaced && ++next_flow == nflows) next_flow = 0;
     st.pending_len[i] = len + kEthFcsLen;
     st.pending_flow[i] = f;
+  }
+  st.next_flow = next_flow;
+}
+
+bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const uint32_t* flows) {
+  // Raw mbufs: the ones that still hold this task's template for the kind
+  // are in the state TX left them in (a PMD frees an mbuf without touching
+  // its fields or data); only the others are reset and filled.
+  if (rte_mempool_get_bulk(pool_, reinterpret_cast<void**>(st.pending), n) != 0) {
+    st.alloc_failures.Add(1);
+    return false;
+  }
+  const stream::Program& prog = st.s->program;
+  // Software stamp: now, just before tx_burst. Scheduled: the burst's due
+  // time + the lead, which the NIC will honour.
+  uint64_t tx_ns = clock_.ToNs(now);
+  if (sched_.enabled()) {
+    if (sched_.shared != nullptr) sched_.shared->Refresh(sched_.line, sched_seen_);
+    tx_ns = clock_.ToNs(due) + static_cast<uint64_t>(sched_.lead_ns);
+  }
+  const stream::StampTime ts = prog.Time(tx_ns);
+  const uint64_t keep_flags = ~sched_.flag;  // all ones unless scheduling
+  // One loop per common stamp shape: no per-frame test of the fields a
+  // RoCEv2 frame does not have (tools/count_instructions.sh: 356 -> see the
+  // comment at Poll).
+  switch (prog.shape()) {
+    case stream::shape::kRoce: FillShaped<stream::shape::kRoce>(st, n, ts, keep_flags, flows); break;
+    case stream::shape::kRoceEntropy: FillShaped<stream::shape::kRoceEntropy>(st, n, ts, keep_flags, flows); break;
+    case stream::shape::kRoceSprayed: FillShaped<stream::shape::kRoceSprayed>(st, n, ts, keep_flags, flows); break;
+    default: FillShaped<stream::shape::kAnyShape>(st, n, ts, keep_flags, flows); break;
   }
   if (sched_.enabled()) {
     *RTE_MBUF_DYNFIELD(st.pending[0], sched_.offset, uint64_t*) = sched_.line.ToNic(tx_ns);
@@ -403,14 +442,14 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const u
   return true;
 }
 
-// Measured cost: 51-63 TSC cycles per frame on the net_ring loopback
-// (report.json lcores[].tx_cycles_per_packet, TX and RX on one lcore of this
-// 2-vCPU VM; 42-57 before issue 13's per-flow counts); 356 instructions per
-// packet in Poll with rte_eth_tx_burst into net_null (87 of them the PMD's
-// freeing), 10^6 RoCEv2 SEND frames of 78 B unpaced
-// (tools/count_instructions.sh build; the count includes empty polls and
-// moves by a few percent between runs). Against testpmd:
-// tools/bench_vs_testpmd.sh, docs/benchmarks.md "Issue 13, stage 2".
+// Measured cost: 285 instructions per packet in Poll with rte_eth_tx_burst
+// into net_null (98 of them the PMD freeing each mbuf), 10^6 RoCEv2 SEND
+// frames of 78 B unpaced (tools/count_instructions.sh build; it counts empty
+// polls too, a few percent; 356 before the shape-specialised loops, Fill);
+// 53-77 TSC cycles per frame on this 2-vCPU VM (report.json
+// lcores[].tx_cycles_per_packet, TX only; the host's noise is the spread).
+// Against testpmd: tools/bench_vs_testpmd.sh, docs/benchmarks.md "Issue 13,
+// stage 2".
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();
@@ -485,10 +524,16 @@ unsigned TxTask::Poll() {
         if (st.packets.Read() == 0) st.first_ns.Set(ns);
         st.last_ns.Set(ns);
         uint64_t bytes = 0;
-        for (uint16_t i = 0; i < sent; ++i) {
-          bytes += st.pending_len[i];
-          ++st.flow_packets[st.pending_flow[i]];
-          st.flow_bytes[st.pending_flow[i]] += st.pending_len[i];
+        if (st.flow_packets.size() == 1) {  // one flow: its counts are the burst's
+          for (uint16_t i = 0; i < sent; ++i) bytes += st.pending_len[i];
+          st.flow_packets[0] += sent;
+          st.flow_bytes[0] += bytes;
+        } else {
+          for (uint16_t i = 0; i < sent; ++i) {
+            bytes += st.pending_len[i];
+            ++st.flow_packets[st.pending_flow[i]];
+            st.flow_bytes[st.pending_flow[i]] += st.pending_len[i];
+          }
         }
         st.packets.Add(sent);
         st.bytes.Add(bytes);

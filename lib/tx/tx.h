@@ -120,6 +120,14 @@ class TxTask : public PollTask {
   // `due` is the TSC time the burst is due (its first slot; now when unpaced).
   // `flows`: the shard flow of each frame (a FlowPacer's choice); null: the flows take turns.
   bool Generate(State& st, unsigned n, uint64_t now, uint64_t due, const uint32_t* flows = nullptr);
+  // Generate's loop over the burst, for a program whose kinds all have stamp
+  // shape kShape (stream::shape; kAnyShape tests each field per frame).
+  // kPaced: `flows` names each frame's flow (else they take turns); kOneKind:
+  // one packet per message (every frame is kinds()[0]).
+  template <uint32_t kShape, bool kPaced, bool kOneKind>
+  void Fill(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows);
+  template <uint32_t kShape>
+  void FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows);
   void ApplyFlowCommands(State& st, uint64_t now);  // on the lcore
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
   // On the lcore: the stream stops generating at `t`; its due count is final.

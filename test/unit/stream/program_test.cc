@@ -260,5 +260,55 @@ TEST(Program, PfcAndLbnFramesAreFixed) {
   EXPECT_EQ(lbn->kinds()[0].t.bytes[18], 0xE0);  // Leaf1 = 111 leads the bitmap
 }
 
+// TX stamps through Stamp<shape> for the common shapes (tx.cc's Fill): the
+// same bytes, frame by frame, as the generic Stamp that tests each field.
+TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
+  const char* frames[] = {
+      "{roce: {op: SEND, message: 16, dest_qp: 1}}",
+      "{roce: {op: SEND, message: 16, pmtu: 4096}}",
+      "{roce: {op: WRITE, message: 64 KiB, pmtu: 1024, dest_qp: 9, psn: 0xFFFFF0}}",
+      "{entropy: {mode: round_robin, values: 8}, roce: {op: WRITE, message: 8 KiB, pmtu: 4096}}",
+      "{entropy: {mode: random, values: 16}, l3: ipv6, roce: {op: SEND, message: 100}}",
+      "{uet: {service: ROD, message: 16 KiB, max_payload: 4096}}",
+      "{size: 128}",
+  };
+  std::set<uint32_t> specialised;
+  for (const char* frame : frames) {
+    auto p = Program::Compile(Frame(frame), /*flow_id=*/3);
+    ASSERT_TRUE(p.ok()) << frame << ": " << p.status();
+    const FlowVars v = p->Flow(3, 5);
+    Cursor a = p->Start(), b = p->Start();
+    std::vector<uint8_t> fa(p->buffer_len()), fb(p->buffer_len());
+    for (uint32_t i = 0; i < 300; ++i) {
+      const PacketKind& k = p->KindAt(a);
+      CopyTemplate(fa.data(), k.copy_src.data(), static_cast<uint32_t>(k.t.bytes.size()));
+      CopyTemplate(fb.data(), k.copy_src.data(), static_cast<uint32_t>(k.t.bytes.size()));
+      const StampTime t = p->Time(1'000'000 + 7 * i);
+      p->Stamp(fa.data(), k, a, t, v);
+      switch (p->shape()) {
+        case shape::kRoce: p->Stamp<shape::kRoce>(fb.data(), k, b, t, v); break;
+        case shape::kRoceEntropy: p->Stamp<shape::kRoceEntropy>(fb.data(), k, b, t, v); break;
+        case shape::kRoceSprayed: p->Stamp<shape::kRoceSprayed>(fb.data(), k, b, t, v); break;
+        default: p->Stamp<shape::kAnyShape>(fb.data(), k, b, t, v); break;
+      }
+      ASSERT_EQ(fa, fb) << frame << " packet " << i;
+      if (k.icrc_on) {
+        ASSERT_EQ(proto::LoadIcrc(&fb[k.t.icrc_offset]), FullIcrc(fb, k)) << frame << " packet " << i;
+      }
+    }
+    EXPECT_EQ(a.seq, b.seq);
+    EXPECT_EQ(a.psn, b.psn);
+    EXPECT_EQ(a.message, b.message);
+    if (p->shape() == shape::kRoce || p->shape() == shape::kRoceEntropy || p->shape() == shape::kRoceSprayed) {
+      specialised.insert(p->shape());
+    }
+  }
+  // The RoCEv2 frames above all take a specialised loop (the benchmark's SEND among them).
+  EXPECT_FALSE(specialised.empty());
+  auto send = Program::Compile(Frame("{roce: {op: SEND, message: 16, dest_qp: 1}}"), 0);
+  ASSERT_TRUE(send.ok());
+  EXPECT_TRUE(send->shape() == shape::kRoce || send->shape() == shape::kRoceEntropy) << send->shape();
+}
+
 }  // namespace
 }  // namespace fg::stream

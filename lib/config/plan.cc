@@ -1,6 +1,7 @@
 #include "config/plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -18,7 +19,7 @@ Location Where(const Node& n) { return Location{n.line(), n.column()}; }
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs",
-                                  "timestamps", "tx_timestamps"}));
+                                  "link_speed", "timestamps", "tx_timestamps"}));
   PortSpec p;
   p.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
@@ -43,6 +44,17 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
     if (!s.ok() || *s != "auto") {
       FG_ASSIGN_OR_RETURN(int64_t v, m->Int(1024, 16 * 1024 * 1024));
       p.mbufs = static_cast<uint32_t>(v);
+    }
+  }
+  if (auto l = n.Optional("link_speed")) {
+    auto word = l->String();
+    if (!word.ok() || *word != "auto") {
+      FG_ASSIGN_OR_RETURN(Rate r, l->RateValue());
+      if (r.kind != Rate::Kind::kBpsL1 && r.kind != Rate::Kind::kBpsL2) {
+        return l->Error("link_speed is a bit rate (e.g. 100 Gbps) or auto");
+      }
+      if (r.value < 1e6 || r.value > 1.6e12) return l->Error("link_speed must be between 1 Mbps and 1.6 Tbps");
+      p.link_speed_mbps = static_cast<uint32_t>(std::llround(r.value / 1e6));
     }
   }
   if (auto t = n.Optional("timestamps")) {

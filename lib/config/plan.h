@@ -51,6 +51,10 @@ struct PortSpec {
   uint16_t tx_desc = 1024;
   uint32_t mtu = 1500;  // L3 MTU in bytes
   uint32_t mbufs = 0;   // 0 = sized automatically from queues and descriptors
+  // The line rate loads and `%` rates refer to, in Mbit/s; 0 (`auto`): the
+  // link speed the PMD reports. For virtual devices, whose speed is nominal
+  // (net_null and net_ring say 10 Gbit/s), or a NIC behind a slower link.
+  uint32_t link_speed_mbps = 0;
   // RX times: the NIC's per-packet stamps where drivers/ knows its clock
   // (auto), always the TSC (software), or the NIC's or fail (hardware).
   enum class Timestamps { kAuto, kSoftware, kHardware } timestamps = Timestamps::kAuto;

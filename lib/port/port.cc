@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "base/units.h"
 #include "port/driver_registry.h"
 
 namespace fg::port {
@@ -196,6 +197,13 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& options) {
   std::unique_ptr<Port> p(new Port());
   p->options_ = o;
   p->id_ = *id;
+  if (o.link_speed_mbps != 0 && o.link_speed_mbps != caps->link_speed_mbps) {
+    p->notes_.push_back(absl::StrFormat("%s: line rate %s as the plan sets it (ports[].link_speed; the PMD reports %s)",
+                                        where, FormatBitRate(o.link_speed_mbps * 1e6),
+                                        caps->link_speed_mbps != 0 ? FormatBitRate(caps->link_speed_mbps * 1e6)
+                                                                   : std::string("no speed")));
+    caps->link_speed_mbps = o.link_speed_mbps;
+  }
   p->caps_ = std::move(*caps);
   if (p->options_.mbufs == 0) p->options_.mbufs = MbufsNeeded(o);
 
@@ -461,7 +469,9 @@ void Port::RefreshLink() {
   rte_eth_link link{};
   if (rte_eth_link_get_nowait(id_, &link) == 0) {
     caps_.link_up = link.link_status == RTE_ETH_LINK_UP;
-    caps_.link_speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+    caps_.link_speed_mbps = options_.link_speed_mbps != 0                 ? options_.link_speed_mbps
+                            : link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0
+                                                                           : link.link_speed;
   }
 }
 

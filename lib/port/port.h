@@ -53,6 +53,7 @@ struct PortOptions {
   uint16_t tx_desc = 1024;
   uint32_t mtu = 1500;
   uint32_t mbufs = 0;   // 0: MbufsNeeded()
+  uint32_t link_speed_mbps = 0;  // the line rate to use instead of the PMD's link speed (0: the PMD's)
   unsigned lcores = 1;  // lcores that will use the pool (per-lcore caches)
   bool promiscuous = true;
   RxTimestamps rx_timestamps = RxTimestamps::kAuto;

@@ -52,6 +52,7 @@ port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk
       .tx_desc = ps.tx_desc,
       .mtu = ps.mtu,
       .mbufs = ps.mbufs,
+      .link_speed_mbps = ps.link_speed_mbps,
       .lcores = lcores,
       .rx_timestamps = ps.timestamps == config::PortSpec::Timestamps::kSoftware   ? port::RxTimestamps::kSoftware
                        : ps.timestamps == config::PortSpec::Timestamps::kHardware ? port::RxTimestamps::kHardware

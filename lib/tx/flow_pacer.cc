@@ -20,50 +20,48 @@ FlowPacer::FlowPacer(const std::vector<double>& pps, uint64_t tsc_hz)
     : hz_(tsc_hz),
       ms_fp_((tsc_hz / 1000) << kFpShift),
       pps_(pps),
-      iv_(pps.size()),
-      next_(pps.size()),
+      hot_(pps.size()),
       seg_start_(pps.size()),
       due_closed_(pps.size(), 0),
       head_(kWheelSlots, kNil),
-      prev_(pps.size(), kNil),
-      link_(pps.size(), kNil),
-      where_(pps.size(), kNil),
       ready_(pps.size()) {
   const uint32_t n = flows();
   for (uint32_t f = 0; f < n; ++f) {
-    iv_[f] = IntervalFp(pps_[f], hz_);
+    hot_[f].iv = IntervalFp(pps_[f], hz_);
     // Staggered: flow f first sends f/n of its interval after the start, so
     // equal flows do not all fall due in the same slot.
-    next_[f] = seg_start_[f] = static_cast<uint64_t>(static_cast<double>(iv_[f]) * f / n);
+    hot_[f].next = seg_start_[f] = static_cast<uint64_t>(static_cast<double>(hot_[f].iv) * f / n);
     Insert(f);
   }
 }
 
 void FlowPacer::Insert(uint32_t f) {
-  const uint32_t s = static_cast<uint32_t>((next_[f] >> kSlotFpBits) & (kWheelSlots - 1));
-  prev_[f] = kNil;
-  link_[f] = head_[s];
-  if (head_[s] != kNil) prev_[head_[s]] = f;
+  const uint32_t s = static_cast<uint32_t>((hot_[f].next >> kSlotFpBits) & (kWheelSlots - 1));
+  hot_[f].prev = kNil;
+  hot_[f].link = head_[s];
+  if (head_[s] != kNil) hot_[head_[s]].prev = f;
   head_[s] = f;
-  where_[f] = s;
+  hot_[f].where = s;
 }
 
 void FlowPacer::Unlink(uint32_t f) {
-  const uint32_t s = where_[f];
+  const uint32_t s = hot_[f].where;
   if (s == kNil || s == kInReady) return;
-  if (prev_[f] != kNil) {
-    link_[prev_[f]] = link_[f];
+  if (hot_[f].prev != kNil) {
+    hot_[hot_[f].prev].link = hot_[f].link;
   } else {
-    head_[s] = link_[f];
+    head_[s] = hot_[f].link;
   }
-  if (link_[f] != kNil) prev_[link_[f]] = prev_[f];
-  where_[f] = kNil;
+  if (hot_[f].link != kNil) hot_[hot_[f].link].prev = hot_[f].prev;
+  hot_[f].where = kNil;
 }
 
 void FlowPacer::PushReady(uint32_t f) {
-  ready_[(ready_head_ + ready_size_) % flows()] = f;
+  uint32_t at = ready_head_ + ready_size_;  // ready_size_ < flows(): one wrap at most, no division
+  if (at >= flows()) at -= flows();
+  ready_[at] = f;
   ++ready_size_;
-  where_[f] = kInReady;
+  hot_[f].where = kInReady;
 }
 
 // Measured with TxTask::Poll (tools/count_instructions.sh): see docs/benchmarks.md.
@@ -79,8 +77,8 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
     uint32_t f = head_[s];
     head_[s] = kNil;
     while (f != kNil) {
-      const uint32_t nx = link_[f];
-      if (next_[f] <= now_fp) {
+      const uint32_t nx = hot_[f].link;
+      if (hot_[f].next <= now_fp) {
         PushReady(f);
       } else {
         Insert(f);
@@ -95,22 +93,26 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
   const uint32_t nf = flows();
   while (k < n && ready_size_ != 0) {
     const uint32_t f = ready_[ready_head_];
+    if (ready_size_ > 4) {  // the flow four places on: its record while this one is sent
+      const uint32_t ahead = ready_head_ + 4 < nf ? ready_head_ + 4 : ready_head_ + 4 - nf;
+      __builtin_prefetch(&hot_[ready_[ahead]], 1);
+    }
     ready_head_ = ready_head_ + 1 == nf ? 0 : ready_head_ + 1;
     --ready_size_;
-    if (next_[f] > now_fp) [[unlikely]] {  // not due after all (never expected: only due flows enter the FIFO)
+    if (hot_[f].next > now_fp) [[unlikely]] {  // not due after all (never expected: only due flows enter the FIFO)
       Insert(f);
       continue;
     }
-    const uint64_t behind = now_fp - next_[f];
-    if (behind > ms_fp_ && behind >= 2 * iv_[f]) {
-      const uint64_t skip = behind / iv_[f];
+    const uint64_t behind = now_fp - hot_[f].next;
+    if (behind > ms_fp_ && behind >= 2 * hot_[f].iv) {
+      const uint64_t skip = behind / hot_[f].iv;
       *skipped += skip;
       ++*stalls;
-      next_[f] += skip * iv_[f];
+      hot_[f].next += skip * hot_[f].iv;
     }
     out[k++] = f;
-    next_[f] += iv_[f];
-    if (next_[f] <= now_fp) {
+    hot_[f].next += hot_[f].iv;
+    if (hot_[f].next <= now_fp) {
       PushReady(f);
     } else {
       Insert(f);
@@ -120,16 +122,16 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
 }
 
 void FlowPacer::CloseSegment(uint32_t f) {
-  due_closed_[f] += (next_[f] - seg_start_[f]) / iv_[f];
+  due_closed_[f] += (hot_[f].next - seg_start_[f]) / hot_[f].iv;
 }
 
 void FlowPacer::SetRate(uint32_t f, double pps, uint64_t now_fp) {
   if (!paused_) CloseSegment(f);
   pps_[f] = pps;
-  iv_[f] = IntervalFp(pps, hz_);
+  hot_[f].iv = IntervalFp(pps, hz_);
   if (paused_) return;  // Resume starts its segment
-  seg_start_[f] = next_[f] = now_fp;
-  if (where_[f] != kInReady) {
+  seg_start_[f] = hot_[f].next = now_fp;
+  if (hot_[f].where != kInReady) {
     Unlink(f);
     PushReady(f);
   }
@@ -142,8 +144,8 @@ void FlowPacer::Restart(uint64_t now_fp) {
   ready_size_ = 0;
   const uint32_t n = flows();
   for (uint32_t f = 0; f < n; ++f) {
-    seg_start_[f] = next_[f] = now_fp + static_cast<uint64_t>(static_cast<double>(iv_[f]) * f / n);
-    if (where_[f] != kInReady) Unlink(f);
+    seg_start_[f] = hot_[f].next = now_fp + static_cast<uint64_t>(static_cast<double>(hot_[f].iv) * f / n);
+    if (hot_[f].where != kInReady) Unlink(f);
     Insert(f);
   }
   wheel_pos_ = std::min(wheel_pos_, now_fp >> kSlotFpBits);
@@ -156,7 +158,7 @@ void FlowPacer::Scale(double factor, uint64_t now_fp) {
   }
   for (uint32_t f = 0; f < flows(); ++f) {
     pps_[f] *= factor;
-    iv_[f] = IntervalFp(pps_[f], hz_);
+    hot_[f].iv = IntervalFp(pps_[f], hz_);
   }
   if (!paused_) Restart(now_fp);  // paused: Resume restarts them
 }
@@ -179,7 +181,7 @@ uint64_t FlowPacer::Due(uint64_t t_fp, std::vector<uint64_t>* per_flow) const {
   if (per_flow != nullptr) per_flow->assign(flows(), 0);
   for (uint32_t f = 0; f < flows(); ++f) {
     uint64_t d = due_closed_[f];
-    if (!paused_ && t_fp > seg_start_[f]) d += (t_fp - seg_start_[f] + iv_[f] - 1) / iv_[f];
+    if (!paused_ && t_fp > seg_start_[f]) d += (t_fp - seg_start_[f] + hot_[f].iv - 1) / hot_[f].iv;
     sum += d;
     if (per_flow != nullptr) (*per_flow)[f] = d;
   }

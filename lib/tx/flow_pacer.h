@@ -35,7 +35,7 @@ class FlowPacer {
   // `pps[f]` > 0 and finite for every flow; first sends staggered over one interval.
   FlowPacer(const std::vector<double>& pps, uint64_t tsc_hz);
 
-  uint32_t flows() const { return static_cast<uint32_t>(iv_.size()); }
+  uint32_t flows() const { return static_cast<uint32_t>(hot_.size()); }
   double rate(uint32_t f) const { return pps_[f]; }
 
   // Up to `n` flows due at `now_fp`, one frame each, into `out`. A flow more
@@ -57,11 +57,11 @@ class FlowPacer {
   // summed over the flows; with `per_flow`, flow by flow too.
   uint64_t Due(uint64_t t_fp, std::vector<uint64_t>* per_flow = nullptr) const;
   // The earliest next send time of any flow (for a scheduled TX stamp); 0 when none waits.
-  uint64_t next_fp(uint32_t f) const { return next_[f]; }
+  uint64_t next_fp(uint32_t f) const { return hot_[f].next; }
 
  private:
   static uint64_t IntervalFp(double pps, uint64_t hz);
-  void Insert(uint32_t f);  // into the wheel at next_[f]
+  void Insert(uint32_t f);  // into the wheel at hot_[f].next
   void Unlink(uint32_t f);  // out of the wheel (if there)
   void PushReady(uint32_t f);
   void CloseSegment(uint32_t f);  // at the slots passed
@@ -69,10 +69,16 @@ class FlowPacer {
   uint64_t hz_;
   uint64_t ms_fp_;
   std::vector<double> pps_;
-  std::vector<uint64_t> iv_, next_, seg_start_, due_closed_;
-  // Wheel: per slot a list head; per flow its links and where it is.
-  std::vector<uint32_t> head_, prev_, link_;
-  std::vector<uint32_t> where_;  // slot index, kInReady or kNil (neither)
+  // What every frame of a flow touches, in one 32-byte record (two flows a
+  // cache line): its next send time and interval, its wheel links and where
+  // it is (slot index, kInReady or kNil: neither).
+  struct Hot {
+    uint64_t next = 0, iv = 0;
+    uint32_t prev = kNil, link = kNil, where = kNil, unused = 0;
+  };
+  std::vector<Hot> hot_;
+  std::vector<uint64_t> seg_start_, due_closed_;  // rate changes and Due only
+  std::vector<uint32_t> head_;                    // wheel: per slot a list head
   static constexpr uint32_t kInReady = kWheelSlots;
   uint64_t wheel_pos_ = 0;  // next slot number to sweep
   std::vector<uint32_t> ready_;

@@ -35,6 +35,19 @@ TEST(Port, LoopbackOpensStartsAndReportsCapabilities) {
   (*p)->Stop();
 }
 
+// ports[].link_speed: the line rate loads refer to, instead of the PMD's nominal one, and said so.
+TEST(Port, ThePlansLinkSpeedIsTheLineRate) {
+  auto p = Port::Open(PortOptions{.name = "n", .dpdk_name = NewVdev("net_null"), .link_speed_mbps = 400'000});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->capabilities().line_bps(), 400e9);
+  bool said = false;
+  for (const std::string& n : (*p)->notes()) said = said || n.find("line rate 400.000 Gbit/s as the plan sets it") != n.npos;
+  EXPECT_TRUE(said);
+  ASSERT_TRUE((*p)->Start().ok());
+  EXPECT_EQ((*p)->capabilities().line_bps(), 400e9);  // after the link is read again at start
+  (*p)->Stop();
+}
+
 // What a NIC offers decides the hash asked for: IP and UDP where it can, nothing else.
 TEST(Port, RssHashesWhatStreamsDifferByWhereThePmdOffersIt) {
   const uint64_t mlx5_like = RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP | RTE_ETH_RSS_TCP;

@@ -56,6 +56,16 @@ TEST(Plan, ParsesATypicalPlan) {
   EXPECT_EQ(plan->streams[1].frame.size, 9018u);
 }
 
+TEST(Plan, APortsLinkSpeedIsAutoOrABitRate) {
+  auto plan = ParsePlan("p.yaml",
+                        "ports: [{name: a, link_speed: 400 Gbps}, {name: b, link_speed: auto}, {name: c}]\n"
+                        "streams: [{name: s, port: a, rate: 1 kpps}]\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->ports[0].link_speed_mbps, 400'000u);
+  EXPECT_EQ(plan->ports[1].link_speed_mbps, 0u);
+  EXPECT_EQ(plan->ports[2].link_speed_mbps, 0u);
+}
+
 TEST(Plan, NoPortsMeansTheBuiltInLoopback) {
   auto plan = ParsePlan("p.yaml", "streams:\n  - {name: s, rate: 1 kpps}\n");
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -207,6 +217,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "streams[0].burst: missing required field 'streams[0].burst.gap'"},
         BadCase{"wrong_version", "version: 2\nstreams: [{name: s, rate: 1 kpps}]\n",
                 "bad.yaml:1:10: version: 2 is out of range"},
+        BadCase{"link_speed_not_a_bit_rate", "ports: [{name: p, link_speed: 10 kpps}]\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:31: ports[0].link_speed: link_speed is a bit rate (e.g. 100 Gbps) or auto"},
+        BadCase{"link_speed_too_high", "ports: [{name: p, link_speed: 2 Tbps}]\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:31: ports[0].link_speed: link_speed must be between 1 Mbps and 1.6 Tbps"},
         BadCase{"lab_not_a_map", "lab: 3\nstreams: [{name: s, rate: 1 kpps}]\n", "bad.yaml:1:6: lab:"}),
     [](const auto& info) { return std::string(info.param.name); });
 

@@ -42,7 +42,10 @@ struct alignas(64) TxTask::State {
   std::vector<stream::Cursor> cursors;
   std::vector<stream::FlowVars> vars;
   std::vector<uint32_t> flow_index;  // shard flow -> flow within the stream
-  std::vector<uint64_t> flow_packets, flow_bytes;  // per shard flow, accepted by the PMD (lcore)
+  struct FlowSent {
+    uint64_t packets = 0, bytes = 0;
+  };
+  std::vector<FlowSent> flow_sent;  // per shard flow, accepted by the PMD (lcore); one line per four flows
   // Per-flow rates: each flow's own send times (null: the flows take turns
   // under the stream's one interval).
   std::unique_ptr<FlowPacer> pacer;
@@ -162,8 +165,7 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
     st->cursors.assign(nf, s->program.Start());
     st->vars.resize(nf);
     for (size_t f = 0; f < nf; ++f) st->vars[f] = s->program.Flow(s->flow_id, st->flow_index[f]);
-    st->flow_packets.assign(nf, 0);
-    st->flow_bytes.assign(nf, 0);
+    st->flow_sent.assign(nf, State::FlowSent{});
     if (!s->flow_weight.empty() && std::isfinite(sh.pps)) {
       // This shard's rate shared in proportion to its flows' plan rates.
       std::vector<double> rates(nf);
@@ -200,8 +202,8 @@ const std::vector<uint32_t>& TxTask::flows(size_t i) const { return streams_[i]-
 void TxTask::FlowSent(size_t i, std::vector<uint64_t>& packets, std::vector<uint64_t>& bytes) const {
   const State& st = *streams_[i];
   for (size_t f = 0; f < st.flow_index.size(); ++f) {
-    packets[st.flow_index[f]] += st.flow_packets[f];
-    bytes[st.flow_index[f]] += st.flow_bytes[f];
+    packets[st.flow_index[f]] += st.flow_sent[f].packets;
+    bytes[st.flow_index[f]] += st.flow_sent[f].bytes;
   }
 }
 
@@ -363,6 +365,7 @@ void TxTask::Fill(State& st, unsigned n, const stream::StampTime& ts, uint64_t k
   const int tag_off = tag_off_;
   const uint64_t tag_salt = tag_salt_;
   stream::Cursor* const cursors = st.cursors.data();
+  const State::FlowSent* const sent = st.flow_sent.data();
   const stream::FlowVars* const vars = st.vars.data();
   rte_mbuf** const pending = st.pending;
   uint32_t next_flow = st.next_flow;
@@ -381,6 +384,7 @@ void TxTask::Fill(State& st, unsigned n, const stream::StampTime& ts, uint64_t k
       const uint32_t ahead = kPaced ? (i + 8 < n ? flows[i + 8] : f) : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
       __builtin_prefetch(&cursors[ahead], 1);
       __builtin_prefetch(&vars[ahead], 0);
+      __builtin_prefetch(&sent[ahead], 1);  // counted once the PMD takes the frame
     }
     uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
     const stream::PacketKind& k = kOneKind ? prog.kinds()[0] : prog.KindAt(cursors[f]);
@@ -524,15 +528,16 @@ unsigned TxTask::Poll() {
         if (st.packets.Read() == 0) st.first_ns.Set(ns);
         st.last_ns.Set(ns);
         uint64_t bytes = 0;
-        if (st.flow_packets.size() == 1) {  // one flow: its counts are the burst's
+        if (st.flow_sent.size() == 1) {  // one flow: its counts are the burst's
           for (uint16_t i = 0; i < sent; ++i) bytes += st.pending_len[i];
-          st.flow_packets[0] += sent;
-          st.flow_bytes[0] += bytes;
+          st.flow_sent[0].packets += sent;
+          st.flow_sent[0].bytes += bytes;
         } else {
           for (uint16_t i = 0; i < sent; ++i) {
             bytes += st.pending_len[i];
-            ++st.flow_packets[st.pending_flow[i]];
-            st.flow_bytes[st.pending_flow[i]] += st.pending_len[i];
+            State::FlowSent& c = st.flow_sent[st.pending_flow[i]];
+            ++c.packets;
+            c.bytes += st.pending_len[i];
           }
         }
         st.packets.Add(sent);

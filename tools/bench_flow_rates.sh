@@ -6,7 +6,7 @@
 #     port's line rate is set to 400 Gbit/s for it, ports[].link_speed)
 #     against one unpaced flow: frames per second, and TSC cycles per frame
 #     in the polls that sent (report.json lcores[]) (target >= 0.9x);
-#  2. 4,096 flows paced to a set sum (300..700 pps, 2.048 Mpps in all): every
+#  2. 4,096 flows paced to a set sum (300..700 pps, 2.034 Mpps in all): every
 #     1 s window of the stream within +/-0.1 % of the sum, and every flow
 #     within +/-1 % of its own rate over the run.
 #

@@ -119,10 +119,15 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
 int Craft(const std::string& plan_file, const std::string& pcap, uint64_t count, const std::atomic<bool>* interrupt) {
   auto plan = methods::LoadPlan(plan_file);
   if (!plan.ok()) return FailPlan(plan.status());
-  // No ports are opened: a "% of line rate" is taken against 100 Gbit/s, which
-  // only affects the timestamps in the capture.
+  // No ports are opened: a "% of line rate" is taken against the port's
+  // link_speed when the plan gives one, else 100 Gbit/s; it only affects the
+  // timestamps in the capture.
   constexpr double kNominalLineBps = 100e9;
-  auto streams = stream::Compile(*plan, std::vector<double>(plan->ports.size(), kNominalLineBps));
+  std::vector<double> lines;
+  for (const config::PortSpec& p : plan->ports) {
+    lines.push_back(p.link_speed_mbps != 0 ? p.link_speed_mbps * 1e6 : kNominalLineBps);
+  }
+  auto streams = stream::Compile(*plan, lines);
   if (!streams.ok()) return Fail(streams.status());
   auto summary = stream::CraftPcap(*streams, pcap, count, interrupt);
   if (!summary.ok()) return Fail(summary.status());

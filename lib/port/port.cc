@@ -198,10 +198,10 @@ absl::StatusOr<std::unique_ptr<Port>> Port::Open(const PortOptions& options) {
   p->options_ = o;
   p->id_ = *id;
   if (o.link_speed_mbps != 0 && o.link_speed_mbps != caps->link_speed_mbps) {
-    p->notes_.push_back(absl::StrFormat("%s: line rate %s as the plan sets it (ports[].link_speed; the PMD reports %s)",
-                                        where, FormatBitRate(o.link_speed_mbps * 1e6),
-                                        caps->link_speed_mbps != 0 ? FormatBitRate(caps->link_speed_mbps * 1e6)
-                                                                   : std::string("no speed")));
+    // Read before the device starts: a NIC may not know its link speed yet.
+    p->notes_.push_back(absl::StrFormat(
+        "%s: line rate %s as the plan sets it (ports[].link_speed)%s", where, FormatBitRate(o.link_speed_mbps * 1e6),
+        caps->link_speed_mbps != 0 ? "; the PMD reports " + FormatBitRate(caps->link_speed_mbps * 1e6) : ""));
     caps->link_speed_mbps = o.link_speed_mbps;
   }
   p->caps_ = std::move(*caps);

@@ -85,10 +85,10 @@ inline constexpr uint32_t kSig = 1u << 0, kKey3 = 1u << 1, kKey2 = 1u << 2, kPsn
                           kMsn = 1u << 5, kMsgId = 1u << 6, kMsgOffset = 1u << 7, kSyn = 1u << 8,
                           kEntropy = 1u << 9, kVary = 1u << 10, kIcrc = 1u << 11, kIcrcSeq = 1u << 12,
                           kIcrcPsn = 1u << 13, kIcrcMsn = 1u << 14, kIcrcEntropy = 1u << 15, kUdpCsum = 1u << 16;
-// RoCEv2 without and with a UDP source port stamped per packet or flow, one
-// packet per message or several (every kind of a message has the same shape).
-inline constexpr uint32_t kRoce = kSig | kKey3 | kPsn3 | kIcrc | kIcrcSeq | kIcrcPsn;
-inline constexpr uint32_t kRoceEntropy = kRoce | kEntropy;
+// RoCEv2 (always UDP, so its source port, the entropy, is stamped per flow or
+// per packet), one packet per message or several (when every kind of the
+// message has the same shape); sprayed: the entropy changes per packet.
+inline constexpr uint32_t kRoceEntropy = kSig | kKey3 | kPsn3 | kEntropy | kIcrc | kIcrcSeq | kIcrcPsn;
 inline constexpr uint32_t kRoceSprayed = kRoceEntropy | kIcrcEntropy;
 inline constexpr uint32_t kAnyShape = ~0u;  // test each field at run time
 }  // namespace shape
@@ -189,6 +189,7 @@ class Program {
   KeyKind key_kind() const { return key_kind_; }
 
  private:
+  friend struct ProgramPeer;  // test/unit/stream/program_test.cc: the reference Stamp
   std::vector<PacketKind> kinds_;  // [only] when one packet per message, else [first, middle, last]
   uint32_t ppm_ = 1;
   uint32_t psn_start_ = 0;

@@ -432,7 +432,6 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const u
   // RoCEv2 frame does not have (tools/count_instructions.sh: 356 -> see the
   // comment at Poll).
   switch (prog.shape()) {
-    case stream::shape::kRoce: FillShaped<stream::shape::kRoce>(st, n, ts, keep_flags, flows); break;
     case stream::shape::kRoceEntropy: FillShaped<stream::shape::kRoceEntropy>(st, n, ts, keep_flags, flows); break;
     case stream::shape::kRoceSprayed: FillShaped<stream::shape::kRoceSprayed>(st, n, ts, keep_flags, flows); break;
     default: FillShaped<stream::shape::kAnyShape>(st, n, ts, keep_flags, flows); break;
@@ -446,10 +445,11 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const u
   return true;
 }
 
-// Measured cost: 285 instructions per packet in Poll with rte_eth_tx_burst
+// Measured cost: 275-285 instructions per packet in Poll with rte_eth_tx_burst
 // into net_null (98 of them the PMD freeing each mbuf), 10^6 RoCEv2 SEND
-// frames of 78 B unpaced (tools/count_instructions.sh build; it counts empty
-// polls too, a few percent; 356 before the shape-specialised loops, Fill);
+// frames of 78 B unpaced (tools/count_instructions.sh build; it counts the
+// empty polls until the lcores stop too, which once made it 353; 356 before
+// the shape-specialised loops, Fill);
 // 53-77 TSC cycles per frame on this 2-vCPU VM (report.json
 // lcores[].tx_cycles_per_packet, TX only; the host's noise is the spread).
 // Against testpmd: tools/bench_vs_testpmd.sh, docs/benchmarks.md "Issue 13,

@@ -138,14 +138,22 @@ class StageTest(LabRun):
 
     def test_jitter_within_5_percent(self):
         # The spread of the delay, P99 - P50, from the log and from fabricgen.
+        # The log holds the stage's own hold times (out - in, so its own
+        # scheduling is in them); the rest of the path (fabricgen's TX and RX,
+        # the router, two more veths) adds its own spread on a shared host,
+        # which the unimpaired baseline stream measures in the same run: the
+        # delayed stream's spread is the stage's within 5 %, plus at most the
+        # baseline path's.
         held = [int(r["held_ns"]) for r in self.log("leaf0-b")]
-        s = self.streams["delayed"]["latency"]
+        s, base = self.streams["delayed"]["latency"], self.streams["baseline"]["latency"]
         truth = self.pct(held, 0.99) - self.pct(held, 0.5)
+        path = base["p99_ns"] - base["p50_ns"]
         got = s["p99_ns"] - s["p50_ns"]
-        self.say("jitter: stage log P99 - P50 %.0f ns; fabricgen %.0f ns (%+.2f %%)", truth, got,
-                 (got / truth - 1) * 100)
+        self.say("jitter: stage log P99 - P50 %.0f ns; fabricgen %.0f ns (%+.2f %%); baseline path P99 - P50 %.0f ns",
+                 truth, got, (got / truth - 1) * 100, path)
         self.assertGreater(truth, 900e3)  # the +/-1 ms draw is there
-        self.assertLess(abs(got / truth - 1), 0.05)
+        self.assertGreater(got, truth * 0.95)
+        self.assertLess(got, truth * 1.05 + path)
 
     def test_reordering_count_and_extent_are_exact(self):
         rows = self.log("leaf0-c")

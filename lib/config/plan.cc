@@ -19,7 +19,7 @@ Location Where(const Node& n) { return Location{n.line(), n.column()}; }
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs",
-                                  "link_speed", "timestamps", "tx_timestamps"}));
+                                  "link_speed", "timestamps", "tx_timestamps", "respond"}));
   PortSpec p;
   p.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
@@ -66,6 +66,24 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   if (auto t = n.Optional("tx_timestamps")) {
     FG_ASSIGN_OR_RETURN(std::string v, t->OneOf({"software", "scheduled"}));
     p.tx_scheduled = v == "scheduled";
+  }
+  if (auto r = n.Optional("respond")) {
+    if (r->ExpectMap().ok()) {
+      FG_RETURN_IF_ERROR(r->CheckKeys({"ack_every", "cnp_interval", "cnp_dscp", "cnp_pcp"}));
+      RespondSpec spec;
+      FG_RETURN_IF_ERROR(Opt(*r, "ack_every", spec.ack_every, IntIn(1, 65536)));
+      FG_RETURN_IF_ERROR(Opt(*r, "cnp_interval", spec.cnp_interval_ns, DurationIn()));
+      if (spec.cnp_interval_ns < 0 || spec.cnp_interval_ns > 1'000'000'000) {
+        return r->At("cnp_interval").Error("cnp_interval must be at most 1 s");
+      }
+      FG_RETURN_IF_ERROR(Opt(*r, "cnp_dscp", spec.cnp_dscp, IntIn(0, 63)));
+      FG_RETURN_IF_ERROR(Opt(*r, "cnp_pcp", spec.cnp_pcp, IntIn(0, 7)));
+      p.respond = spec;
+    } else {
+      auto on = r->Bool();
+      if (!on.ok()) return r->Error("respond is true, false or a map {ack_every, cnp_interval, cnp_dscp, cnp_pcp}");
+      if (*on) p.respond = RespondSpec{};
+    }
   }
   return p;
 }

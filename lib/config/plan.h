@@ -39,6 +39,15 @@ std::string FormatLocation(const std::string& file, const Location& at);
 // Device string that selects the built-in in-process loopback port.
 inline constexpr char kLoopbackDevice[] = "loopback";
 
+// `ports[].respond`: the port answers the RoCEv2 data it receives as each
+// QP's RC responder (ACK, NAK) and notification point (CNP on CE).
+struct RespondSpec {
+  uint32_t ack_every = 16;         // an ACK at least every N packets accepted (and on each AckReq)
+  int64_t cnp_interval_ns = 2000;  // at most one CNP per QP per interval (ConnectX min_time_between_cnps)
+  uint8_t cnp_dscp = 48;           // ConnectX cnp_dscp
+  uint8_t cnp_pcp = 6;             // ConnectX cnp_802p_prio: the CNP's 802.1Q priority when frames are tagged
+};
+
 struct PortSpec {
   std::string name;
   // "loopback", a PCI address ("0000:03:00.0") or a DPDK vdev string
@@ -61,6 +70,7 @@ struct PortSpec {
   // TX times: the TSC just before rte_eth_tx_burst (software), or each burst
   // sent at a NIC-clock time 100 us after it is due (scheduled: mlx5 tx_pp).
   bool tx_scheduled = false;
+  std::optional<RespondSpec> respond = std::nullopt;  // `respond: true` or a map: this port answers as RC responder
   int line = 0;  // where the port is declared, for later messages
 };
 

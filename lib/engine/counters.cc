@@ -10,6 +10,8 @@ using StreamLive = LiveRun::StreamLive;
 using PortLive = LiveRun::PortLive;
 
 int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
+// A figure of the stream's responder: null when its RX port does not respond.
+CounterValue Answered(const StreamResult& s, uint64_t v) { return s.answered ? CounterValue(I(v)) : std::nullopt; }
 
 constexpr char kFrames[] = "frames";
 constexpr char kBytes[] = "bytes (frames with FCS)";
@@ -112,6 +114,46 @@ constexpr StreamCounter kStream[] = {
      .help = "RoCEv2 NAKs and UET NACKs addressed to the stream's flows.",
      .read = [](const StreamResult& s) -> CounterValue { return I(s.analysis.nack); },
      .rx_figure = true},
+    {.key = "ack_received",
+     .unit = kFrames,
+     .help = "RoCEv2 ACKs addressed to the stream's flows (a responder's).",
+     .read = [](const StreamResult& s) -> CounterValue { return I(s.analysis.ack); },
+     .rx_figure = true},
+    // The responder of the stream's RX port (`respond`); null when it has none.
+    {.key = "ce_seen",
+     .unit = kFrames,
+     .help = "CE-marked frames the notification point saw (= cnp_sent + cnp_suppressed; null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.ce_seen); }},
+    {.key = "cnp_sent",
+     .unit = kFrames,
+     .help = "CNPs the notification point sent, at most one per QP per cnp_interval (null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.cnp_sent); }},
+    {.key = "cnp_suppressed",
+     .unit = kFrames,
+     .help = "CE-marked frames within cnp_interval of their QP's last CNP: no CNP (null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.cnp_suppressed); }},
+    {.key = "ack_sent",
+     .unit = kFrames,
+     .help = "ACKs the RC responder sent (coalesced: on AckReq and every ack_every packets; null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.acks_sent); }},
+    {.key = "nak_sent",
+     .unit = kFrames,
+     .help = "NAKs (PSN sequence error) the RC responder sent, one per gap (null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.naks_sent); }},
+    {.key = "responder_duplicate_packets",
+     .unit = kFrames,
+     .help = "Frames behind their QP's expected PSN: acknowledged again (null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.duplicates); }},
+    {.key = "responder_out_of_sequence_packets",
+     .unit = kFrames,
+     .help = "Frames ahead of their QP's expected PSN: dropped by the responder, the first of each gap NAKed "
+             "(null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.out_of_sequence); }},
+    {.key = "answers_dropped",
+     .unit = kFrames,
+     .help = "ACKs, NAKs and CNPs not sent because the responder's answer queue was full (a tester limit; "
+             "null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.answers_dropped); }},
     {.key = "loss_events",
      .unit = "events",
      .help = "Sequence gaps seen (each a loss event, closed by the next arrival).",
@@ -201,6 +243,16 @@ constexpr PortCounter kPort[] = {
      .unit = kFrames,
      .help = "RoCEv2 NAKs among the frames without a signature.",
      .read = [](const PortResult& p) -> CounterValue { return I(p.rx_roce_nak); }},
+    {.key = "rx_roce_ack_packets",
+     .unit = kFrames,
+     .help = "RoCEv2 ACKs among the frames without a signature.",
+     .read = [](const PortResult& p) -> CounterValue { return I(p.rx_roce_ack); }},
+    {.key = "tx_answer_packets",
+     .unit = kFrames,
+     .help = "ACKs, NAKs and CNPs the port's responder sent (also in tx_packets; null: the port does not respond).",
+     .read = [](const PortResult& p) -> CounterValue {
+       return p.responds ? CounterValue(I(p.tx_answer_packets)) : std::nullopt;
+     }},
     {.key = "rx_uet_nack_packets",
      .unit = kFrames,
      .help = "UET NACKs among the frames without a signature.",

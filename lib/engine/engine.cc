@@ -77,6 +77,44 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
   }
 
   const int tag_off = port::TxTemplateTagOffset();
+  // Responders: the owner of every flow a responding port receives answers
+  // for it (endpoint/responder.h) and sends the answers on its own TX queue
+  // of that port.
+  std::vector<const stream::Answers*> answers(streams.size(), nullptr);
+  for (const auto& s : streams) answers[s.index] = s.answers.get();
+  for (uint32_t w = 0; w < nw; ++w) {
+    const std::vector<rx::OwnedFlow>& owned = r->tables_[w]->owned();
+    std::vector<endpoint::Responder::Flow> flows;
+    flows.reserve(owned.size());
+    bool mine = false;
+    for (const rx::OwnedFlow& o : owned) {
+      flows.push_back({o.group, o.flow});
+      if (answers[o.group] == nullptr) continue;
+      mine = true;
+      const port::Port* p = ports[streams[o.group].rx_port];
+      if (w >= p->options().tx_queues) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "port %s responds, but worker %d (lcore %d), which owns flows of stream %s, has no TX queue there "
+            "(tx_queues: %d): give the port tx_queues: auto",
+            p->name(), w, workers[w], streams[o.group].name, p->options().tx_queues));
+      }
+    }
+    if (!mine) continue;
+    r->answer_queues_.push_back(std::make_unique<endpoint::AnswerQueue>(kAnswerQueue));
+    r->responders_.push_back(std::make_unique<endpoint::Responder>(answers, flows, r->answer_queues_.back().get()));
+    r->tables_[w]->SetResponder(r->responders_.back().get());
+    work[w].answers = r->answer_queues_.back().get();
+    work[w].tag_off = tag_off;
+    work[w].answer_ports = std::vector<AnswerPort>(ports.size());
+    for (size_t pi = 0; pi < ports.size(); ++pi) {
+      AnswerPort& ap = work[w].answer_ports[pi];
+      ap.port_id = ports[pi]->id();
+      ap.queue = static_cast<uint16_t>(w);
+      ap.pool = ports[pi]->pool();
+      ap.has_queue = w < ports[pi]->options().tx_queues;
+    }
+  }
+
   // TX: one task per (worker, port) with the shards of the streams it owns
   // flows of, on the worker's own TX queue of that port.
   auto& txs = r->txs_;
@@ -676,6 +714,24 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     result_.ports[r.tx_port].tx_packets += r.tx.packets;
     result_.ports[r.tx_port].tx_bytes += r.tx.bytes;
   }
+  // The responders' answers: in their port's TX counts, and on their own.
+  for (const LcoreWork& w : work_) {
+    for (size_t pi = 0; pi < w.answer_ports.size(); ++pi) {
+      const AnswerPort& ap = w.answer_ports[pi];
+      PortResult& pr = result_.ports[pi];
+      pr.tx_answer_packets += ap.packets.Read();
+      pr.tx_answer_bytes += ap.bytes.Read();
+      pr.tx_packets += ap.packets.Read();
+      pr.tx_bytes += ap.bytes.Read();
+      pr.answer_alloc_failures += ap.alloc_failures.Read();
+    }
+  }
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i].answers == nullptr) continue;
+    result_.ports[streams_[i].answers->port].responds = true;
+    result_.streams[i].answered = true;
+    for (const auto& resp : responders_) result_.streams[i].responder += resp->counters(static_cast<uint32_t>(i));
+  }
   for (const auto& table : tables_) {
     const std::vector<stats::GroupStats> summaries = table->Summaries();
     for (uint32_t i = 0; i < streams_.size(); ++i) {
@@ -696,6 +752,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     const rx::FeedbackCounters fb = ref.task->feedback();
     pr.rx_cnp += fb.cnp;
     pr.rx_roce_nak += fb.roce_nak;
+    pr.rx_roce_ack += fb.roce_ack;
     pr.rx_uet_nack += fb.uet_nack;
     pr.rx_feedback_unmatched += fb.unmatched;
     const rx::RxCounters u = ref.task->unknown();

@@ -27,6 +27,8 @@
 
 #include "absl/status/statusor.h"
 #include "base/tsc.h"
+#include "endpoint/answers.h"
+#include "endpoint/responder.h"
 #include "engine/placement.h"
 #include "engine/tester_limits.h"
 #include "port/eal.h"
@@ -51,6 +53,10 @@ struct Sample {
   std::vector<uint64_t> tx_packets, rx_packets;  // per stream
   std::vector<std::vector<uint64_t>> xstats;     // per port, in TrialResult::xstat_names order
 };
+
+// Answers (ACK, NAK, CNP) a worker's responder may hold before its loop sends
+// them: 4096 x 192 B. A full queue drops the answer and counts it (a tester limit).
+inline constexpr size_t kAnswerQueue = 4096;
 
 struct TrialOptions {
   int64_t drain_ns = 100'000'000;
@@ -135,6 +141,9 @@ struct StreamResult {
   // then latency; in flow order.
   std::vector<FlowReport> per_flow;
   bool per_flow_all = true;  // false: per_flow holds only the worst flows
+  // Received on a responding port (RoCEv2 data): what its responder did.
+  bool answered = false;
+  endpoint::ResponderCounters responder;
   // TX packets never received once (stats::LostPackets; losses after the
   // last arrival included). Exact when the drain time covers the path delay.
   int64_t lost() const { return stats::LostPackets(tx.packets, rx.packets, analysis.duplicate); }
@@ -150,7 +159,11 @@ struct PortResult {
   uint64_t rx_unknown_packets = 0, rx_unknown_bytes = 0;
   // Feedback among the unknown frames (CNP, RoCE NAK, UET NACK); unmatched:
   // addressed to no flow of this run.
-  uint64_t rx_cnp = 0, rx_roce_nak = 0, rx_uet_nack = 0, rx_feedback_unmatched = 0;
+  uint64_t rx_cnp = 0, rx_roce_nak = 0, rx_uet_nack = 0, rx_feedback_unmatched = 0, rx_roce_ack = 0;
+  // A responding port (`respond`): the answers its responders sent (also in
+  // tx_packets/tx_bytes), and polls that found no mbuf for them.
+  bool responds = false;
+  uint64_t tx_answer_packets = 0, tx_answer_bytes = 0, answer_alloc_failures = 0;
   port::Stats hw;  // the PMD's counters over the trial
   std::vector<port::Xstat> xstats;
   port::KernelCounters kernel;  // the kernel interface behind the PMD (af_packet), over the trial
@@ -314,6 +327,9 @@ class LiveRun {
   std::vector<RxRef> rxs_;
   std::vector<std::unique_ptr<rx::FlowTable>> tables_;   // per worker
   std::vector<std::unique_ptr<rx::HandoffRing>> rings_;  // [from * W + to]
+  // Per worker whose flows a responding port receives (not indexed by worker).
+  std::vector<std::unique_ptr<endpoint::AnswerQueue>> answer_queues_;
+  std::vector<std::unique_ptr<endpoint::Responder>> responders_;
   Placement placement_;
   mutable std::mutex abandoned_mu_;
   mutable std::vector<std::unique_ptr<std::vector<rx::TopFlowsRequest>>> abandoned_;  // TopFlows timed out

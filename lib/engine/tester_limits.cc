@@ -65,6 +65,10 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::stri
         p.name, FormatCount(hw.rx_errors)));
   }
   if (hw.tx_errors != 0) out.push_back({kTxError, hw.tx_errors, "the PMD failed to send frames (oerrors)"});
+  if (p.answer_alloc_failures != 0) {
+    out.push_back({kTxError, p.answer_alloc_failures,
+                   "the mbuf pool was empty when the responder had answers to send (times; they waited)"});
+  }
   if (p.rx_stalls != 0 && p.software_rx_stamps) {
     out.push_back({kRxStall, p.rx_stalls,
                    absl::StrFormat("the RX lcore came back more than 1 ms after its last poll with frames waiting "
@@ -134,6 +138,11 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::ve
   }
   if (t.alloc_failures != 0) {
     out.push_back({kTxError, t.alloc_failures, "the mbuf pool was empty when TX needed a burst (times)"});
+  }
+  if (s.responder.answers_dropped != 0) {
+    out.push_back({kAnswerDrop, s.responder.answers_dropped,
+                   "the responder's answer queue was full: ACKs, NAKs or CNPs it did not send (its requesters and "
+                   "their counts miss them)"});
   }
   auto inherit = [&](const PortResult& p, bool tx_side) {
     for (const TesterLimit& l : p.tester_limits) {

@@ -1,10 +1,57 @@
 #include "engine/worker.h"
 
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_pause.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace fg::engine {
+
+namespace {
+
+// The answers queued by the responder, in order, in bursts of one port's
+// consecutive answers; what the PMD refuses stays queued for the next poll.
+unsigned SendAnswers(LcoreWork& w) {
+  endpoint::AnswerQueue& q = *w.answers;
+  unsigned total = 0;
+  while (!q.empty()) {
+    const uint16_t port = q.At(0).port;
+    AnswerPort& ap = w.answer_ports[port];
+    unsigned n = 1;
+    while (n < q.size() && n < 32 && q.At(n).port == port) ++n;
+    rte_mbuf* m[32];
+    if (!ap.has_queue || rte_pktmbuf_alloc_bulk(ap.pool, m, n) != 0) {
+      ap.alloc_failures.Add(1);
+      break;
+    }
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      const endpoint::Answer& a = q.At(i);
+      std::memcpy(rte_pktmbuf_mtod(m[i], uint8_t*), a.bytes, a.len);
+      m[i]->data_len = a.len;
+      m[i]->pkt_len = a.len;
+      // Not a TX template any more (TX would take it for one otherwise).
+      if (w.tag_off >= 0) *RTE_MBUF_DYNFIELD(m[i], w.tag_off, uint64_t*) = 0;
+      bytes += a.len + 4u;
+    }
+    const uint16_t sent = rte_eth_tx_burst(ap.port_id, ap.queue, m, static_cast<uint16_t>(n));
+    if (sent < n) {
+      for (unsigned i = sent; i < n; ++i) bytes -= q.At(i).len + 4u;
+      rte_pktmbuf_free_bulk(m + sent, n - sent);
+    }
+    ap.packets.Add(sent);
+    ap.bytes.Add(bytes);
+    q.Pop(sent);
+    total += sent;
+    if (sent < n) break;
+  }
+  return total;
+}
+
+}  // namespace
 
 // A worker's loop: its TX tasks, its RX queues, then what other lcores
 // handed it for the flows it owns, then control requests. Three TSC reads a
@@ -48,11 +95,14 @@ int LcoreMain(void* arg) {
       }
     }
     if (w.table != nullptr) w.table->ServeRequests();
+    // The responder's answers (ACK, NAK, CNP), in the drain too: RX work
+    // (its cycles count with RX's; AnswerPort counts the frames).
+    const unsigned answered = w.answers != nullptr && !w.answers->empty() ? SendAnswers(w) : 0;
     if (tx != 0) {
       w.tx_packets.Add(tx);
       w.tx_cycles.Add(t1 - t0);
     }
-    if (rx != 0 || handed != 0) {
+    if (rx != 0 || handed != 0 || answered != 0) {
       w.rx_packets.Add(rx);
       w.rx_cycles.Add(ReadTsc() - t1);
       if (handed != 0) {
@@ -61,7 +111,7 @@ int LcoreMain(void* arg) {
         if (max_ns > w.handoff_max_ns.Read()) w.handoff_max_ns.Set(max_ns);
       }
     }
-    if (tx != 0 || rx != 0 || handed != 0) {
+    if (tx != 0 || rx != 0 || handed != 0 || answered != 0) {
       w.busy_polls.Add(1);
     } else {
       rte_pause();

@@ -14,12 +14,25 @@
 
 #include "base/counter.h"
 #include "base/tsc.h"
+#include "endpoint/answers.h"
 #include "rx/rx.h"
 #include "tx/tx.h"
+
+struct rte_mempool;
 
 namespace fg::engine {
 
 enum Phase : int { kRun = 0, kDrain = 1, kStop = 2 };
+
+// Where a worker sends answers (endpoint/answers.h) of one plan port: its
+// own TX queue there; what it sent.
+struct AnswerPort {
+  uint16_t port_id = 0, queue = 0;
+  rte_mempool* pool = nullptr;
+  bool has_queue = false;  // the port has a TX queue for this worker
+  Counter packets, bytes;  // frames without FCS, + 4 B each
+  Counter alloc_failures;  // polls the pool had no mbuf for an answer
+};
 
 struct LcoreWork {
   uint32_t index = 0;  // worker index (flow owner id)
@@ -28,6 +41,11 @@ struct LcoreWork {
   std::vector<rx::RxTask*> rx;
   rx::FlowTable* table = nullptr;
   std::vector<rx::HandoffRing*> in;  // from every other worker
+  // The answers of the responder on this worker's flows (null: none), sent
+  // on its TX queue of each answer's port, in the run and in the drain.
+  endpoint::AnswerQueue* answers = nullptr;
+  std::vector<AnswerPort> answer_ports;  // per plan port
+  int tag_off = -1;                      // TX template tag: cleared in every answer mbuf
   std::vector<std::string> names;
   std::atomic<int> phase{kRun};
   // Written by the lcore only, read by anyone (show runtime).

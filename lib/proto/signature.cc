@@ -78,10 +78,12 @@ Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse
       fb.key = Load24(frame + off + 5);
     } else if (op == 0x11 && len >= off + roce::kBthLen + roce::kAethLen) {
       const uint8_t syndrome = frame[off + roce::kBthLen];
-      if ((syndrome & 0x60) == 0x60) {
-        fb.kind = Feedback::Kind::kRoceNak;
+      if ((syndrome & 0x60) == 0x60 || (syndrome & 0x60) == 0) {
+        fb.kind = (syndrome & 0x60) == 0 ? Feedback::Kind::kRoceAck : Feedback::Kind::kRoceNak;
         fb.key = Load24(frame + off + 5);
         fb.code = syndrome & 0x1F;
+        fb.psn = Load24(frame + off + 9);
+        fb.msn = Load24(frame + off + roce::kBthLen + 1);
       }
     }
   } else if (dport == opt.uet_port && len >= off + 16) {

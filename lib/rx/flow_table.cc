@@ -40,6 +40,7 @@ void FlowTable::Flush(Run& run) {
   if (run.flow_n != 0 && !flow_latency_.empty()) flow_latency_[run.flow_slot].Record(run.flow_latency, run.flow_n);
   run.n = run.packets = run.bytes = 0;
   run.flow_n = 0;
+  if (responder_ != nullptr) responder_->Flush();
 }
 
 GroupLiveView FlowTable::live(uint32_t group) const {
@@ -110,6 +111,7 @@ std::vector<FlowResult> FlowTable::Flows() const {
     r.ce = f.ce;
     r.cnp = f.cnp;
     r.nack = f.nack;
+    r.ack = f.ack;
     r.lost_seq = f.lost;
     r.first_rx_ns = f.first_rx_ns;
     r.last_rx_ns = f.last_rx_ns;

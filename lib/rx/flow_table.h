@@ -24,6 +24,7 @@
 
 #include "base/counter.h"
 #include "base/request_slot.h"
+#include "endpoint/responder.h"
 #include "stats/flow_analysis.h"
 
 namespace fg::rx {
@@ -36,7 +37,7 @@ inline constexpr uint32_t kPerFlowLatencyFlows = 4096;
 
 // One received frame or feedback packet for the owner of its flow (32 B).
 struct Handoff {
-  enum Kind : uint8_t { kData = 0, kCnp = 1, kRoceNak = 2, kUetNack = 3 };
+  enum Kind : uint8_t { kData = 0, kCnp = 1, kRoceNak = 2, kUetNack = 3, kRoceAck = 4 };
   enum Flags : uint8_t { kCe = 1, kPayloadError = 2 };
   uint32_t slot = 0;  // in the owner's table
   uint32_t seq = 0;
@@ -90,7 +91,7 @@ struct FlowView {
 struct FlowResult {
   uint32_t group = 0, flow = 0;
   uint64_t rx_packets = 0, rx_bytes = 0;
-  uint64_t duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0;
+  uint64_t duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0, ack = 0;
   int64_t lost_seq = 0;  // gaps net of late fills (the sequence view)
   uint64_t first_rx_ns = 0, last_rx_ns = 0;
   uint64_t latency_last_ns = 0;
@@ -112,6 +113,10 @@ class FlowTable {
   FlowTable(std::vector<OwnedFlow> flows, uint32_t num_groups, size_t loss_log_capacity, bool per_flow_latency);
 
   uint32_t size() const { return static_cast<uint32_t>(flows_.size()); }
+  // The far end of the owned flows a responding port receives (ACK, NAK,
+  // CNP): every data record is also shown to it, and its ACKs due go out at
+  // each Flush. Null: no flow of this table is answered.
+  void SetResponder(endpoint::Responder* r) { responder_ = r; }
   const std::vector<OwnedFlow>& owned() const { return owned_; }
 
   // On the owner lcore: the state a data record will touch, ahead of Deliver.
@@ -171,6 +176,7 @@ class FlowTable {
   std::unique_ptr<stats::GroupLive[]> events_;
   stats::LossLog log_;
   Counter fb_matched_;
+  endpoint::Responder* responder_ = nullptr;
   RequestSlot<TopFlowsRequest> requests_;
   TopFlowsRequest* top_ = nullptr;
   uint64_t top_seq_ = 0;
@@ -181,6 +187,8 @@ class FlowTable {
   stats::FlowState& f = flows_[slot];
   if (kind == Handoff::kCnp) {
     ++f.cnp;
+  } else if (kind == Handoff::kRoceAck) {
+    ++f.ack;
   } else {
     ++f.nack;
   }
@@ -202,6 +210,7 @@ class FlowTable {
   }
   const uint64_t latency =
       stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, (flags & Handoff::kCe) != 0, &events_[o.group], bytes);
+  if (responder_ != nullptr) responder_->OnData(slot, seq, rx_ns, (flags & Handoff::kCe) != 0);
   if (!flow_latency_.empty() && (slot != run.flow_slot || latency != run.flow_latency)) {
     if (run.flow_n != 0) flow_latency_[run.flow_slot].Record(run.flow_latency, run.flow_n);
     run.flow_slot = slot;

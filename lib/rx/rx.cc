@@ -78,9 +78,8 @@ void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
   if (fb.kind == proto::Feedback::Kind::kNone) return;
   const PortDispatch::KeyKind kind =
       fb.kind == proto::Feedback::Kind::kUetNack ? PortDispatch::KeyKind::kUetPdc : PortDispatch::KeyKind::kRoceQp;
-  (fb.kind == proto::Feedback::Kind::kRoceCnp   ? fb_cnp_
-   : fb.kind == proto::Feedback::Kind::kRoceNak ? fb_nak_
-                                                : fb_nack_)
+  using K = proto::Feedback::Kind;
+  (fb.kind == K::kRoceCnp ? fb_cnp_ : fb.kind == K::kRoceNak ? fb_nak_ : fb.kind == K::kRoceAck ? fb_ack_ : fb_nack_)
       .Add(1);
   auto it = dispatch_->keys.find(uint64_t{static_cast<uint8_t>(kind)} << 32 | fb.key);
   if (it == dispatch_->keys.end()) {
@@ -88,9 +87,12 @@ void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
     return;
   }
   Handoff h;
-  h.kind = fb.kind == proto::Feedback::Kind::kRoceCnp   ? Handoff::kCnp
-           : fb.kind == proto::Feedback::Kind::kRoceNak ? Handoff::kRoceNak
-                                                        : Handoff::kUetNack;
+  h.kind = fb.kind == K::kRoceCnp   ? Handoff::kCnp
+           : fb.kind == K::kRoceNak ? Handoff::kRoceNak
+           : fb.kind == K::kRoceAck ? Handoff::kRoceAck
+                                    : Handoff::kUetNack;
+  h.seq = fb.psn;     // ACK, NAK: the PSN it names
+  h.tx_ns = fb.msn;   // ACK, NAK: the responder's MSN
   h.rx_ns = rx_ns;
   h.bytes = len + kEthFcsLen;
   h.slot = it->second.slot;

@@ -6,7 +6,7 @@
 // (PortDispatch). Frames of flows this lcore owns are observed at once in its
 // FlowTable; the others become Handoff records pushed to the owner's SPSC
 // ring, which the owner drains on its next poll. Feedback without a
-// signature (CNP, RoCE NAK, UET NACK) is matched by its QP or PDC and goes
+// signature (CNP, RoCE ACK and NAK, UET NACK) is matched by its QP or PDC and goes
 // the same way. Frames without a signature, or with a flow id this port does
 // not expect, are counted apart as "unknown", so every frame is accounted.
 //
@@ -80,7 +80,7 @@ struct PortDispatch {
 
 // Feedback frames seen by a task, matched to a flow or not.
 struct FeedbackCounters {
-  uint64_t cnp = 0, roce_nak = 0, uet_nack = 0, unmatched = 0;
+  uint64_t cnp = 0, roce_nak = 0, uet_nack = 0, unmatched = 0, roce_ack = 0;
 };
 
 // A request the control thread posts to a running RX lcore, which serves it
@@ -132,7 +132,9 @@ class RxTask : public PollTask {
   // how many to `delivered[w]`.
   void HandOver(const std::vector<FlowTable*>& owners, std::vector<uint64_t>& delivered);
 
-  FeedbackCounters feedback() const { return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read()}; }
+  FeedbackCounters feedback() const {
+    return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read(), fb_ack_.Read()};
+  }
   // Times this task's lcore came back more than kRxStallNs after its last
   // poll to find frames waiting (their latency includes the tester's own
   // delay), and the longest such gap in ns.
@@ -152,7 +154,7 @@ class RxTask : public PollTask {
   size_t waiting_total_ = 0;
   bool FlushWaiting();  // true when nothing waits any more
   Counter unknown_packets_, unknown_bytes_, data_packets_, data_bytes_, handed_off_, handoff_waits_;
-  Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_;
+  Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_, fb_ack_;
   Counter stalls_, stall_max_ns_;
   uint64_t last_poll_tsc_ = 0;  // lcore
   uint64_t stall_ticks_;

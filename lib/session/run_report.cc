@@ -358,6 +358,21 @@ std::string RunSummary(const engine::TrialResult& r) {
     out += absl::StrFormat(" %15s %10s %10s %10s %10s\n", FormatBitRate(bps(s.rx.bytes)), lat(50), lat(99), lat(99.9),
                            FormatDuration(static_cast<int64_t>(a.latency.max())));
   }
+  // Both ends of each answered stream's QPs (ports[].respond).
+  for (const engine::StreamResult& s : r.streams) {
+    if (!s.answered) continue;
+    std::string figures;
+    for (std::string_view key : {"ack_sent", "nak_sent", "responder_out_of_sequence_packets", "ce_seen", "cnp_sent",
+                                 "cnp_suppressed", "answers_dropped", "ack_received", "nack_received",
+                                 "cnp_received"}) {
+      for (const engine::StreamCounter& c : counters) {
+        if (c.key != key) continue;
+        figures += absl::StrFormat("%s%s %s", figures.empty() ? "" : ", ", c.key,
+                                   engine::FormatCounterValue(engine::Read(c, s)));
+      }
+    }
+    out += absl::StrFormat("responder of stream %s on port %s: %s\n", s.name, r.ports[s.rx_port].name, figures);
+  }
   out += "latency: " + r.timestamp_source + "\n";
   for (const std::string& x : r.warnings) out += "warning: " + x + "\n";
   out += TesterLimitLines(r);

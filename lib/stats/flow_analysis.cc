@@ -30,6 +30,7 @@ double FlowLatency::Percentile(double p) const {
 void GroupStats::AddFlow(const FlowState& f) {
   cnp += f.cnp;
   nack += f.nack;
+  ack += f.ack;
   payload_errors += f.payload_errors;
   if (!f.started()) return;
   ++flows_seen;
@@ -70,6 +71,7 @@ void GroupStats::Merge(const GroupStats& o) {
   ce += o.ce;
   cnp += o.cnp;
   nack += o.nack;
+  ack += o.ack;
   payload_errors += o.payload_errors;
   loss_events += o.loss_events;
   loss_ns_total += o.loss_ns_total;

@@ -64,6 +64,7 @@ struct alignas(64) FlowState {
   uint32_t payload_errors = 0;  // frames whose payload differs from the pattern (when checked)
   uint32_t cnp = 0;             // RoCEv2 CNPs addressed to this flow's QP
   uint32_t nack = 0;            // RoCEv2 NAKs / UET NACKs addressed to this flow
+  uint32_t ack = 0;             // RoCEv2 ACKs addressed to this flow (a responder's)
   bool started() const { return received != 0; }
 };
 
@@ -114,7 +115,8 @@ inline int64_t LostPackets(uint64_t tx, uint64_t rx, uint64_t duplicate) {
 // the latency histogram the RX lcore fills directly.
 struct GroupStats {
   LatencyHistogram latency;
-  uint64_t received = 0, duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0, payload_errors = 0;
+  uint64_t received = 0, duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0, ack = 0,
+           payload_errors = 0;
   int64_t lost = 0;
   uint64_t loss_events = 0, loss_ns_total = 0, loss_ns_max = 0;
   uint32_t max_extent = 0;

@@ -176,6 +176,9 @@ class Program {
   uint32_t shape() const { return shape_; }
 
   uint32_t packets_per_message() const { return ppm_; }
+  // Flow f's packet n carries PSN psn_start() + n x psn_step() (modulo 2^24; UET: 2^32).
+  uint32_t psn_start() const { return psn_start_; }
+  uint32_t psn_step() const { return psn_step_; }
   double mean_frame_size() const { return mean_frame_size_; }  // FCS included, over one message
   uint32_t max_frame_len() const { return max_frame_len_; }    // without FCS
   // Room a buffer passed to Emit needs: Emit copies in 32-byte blocks.

@@ -174,6 +174,11 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.duration_ns = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;
     c.tx_port = s.port;
     c.rx_port = s.rx_port;
+    if (const auto& respond = plan.ports[s.rx_port].respond) {
+      FG_ASSIGN_OR_RETURN(auto answers, Answers::Compile(s.name, c.flow_id, c.program, s.frame, *respond,
+                                                         static_cast<uint16_t>(s.rx_port)));
+      c.answers = std::move(answers);
+    }
     out.push_back(std::move(c));
   }
   return out;

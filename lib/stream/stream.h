@@ -13,12 +13,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "config/plan.h"
+#include "stream/answers.h"
 #include "stream/program.h"
 
 namespace fg::stream {
@@ -42,6 +44,9 @@ struct CompiledStream {
   // flow_weight[i] / sum(flow_weight) (so a test setting `pps` scales every
   // flow). Empty: the flows share `pps` evenly, taking turns.
   std::vector<double> flow_weight;
+  // Received on a port with `respond`: what its responder answers (null: not
+  // answered, or not RoCEv2 data).
+  std::shared_ptr<const Answers> answers;
   // The fraction of the stream's rate that `flows` (indices, empty: all)
   // carry: their count's share, or with per-flow rates their rates' share.
   double FlowShare(const std::vector<uint32_t>& some) const;

@@ -82,6 +82,52 @@ def scapy_icrc_matches(frame):
     return raw(pkt) == frame[:len(raw(pkt))]
 
 
+class ResponderDecode(unittest.TestCase):
+    """The ACKs a responding port sends (ports[].respond), captured on the
+    built-in loopback where they come back beside the data they answer."""
+
+    def test_acks_decode_with_their_qp_psn_msn_and_a_valid_icrc(self):
+        tmp = tempfile.mkdtemp(dir=WORK.name)
+        plan = os.path.join(tmp, "plan.yaml")
+        with open(plan, "w") as f:
+            f.write("duration: 10 s\n"
+                    "ports: [{name: loop0, respond: {ack_every: 4}}]\n"
+                    "streams: [{name: s, rate: 20 kpps, flows: 2,\n"
+                    "           frame: {roce: {op: WRITE, message: 65536, pmtu: 1024, dest_qp: 0x40}}}]\n")
+        pcap = os.path.join(tmp, "rx.pcap")
+        script = os.path.join(tmp, "session.txt")
+        with open(script, "w") as f:
+            f.write("start\nwait 100 ms\ncapture loop0 600 %s\nstop\n" % pcap)
+        r = subprocess.run([FABRICGEN, "cli", plan, "--script", script], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        rows = tshark_fields(pcap, ["infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn",
+                                    "infiniband.aeth.syndrome", "infiniband.aeth.msn", "ip.src", "ip.dst",
+                                    "ip.dsfield.ecn", "udp.dstport"])
+        frames = [bytes(p) for p in rdpcap(pcap)]
+        self.assertEqual(len(rows), 600)
+        acks = [(row, f) for row, f in zip(rows, frames) if int(row[0]) == 0x11]
+        data = [row for row in rows if int(row[0]) in (6, 7, 8)]
+        # 20 kpps of 64-packet messages, an ACK at least every 4 packets of each QP.
+        self.assertGreater(len(acks), 100)
+        self.assertEqual(len(acks) + len(data), 600)
+        last = {}
+        for (op, qp, psn, syndrome, msn, src, dst, ecn, dport), f in acks:
+            qp, psn = int(qp, 0), int(psn)
+            self.assertIn(qp, (0x40, 0x41))
+            self.assertEqual(int(syndrome), 31)  # ACK with 31 credits
+            self.assertEqual((src, dst), ("198.19.0.1", "198.18.0.1"))  # from the data's destination to its source
+            self.assertEqual(int(ecn), 0)
+            self.assertEqual(int(dport), 4791)
+            # MSN: the messages completed up to this PSN (64 packets each, PSN from 0).
+            self.assertEqual(int(msn), (psn + 1) // 64, "QP %#x PSN %d" % (qp, psn))
+            self.assertGreater(psn, last.get(qp, -1))
+            last[qp] = psn
+            ours, stored = zlib_icrc(f)
+            self.assertEqual(ours, stored, "ACK PSN %d: zlib ICRC" % psn)
+            self.assertTrue(scapy_icrc_matches(f), "ACK PSN %d: scapy ICRC" % psn)
+        self.assertEqual(set(last), {0x40, 0x41})
+
+
 class RoceDecode(unittest.TestCase):
     def test_write_1mib_segments_decode_with_our_fields_and_valid_icrc(self):
         pcap = craft("configs/roce/write-1MB-mtu4096.yaml", 300)  # one message and 44 packets of the next

@@ -81,6 +81,65 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_pa
   EXPECT_EQ(r.ports[1].rx_unknown_packets, 0u);
 }
 
+// Port b answers as every QP's responder (ports[].respond) through the ring
+// pair's return path: the mover drops sequence 100 of each of the 4 flows and
+// marks 10, 20 and 30 CE. With no retransmission yet, each flow's responder
+// NAKs PSN 100 once and drops the 2,399 packets after it; the CE marks make one
+// CNP per QP per cnp_interval. Every answer the responder sent arrives at the
+// requester's flow (the return path loses nothing).
+TEST(Responder, NaksEachGapOnceAndAnswersEveryCeMarkWithACnpOrASuppression) {
+  for (const char* interval : {"1 s", "1 ns"}) {
+    SCOPED_TRACE(interval);
+    RingPath path("resp");
+    ASSERT_TRUE(path.ok()) << path.error();
+    auto plan = config::ParsePlan("resp.yaml", absl::StrFormat(R"(
+duration: 10 s
+ports: [{name: a}, {name: b, respond: {cnp_interval: %s}}]
+streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, flows: 4,
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024}}}]
+)", interval));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    auto streams = stream::Compile(*plan, {10e9, 10e9});
+    ASSERT_TRUE(streams.ok()) << streams.status();
+    ASSERT_NE((*streams)[0].answers, nullptr);
+    Impairments imp;
+    imp.drop = {100};
+    imp.ce = {10, 20, 30};
+    auto res = path.Run(*streams, imp);
+    ASSERT_TRUE(res.ok()) << res.status();
+    const StreamResult& s = res->streams[0];
+    ASSERT_TRUE(s.answered);
+    const endpoint::ResponderCounters& c = s.responder;
+    EXPECT_EQ(s.tx.packets, 10000u);
+    EXPECT_EQ(s.lost(), 4);
+    EXPECT_EQ(c.naks_sent, 4u);
+    EXPECT_EQ(c.out_of_sequence, 4u * 2399);
+    EXPECT_EQ(c.duplicates, 0u);
+    EXPECT_EQ(c.ce_seen, 12u);
+    EXPECT_EQ(c.cnp_sent, std::string(interval) == "1 s" ? 4u : 12u);
+    EXPECT_EQ(c.ce_seen, c.cnp_sent + c.cnp_suppressed);
+    EXPECT_EQ(c.answers_dropped, 0u);
+    // 400 packets accepted, each with AckReq: coalesced per poll, at least one a QP.
+    EXPECT_GE(c.acks_sent, 4u);
+    EXPECT_LE(c.acks_sent, 400u);
+    // Both ends agree: every answer reached its flow's owner at the requester.
+    EXPECT_EQ(s.analysis.ack, c.acks_sent);
+    EXPECT_EQ(s.analysis.nack, c.naks_sent);
+    EXPECT_EQ(s.analysis.cnp, c.cnp_sent);
+    const PortResult& a = res->ports[0];
+    const PortResult& b = res->ports[1];
+    EXPECT_TRUE(b.responds);
+    EXPECT_FALSE(a.responds);
+    EXPECT_EQ(b.tx_answer_packets, c.acks_sent + c.naks_sent + c.cnp_sent);
+    EXPECT_EQ(b.tx_packets, b.tx_answer_packets);
+    EXPECT_EQ(a.rx_roce_ack, c.acks_sent);
+    EXPECT_EQ(a.rx_roce_nak, c.naks_sent);
+    EXPECT_EQ(a.rx_cnp, c.cnp_sent);
+    EXPECT_EQ(a.rx_feedback_unmatched, 0u);
+    EXPECT_TRUE(s.tester_limits.empty());
+  }
+}
+
 // TX rewrites only the per-packet fields of an mbuf that comes back to it
 // still holding the same template (net_null and real NICs free mbufs intact).
 // A checker thread on the far side of a ring compares every frame byte for

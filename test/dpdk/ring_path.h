@@ -35,6 +35,7 @@ struct Impairments {
   std::set<uint32_t> dup;
   std::map<uint32_t, uint32_t> hold_until;  // seq -> release right after this seq passes
   std::set<uint32_t> corrupt;               // flip the last payload byte
+  std::set<uint32_t> ce;                    // mark ECN CE (IPv4; the header checksum kept valid)
   // Asked for every frame, in arrival order, with the frame's TX time from
   // its signature: true drops it (a policer, a shaper's tail drop).
   std::function<bool(uint64_t tx_ns)> police;
@@ -81,6 +82,17 @@ class Mover {
   uint64_t moved() const { return moved_.load(); }
 
  private:
+  // An untagged IPv4 frame: ECN bits to CE, the header checksum recomputed.
+  static void MarkCe(uint8_t* f) {
+    uint8_t* ip = f + 14;
+    ip[1] |= 3;
+    ip[10] = ip[11] = 0;
+    uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += uint32_t{ip[i]} << 8 | ip[i + 1];
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    ip[10] = static_cast<uint8_t>(~sum >> 8);
+    ip[11] = static_cast<uint8_t>(~sum);
+  }
   void Put(rte_mbuf* m) {
     if (on_forward_) on_forward_(m);
     while (rte_ring_enqueue(out_, m) != 0) {
@@ -108,6 +120,7 @@ class Mover {
           continue;
         }
         if (imp_.corrupt.count(seq)) rte_pktmbuf_mtod(m, uint8_t*)[m->data_len - 1] ^= 0x5A;
+        if (imp_.ce.count(seq)) MarkCe(rte_pktmbuf_mtod(m, uint8_t*));
         if (imp_.hold_until.count(seq)) {
           held[seq] = m;
           continue;

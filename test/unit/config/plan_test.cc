@@ -66,6 +66,26 @@ TEST(Plan, APortsLinkSpeedIsAutoOrABitRate) {
   EXPECT_EQ(plan->ports[2].link_speed_mbps, 0u);
 }
 
+TEST(Plan, APortRespondsWithDefaultsOrItsOwnSettings) {
+  auto plan = ParsePlan("p.yaml",
+                        "ports: [{name: a, respond: true}, {name: b, respond: false}, {name: c},\n"
+                        "        {name: d, respond: {ack_every: 4, cnp_interval: 50 us, cnp_dscp: 46, cnp_pcp: 5}}]\n"
+                        "streams: [{name: s, port: a, rate: 1 kpps}]\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->ports[0].respond.has_value());
+  EXPECT_EQ(plan->ports[0].respond->ack_every, 16u);
+  EXPECT_EQ(plan->ports[0].respond->cnp_interval_ns, 2000);  // ConnectX min_time_between_cnps
+  EXPECT_EQ(plan->ports[0].respond->cnp_dscp, 48);
+  EXPECT_EQ(plan->ports[0].respond->cnp_pcp, 6);
+  EXPECT_FALSE(plan->ports[1].respond.has_value());
+  EXPECT_FALSE(plan->ports[2].respond.has_value());
+  ASSERT_TRUE(plan->ports[3].respond.has_value());
+  EXPECT_EQ(plan->ports[3].respond->ack_every, 4u);
+  EXPECT_EQ(plan->ports[3].respond->cnp_interval_ns, 50'000);
+  EXPECT_EQ(plan->ports[3].respond->cnp_dscp, 46);
+  EXPECT_EQ(plan->ports[3].respond->cnp_pcp, 5);
+}
+
 TEST(Plan, NoPortsMeansTheBuiltInLoopback) {
   auto plan = ParsePlan("p.yaml", "streams:\n  - {name: s, rate: 1 kpps}\n");
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -221,6 +241,17 @@ INSTANTIATE_TEST_SUITE_P(
                 "bad.yaml:1:31: ports[0].link_speed: link_speed is a bit rate (e.g. 100 Gbps) or auto"},
         BadCase{"link_speed_too_high", "ports: [{name: p, link_speed: 2 Tbps}]\nstreams: [{name: s, rate: 1 kpps}]\n",
                 "bad.yaml:1:31: ports[0].link_speed: link_speed must be between 1 Mbps and 1.6 Tbps"},
+        BadCase{"respond_not_bool_or_map", "ports: [{name: p, respond: 3}]\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:28: ports[0].respond: respond is true, false or a map {ack_every, cnp_interval, "
+                "cnp_dscp, cnp_pcp}"},
+        BadCase{"respond_unknown_key", "ports: [{name: p, respond: {ack: 2}}]\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:29: ports[0].respond.ack: unknown field 'ack'; allowed here: ack_every, cnp_interval"},
+        BadCase{"respond_ack_every_zero",
+                "ports: [{name: p, respond: {ack_every: 0}}]\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:40: ports[0].respond.ack_every: 0 is out of range"},
+        BadCase{"respond_cnp_dscp_64",
+                "ports: [{name: p, respond: {cnp_dscp: 64}}]\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "ports[0].respond.cnp_dscp: 64 is out of range"},
         BadCase{"lab_not_a_map", "lab: 3\nstreams: [{name: s, rate: 1 kpps}]\n", "bad.yaml:1:6: lab:"}),
     [](const auto& info) { return std::string(info.param.name); });
 

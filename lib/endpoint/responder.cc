@@ -1,0 +1,121 @@
+#include "endpoint/responder.h"
+
+#include <utility>
+
+#include "proto/roce.h"
+
+namespace fg::endpoint {
+
+ResponderCounters& ResponderCounters::operator+=(const ResponderCounters& o) {
+  acks_sent += o.acks_sent;
+  naks_sent += o.naks_sent;
+  duplicates += o.duplicates;
+  out_of_sequence += o.out_of_sequence;
+  ce_seen += o.ce_seen;
+  cnp_sent += o.cnp_sent;
+  cnp_suppressed += o.cnp_suppressed;
+  answers_dropped += o.answers_dropped;
+  return *this;
+}
+
+Responder::Responder(std::vector<const stream::Answers*> groups, const std::vector<Flow>& owned, AnswerQueue* out)
+    : groups_(std::move(groups)),
+      owned_(owned),
+      qps_(owned.size()),
+      counters_(new GroupCounters[groups_.size()]),
+      out_(out) {
+  due_.reserve(owned.size());
+  for (size_t slot = 0; slot < owned_.size(); ++slot) {
+    if (answers(owned_[slot].group)) qps_[slot].epsn = groups_[owned_[slot].group]->psn_start;
+  }
+}
+
+bool Responder::Emit(const stream::Answers& g, const stream::Program& p, uint32_t slot, uint32_t psn, uint32_t msn) {
+  Answer* a = out_->Reserve();
+  if (a == nullptr) {
+    counters_[owned_[slot].group].answers_dropped.Add(1);
+    return false;
+  }
+  stream::Cursor c;
+  c.psn = psn;
+  c.message = msn;
+  const stream::FlowVars v = p.Flow(0, owned_[slot].flow - g.first_flow_id);
+  a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, v));
+  a->port = g.port;
+  out_->Commit();
+  return true;
+}
+
+void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
+  const uint32_t group = owned_[slot].group;
+  if (!answers(group)) return;
+  const stream::Answers& g = *groups_[group];
+  GroupCounters& n = counters_[group];
+  Qp& q = qps_[slot];
+  if (ce) {
+    n.ce_seen.Add(1);
+    if (!q.cnp_sent || rx_ns - q.last_cnp_ns >= static_cast<uint64_t>(g.spec.cnp_interval_ns)) {
+      if (Emit(g, g.cnp, slot, 0, 0)) {
+        q.cnp_sent = true;
+        q.last_cnp_ns = rx_ns;
+        n.cnp_sent.Add(1);
+      }
+    } else {
+      n.cnp_suppressed.Add(1);
+    }
+  }
+  if (!g.reliable) return;
+  const uint32_t psn = (g.psn_start + seq * g.psn_step) & proto::roce::kPsnMask;
+  const uint32_t ahead = (psn - q.epsn) & proto::roce::kPsnMask;
+  if (ahead == 0) {
+    q.epsn = (q.epsn + g.psn_step) & proto::roce::kPsnMask;
+    q.nak_sent = false;
+    bool last = false;
+    if (++q.pos == g.ppm) {
+      q.pos = 0;
+      q.msn = (q.msn + 1) & proto::roce::kPsnMask;
+      last = true;
+    }
+    const bool ack_req = g.ack_req == config::RoceSpec::AckReq::kEvery ||
+                         (g.ack_req == config::RoceSpec::AckReq::kLast && last);
+    if ((++q.unacked >= g.spec.ack_every || ack_req) && !q.ack_due) {
+      q.ack_due = true;
+      due_.push_back(slot);
+    }
+  } else if (ahead < (proto::roce::kPsnMask + 1) / 2) {
+    n.out_of_sequence.Add(1);
+    if (!q.nak_sent && Emit(g, g.nak, slot, q.epsn, q.msn)) {
+      q.nak_sent = true;
+      n.naks_sent.Add(1);
+    }
+  } else {
+    n.duplicates.Add(1);
+    if (!q.ack_due) {
+      q.ack_due = true;
+      due_.push_back(slot);
+    }
+  }
+}
+
+void Responder::FlushSlow() {
+  for (uint32_t slot : due_) {
+    Qp& q = qps_[slot];
+    q.ack_due = false;
+    q.unacked = 0;
+    const stream::Answers& g = *groups_[owned_[slot].group];
+    // The last PSN accepted: every one before it is acknowledged too.
+    if (Emit(g, g.ack, slot, (q.epsn - g.psn_step) & proto::roce::kPsnMask, q.msn)) {
+      counters_[owned_[slot].group].acks_sent.Add(1);
+    }
+  }
+  due_.clear();
+}
+
+ResponderCounters Responder::counters(uint32_t group) const {
+  const GroupCounters& n = counters_[group];
+  return ResponderCounters{n.acks_sent.Read(),  n.naks_sent.Read(), n.duplicates.Read(),
+                           n.out_of_sequence.Read(), n.ce_seen.Read(), n.cnp_sent.Read(),
+                           n.cnp_suppressed.Read(), n.answers_dropped.Read()};
+}
+
+}  // namespace fg::endpoint

@@ -1,0 +1,101 @@
+// endpoint/responder.h: the far end of every QP whose data a responding port
+// receives: RC responder (ACK, NAK) and DCQCN notification point (CNP).
+//
+// fabricgen plays both ends of a QP. A port with `respond` set answers the
+// RoCEv2 data of every stream received there, on the owner lcore of each
+// flow (the one that holds its RX analysis), from the records RX hands it:
+//
+// - RC: an expected PSN per QP. A packet at the expected PSN is accepted
+//   (the PSN advances; MSN counts messages completed); an ACK is due on its
+//   AckReq and at least every `ack_every` accepted packets, sent once per
+//   poll per QP (one ACK covers every PSN before it: coalescing). A packet
+//   ahead of the expected PSN is dropped and answered by one NAK (PSN
+//   sequence error, naming the expected PSN) per gap: the requester is to go
+//   back to it (go-back-N), and until it does, later packets are dropped
+//   silently. A packet behind it (a duplicate) is acknowledged again.
+// - UC, UD: no ACKs.
+// - Every transport: a CE-marked frame of a QP makes a CNP to it, at most one
+//   per QP per `cnp_interval`; the others are counted as suppressed, so
+//   ce_seen = cnp_sent + cnp_suppressed exactly.
+//
+// The PSN, the message position and AckReq of a data frame follow from its
+// signature's sequence number (fabricgen's requesters stamp PSN = start +
+// sequence x step), so the RX path carries nothing new. Answers address the
+// requester's QP by the flow's key (fabricgen numbers a QP alike at both
+// ends), go from the data's destination address to its source, keep its MAC
+// addresses and VLAN, and carry a valid ICRC (stream::Program::Emit).
+//
+//   // stream::Compile gives each stream received on a responding port its stream::Answers
+//   fg::endpoint::Responder r(groups, owned, &queue);      // one per owner lcore
+//   r.OnData(slot, group, flow, seq, rx_ns, ce);           // each data record
+//   r.Flush();                                             // once per burst: the ACKs due
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/counter.h"
+#include "config/plan.h"
+#include "endpoint/answers.h"
+#include "stream/answers.h"
+
+namespace fg::endpoint {
+
+// A responding stream's figures (summed over its flows' owners).
+struct ResponderCounters {
+  uint64_t acks_sent = 0, naks_sent = 0;
+  uint64_t duplicates = 0;       // packets behind the expected PSN (acknowledged again)
+  uint64_t out_of_sequence = 0;  // packets ahead of it, dropped (the first of each gap NAKed)
+  uint64_t ce_seen = 0, cnp_sent = 0, cnp_suppressed = 0;
+  uint64_t answers_dropped = 0;  // the answer ring was full (not sent, not counted above): a tester limit
+  ResponderCounters& operator+=(const ResponderCounters& o);
+};
+
+class Responder {
+ public:
+  // `groups[g]`: stream g's answers (CompiledStream::answers), or nullptr when it is not answered;
+  // `owned[slot]`: the flows of the owner's FlowTable (stream, global flow id);
+  // answers go into `out`.
+  struct Flow {
+    uint32_t group = 0, flow = 0;
+  };
+  Responder(std::vector<const stream::Answers*> groups, const std::vector<Flow>& owned, AnswerQueue* out);
+
+  bool answers(uint32_t group) const { return group < groups_.size() && groups_[group] != nullptr; }
+  // A data frame of the flow in `slot` (its signature's sequence, its RX time, CE).
+  void OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce);
+  // The ACKs due (once per QP), into the answer queue.
+  void Flush() {
+    if (!due_.empty()) FlushSlow();
+  }
+
+  // Any thread (relaxed reads): a stream's counts on this owner.
+  ResponderCounters counters(uint32_t group) const;
+
+ private:
+  struct Qp {
+    uint32_t epsn = 0;     // expected PSN
+    uint32_t msn = 0;      // messages completed (24 bits on the wire)
+    uint32_t pos = 0;      // packet index inside the message being received
+    uint32_t unacked = 0;  // accepted since the last ACK
+    uint64_t last_cnp_ns = 0;
+    bool cnp_sent = false, nak_sent = false, ack_due = false;
+  };
+  struct alignas(64) GroupCounters {
+    Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, answers_dropped;
+  };
+  void FlushSlow();
+  // Queues one answer; false (counted in answers_dropped) when the ring is full.
+  bool Emit(const stream::Answers& g, const stream::Program& p, uint32_t slot, uint32_t psn, uint32_t msn);
+
+  std::vector<const stream::Answers*> groups_;
+  std::vector<Flow> owned_;
+  std::vector<Qp> qps_;  // per slot
+  std::vector<uint32_t> due_;  // slots with an ACK due (capacity: every slot)
+  std::unique_ptr<GroupCounters[]> counters_;
+  AnswerQueue* out_;
+};
+
+}  // namespace fg::endpoint

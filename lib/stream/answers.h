@@ -1,0 +1,51 @@
+// stream/answers.h: what a responding port answers a stream's RoCEv2 data
+// with (endpoint/responder.h has the state machine that sends it).
+//
+// Three Programs built from the data frame's own spec (addresses swapped, the
+// flow's key as destination QP): ACK, NAK (PSN sequence error) and CNP (the
+// port's CNP DSCP and priority, not ECN-capable), stamped like any frame
+// (PSN, MSN, the flow's constants, incremental ICRC), and what the responder
+// needs to know of the data: its PSN start and step, packets per message,
+// AckReq and transport.
+//
+//   auto a = fg::stream::Answers::Compile("s", 0, program, frame, fg::config::RespondSpec{}, /*port=*/1);
+//   // (*a)->ack.Emit(buf, cursor, 0, (*a)->ack.Flow(0, flow_index)): the ACK of that flow
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "config/plan.h"
+#include "stream/program.h"
+
+namespace fg::stream {
+
+// The largest answer frame (CNP over IPv6 with a VLAN tag: 98 B) with the 32
+// bytes Program::Emit may write past it.
+inline constexpr uint32_t kMaxAnswerBuffer = 188;
+
+// What a responding stream is answered with, compiled once per stream.
+struct Answers {
+  config::RespondSpec spec;
+  uint16_t port = 0;      // where answers go out: the stream's RX port
+  bool reliable = false;  // RC: ACKs and NAKs; UC, UD: CNPs only
+  uint32_t first_flow_id = 0;  // the stream's (flow index = global flow id - this)
+  uint32_t psn_start = 0, psn_step = 1, ppm = 1;
+  config::RoceSpec::AckReq ack_req = config::RoceSpec::AckReq::kLast;
+  Program ack, nak, cnp;
+
+  // Null when the stream is not answered (not RoCEv2 data: UDP, UET, or a
+  // stream of CNPs, ACKs or NAKs itself).
+  // `data_program`: the stream's own Program (its PSNs and messages).
+  static absl::StatusOr<std::unique_ptr<Answers>> Compile(const std::string& stream, uint32_t first_flow_id,
+                                                          const Program& data_program, const config::FrameSpec& data,
+                                                          const config::RespondSpec& spec, uint16_t port);
+  // The answer frames' spec for a data frame: addresses swapped, op ACK, NAK
+  // (PSN sequence error) or CNP (spec's DSCP and PCP, not ECN-capable).
+  static config::FrameSpec AnswerFrame(const config::FrameSpec& data, config::RoceSpec::Op op,
+                                       const config::RespondSpec& spec);
+};
+
+}  // namespace fg::stream

@@ -1,0 +1,268 @@
+// The RC responder and notification point (endpoint/responder.h) against
+// hand-worked sequences: which answers, with which PSN, MSN and syndrome,
+// every ICRC checked by the bit-by-bit reference.
+#include "endpoint/responder.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "proto/frame.h"
+#include "proto/icrc.h"
+#include "proto/roce.h"
+
+namespace fg::endpoint {
+namespace {
+
+namespace roce = proto::roce;
+
+struct Decoded {
+  uint8_t opcode = 0;
+  uint32_t dest_qp = 0, psn = 0;
+  bool becn = false;
+  int syndrome = -1;  // -1: no AETH
+  uint32_t msn = 0;
+  uint32_t src_ip = 0, dst_ip = 0;
+  uint8_t dscp = 0, ecn = 0;
+  uint16_t udp_src = 0, udp_dst = 0;
+  bool icrc_ok = false;
+};
+
+Decoded Decode(const Answer& a) {
+  Decoded d;
+  const uint8_t* f = a.bytes;
+  const uint32_t l3 = 14;
+  d.dscp = f[l3 + 1] >> 2;
+  d.ecn = f[l3 + 1] & 3;
+  d.src_ip = proto::Load32(f + l3 + 12);
+  d.dst_ip = proto::Load32(f + l3 + 16);
+  const uint32_t l4 = l3 + 20;
+  d.udp_src = proto::Load16(f + l4);
+  d.udp_dst = proto::Load16(f + l4 + 2);
+  const uint32_t bth = l4 + 8;
+  auto b = roce::ParseBth(std::span<const uint8_t>(f + bth, roce::kBthLen));
+  d.opcode = b->opcode;
+  d.dest_qp = b->dest_qp;
+  d.psn = b->psn;
+  d.becn = b->becn;
+  if (b->opcode == 0x11) {
+    auto ae = roce::ParseAeth(std::span<const uint8_t>(f + bth + roce::kBthLen, roce::kAethLen));
+    d.syndrome = ae->syndrome;
+    d.msn = ae->msn;
+  }
+  const uint32_t icrc_off = a.len - 4;
+  // Frames shorter than 60 B are padded after the IP packet: the ICRC ends the IP packet.
+  const uint32_t ip_end = l3 + proto::Load16(f + l3 + 2);
+  const proto::IcrcLayout layout{.l3_offset = l3, .ipv6 = false, .icrc_offset = ip_end - 4};
+  d.icrc_ok = proto::IcrcReference(f, layout) == proto::LoadIcrc(f + layout.icrc_offset);
+  (void)icrc_off;
+  return d;
+}
+
+config::FrameSpec Write(uint64_t message, uint32_t pmtu) {
+  config::FrameSpec f;
+  f.kind = config::FrameKind::kRoce;
+  f.roce.op = config::RoceSpec::Op::kWrite;
+  f.roce.message = message;
+  f.roce.pmtu = pmtu;
+  f.roce.dest_qp = 0x200;
+  f.encap.udp_dst = roce::kUdpPort;
+  f.encap.l3.dscp = 26;
+  f.encap.l3.ecn = 2;
+  return f;
+}
+
+struct Rig {
+  stream::Program data;
+  std::unique_ptr<stream::Answers> answers;
+  AnswerQueue queue;
+  std::unique_ptr<Responder> r;
+  Rig(const config::FrameSpec& f, config::RespondSpec spec, uint32_t flows = 1, size_t capacity = 64)
+      : queue(capacity) {
+    data = *stream::Program::Compile(f, 0);
+    answers = *stream::Answers::Compile("s", /*first_flow_id=*/10, data, f, spec, /*port=*/1);
+    std::vector<Responder::Flow> owned;
+    for (uint32_t i = 0; i < flows; ++i) owned.push_back({0, 10 + i});
+    r = std::make_unique<Responder>(std::vector<const stream::Answers*>{answers.get()}, owned, &queue);
+  }
+  std::vector<Decoded> Take() {
+    std::vector<Decoded> out;
+    while (const Answer* a = queue.Front()) {
+      EXPECT_EQ(a->port, 1);
+      out.push_back(Decode(*a));
+      queue.Pop();
+    }
+    return out;
+  }
+};
+
+TEST(Responder, InOrderMessagesAreAckedOnAckReqAndCoalescedPerFlush) {
+  // WRITE of 4096 B at PMTU 1024: 4 packets a message, AckReq on the last.
+  Rig rig(Write(4096, 1024), config::RespondSpec{.ack_every = 16});
+  for (uint32_t seq = 0; seq < 8; ++seq) rig.r->OnData(0, seq, 1000 + seq, false);
+  rig.r->Flush();
+  std::vector<Decoded> a = rig.Take();
+  ASSERT_EQ(a.size(), 1u);  // both AckReqs in one poll: one ACK covers both messages
+  EXPECT_EQ(a[0].opcode, 0x11);
+  EXPECT_EQ(a[0].syndrome, roce::AckSyndrome(31));
+  EXPECT_EQ(a[0].psn, 7u);
+  EXPECT_EQ(a[0].msn, 2u);
+  EXPECT_EQ(a[0].dest_qp, 0x200u);
+  EXPECT_TRUE(a[0].icrc_ok);
+  // From the data's destination back to its source; not ECN-capable.
+  EXPECT_EQ(a[0].src_ip, 0xC6130001u);
+  EXPECT_EQ(a[0].dst_ip, 0xC6120001u);
+  EXPECT_EQ(a[0].ecn, 0);
+  EXPECT_EQ(a[0].udp_dst, roce::kUdpPort);
+
+  // One poll per packet: an ACK at each message's last packet, none between.
+  Rig each(Write(4096, 1024), config::RespondSpec{.ack_every = 16});
+  std::vector<Decoded> acks;
+  for (uint32_t seq = 0; seq < 8; ++seq) {
+    each.r->OnData(0, seq, 1000 + seq, false);
+    each.r->Flush();
+    for (const Decoded& d : each.Take()) acks.push_back(d);
+  }
+  ASSERT_EQ(acks.size(), 2u);
+  EXPECT_EQ(acks[0].psn, 3u);
+  EXPECT_EQ(acks[0].msn, 1u);
+  EXPECT_EQ(acks[1].psn, 7u);
+  EXPECT_EQ(acks[1].msn, 2u);
+  const ResponderCounters c = each.r->counters(0);
+  EXPECT_EQ(c.acks_sent, 2u);
+  EXPECT_EQ(c.naks_sent + c.duplicates + c.out_of_sequence + c.ce_seen, 0u);
+}
+
+TEST(Responder, AckEveryNPacketsWithoutAckReq) {
+  config::FrameSpec f = Write(1 << 20, 1024);  // 1,024 packets a message: AckReq only on the last
+  Rig rig(f, config::RespondSpec{.ack_every = 3});
+  std::vector<uint32_t> psns;
+  for (uint32_t seq = 0; seq < 10; ++seq) {
+    rig.r->OnData(0, seq, seq, false);
+    rig.r->Flush();
+    for (const Decoded& d : rig.Take()) psns.push_back(d.psn);
+  }
+  EXPECT_EQ(psns, (std::vector<uint32_t>{2, 5, 8}));
+}
+
+TEST(Responder, AGapIsNakedOnceAndLaterPacketsDroppedUntilTheExpectedPsnComes) {
+  Rig rig(Write(1024, 1024), config::RespondSpec{.ack_every = 1000});  // one packet a message, AckReq on each
+  std::vector<Decoded> all;
+  for (uint32_t seq : {0u, 1u, 3u, 4u, 5u, 2u, 3u, 4u}) {
+    rig.r->OnData(0, seq, seq, false);
+    rig.r->Flush();
+    for (const Decoded& d : rig.Take()) all.push_back(d);
+  }
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all[0].syndrome, roce::AckSyndrome(31));
+  EXPECT_EQ(all[0].psn, 0u);
+  EXPECT_EQ(all[1].psn, 1u);
+  // seq 3 arrives where 2 is expected: one NAK naming PSN 2; 4 and 5 are dropped silently.
+  EXPECT_EQ(all[2].syndrome, roce::NakSyndrome(roce::NakCode::kPsnSequenceError));
+  EXPECT_EQ(all[2].psn, 2u);
+  EXPECT_EQ(all[2].msn, 2u);
+  EXPECT_TRUE(all[2].icrc_ok);
+  // The go-back-N resend: 2, 3, 4 accepted and acknowledged.
+  EXPECT_EQ(all[3].psn, 2u);
+  EXPECT_EQ(all[4].psn, 3u);
+  EXPECT_EQ(all[5].psn, 4u);
+  EXPECT_EQ(all[5].msn, 5u);
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.naks_sent, 1u);
+  EXPECT_EQ(c.out_of_sequence, 3u);
+  EXPECT_EQ(c.acks_sent, 5u);
+}
+
+TEST(Responder, ADuplicateIsAcknowledgedAgain) {
+  Rig rig(Write(1 << 20, 1024), config::RespondSpec{.ack_every = 1000});
+  for (uint32_t seq : {0u, 1u, 2u}) rig.r->OnData(0, seq, seq, false);
+  rig.r->Flush();
+  EXPECT_TRUE(rig.Take().empty());  // no AckReq, fewer than ack_every
+  rig.r->OnData(0, 1, 9, false);
+  rig.r->Flush();
+  std::vector<Decoded> a = rig.Take();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].psn, 2u);  // the last PSN accepted
+  EXPECT_EQ(rig.r->counters(0).duplicates, 1u);
+}
+
+TEST(Responder, PsnsWrapAt2To24) {
+  config::FrameSpec f = Write(1024, 1024);
+  f.roce.start_psn = 0xFFFFFE;
+  Rig rig(f, config::RespondSpec{});
+  std::vector<uint32_t> psns;
+  for (uint32_t seq : {0u, 1u, 2u, 4u}) {
+    rig.r->OnData(0, seq, seq, false);
+    rig.r->Flush();
+    for (const Decoded& d : rig.Take()) psns.push_back(d.psn);
+  }
+  // 0xFFFFFE, 0xFFFFFF, 0 acknowledged; seq 4 (PSN 2) is ahead of PSN 1: NAK naming 1.
+  EXPECT_EQ(psns, (std::vector<uint32_t>{0xFFFFFE, 0xFFFFFF, 0, 1}));
+  EXPECT_EQ(rig.r->counters(0).naks_sent, 1u);
+}
+
+TEST(Responder, CeMarksMakeAtMostOneCnpPerQpPerInterval) {
+  Rig rig(Write(1 << 20, 1024), config::RespondSpec{.ack_every = 1000, .cnp_interval_ns = 2000}, /*flows=*/4);
+  // Flow 3 (QP 0x203): CE at 0, 1000, 2500, 2600, 4499, 4500 ns.
+  uint32_t seq = 0;
+  for (uint64_t t : {0u, 1000u, 2500u, 2600u, 4499u, 4500u}) rig.r->OnData(3, seq++, t + 1'000'000, true);
+  rig.r->OnData(1, 0, 1'000'000, true);  // another QP: its own interval
+  std::vector<Decoded> a = rig.Take();
+  ASSERT_EQ(a.size(), 4u);
+  for (const Decoded& d : a) {
+    EXPECT_EQ(d.opcode, roce::kOpcodeCnp);
+    EXPECT_TRUE(d.becn);
+    EXPECT_EQ(d.dscp, 48);
+    EXPECT_EQ(d.ecn, 0);
+    EXPECT_EQ(d.psn, 0u);
+    EXPECT_TRUE(d.icrc_ok);
+    EXPECT_EQ(d.src_ip, 0xC6130001u);
+  }
+  EXPECT_EQ(a[0].dest_qp, 0x203u);  // at 0
+  EXPECT_EQ(a[1].dest_qp, 0x203u);  // at 2500
+  EXPECT_EQ(a[2].dest_qp, 0x203u);  // at 4500
+  EXPECT_EQ(a[3].dest_qp, 0x201u);
+  EXPECT_EQ(a[0].udp_src, 49152 + 3);  // the flow's own source port
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.ce_seen, 7u);
+  EXPECT_EQ(c.cnp_sent, 4u);
+  EXPECT_EQ(c.cnp_suppressed, 3u);
+  EXPECT_EQ(c.ce_seen, c.cnp_sent + c.cnp_suppressed);
+}
+
+TEST(Responder, UnreliableTransportsGetCnpsButNoAcks) {
+  config::FrameSpec f = Write(1024, 1024);
+  f.roce.transport = roce::Transport::kUc;
+  Rig rig(f, config::RespondSpec{.ack_every = 1});
+  for (uint32_t seq : {0u, 1u, 5u}) rig.r->OnData(0, seq, seq * 10'000, seq == 5);
+  rig.r->Flush();
+  std::vector<Decoded> a = rig.Take();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].opcode, roce::kOpcodeCnp);
+  EXPECT_EQ(rig.r->counters(0).acks_sent + rig.r->counters(0).naks_sent, 0u);
+}
+
+TEST(Responder, AFullAnswerQueueDropsAndCountsInsteadOfSending) {
+  Rig rig(Write(1024, 1024), config::RespondSpec{.cnp_interval_ns = 0}, /*flows=*/4, /*capacity=*/2);
+  for (uint32_t flow = 0; flow < 4; ++flow) rig.r->OnData(flow, 0, 100, true);  // 4 CNPs, room for 2
+  rig.r->Flush();                                                              // 4 ACKs, no room
+  EXPECT_EQ(rig.queue.size(), 2u);
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.cnp_sent, 2u);
+  EXPECT_EQ(c.acks_sent, 0u);
+  EXPECT_EQ(c.answers_dropped, 6u);
+  EXPECT_EQ(c.ce_seen, 4u);
+}
+
+TEST(Responder, StreamsThatAreNotRoceDataAreNotAnswered) {
+  config::FrameSpec udp;
+  stream::Program p = *stream::Program::Compile(udp, 0);
+  EXPECT_EQ(*stream::Answers::Compile("u", 0, p, udp, config::RespondSpec{}, 0), nullptr);
+  config::FrameSpec cnp = Write(16, 1024);
+  cnp.roce.op = config::RoceSpec::Op::kCnp;
+  stream::Program pc = *stream::Program::Compile(cnp, 0);
+  EXPECT_EQ(*stream::Answers::Compile("c", 0, pc, cnp, config::RespondSpec{}, 0), nullptr);
+}
+
+}  // namespace
+}  // namespace fg::endpoint

@@ -26,6 +26,42 @@ namespace fg::config {
 enum class FrameKind { kUdp, kRoce, kUet, kPfc, kPause, kLbn };
 const char* FrameKindName(FrameKind k);
 
+// DCQCN at the reaction point (the sender of a QP), as in roce.md: rates in
+// bit/s, times in ns. Two presets, `paper` (Zhu et al., SIGCOMM 2015) and
+// `connectx` (the firmware defaults, mlxconfig names in the comments), every
+// parameter settable on top of one.
+struct DcqcnSpec {
+  std::string preset = "paper";
+  double g = 1.0 / 256;                // alpha gain (connectx: 1 - dce_tcp_g / 1024)
+  double initial_alpha = 1.0;          // initial_alpha_value / 1024
+  int64_t alpha_period_ns = 55'000;    // K: alpha decays once per period without a CNP (dce_tcp_rtt)
+  int64_t timer_ns = 55'000;           // T: a rate-increase event per period since the last cut (rpg_time_reset)
+  uint64_t byte_counter = 10'000'000;  // B: a rate-increase event per B bytes sent (rpg_byte_reset x 64 B)
+  uint32_t threshold = 5;              // F: events of each kind before additive / hyper increase (rpg_threshold)
+  double rate_ai_bps = 40e6;           // additive increase step (rpg_ai_rate)
+  double rate_hai_bps = 400e6;         // hyper increase step (rpg_hai_rate); the paper gives none: 10 x R_AI
+  double min_rate_bps = 1e6;           // a cut never goes below (rpg_min_rate)
+  int64_t rate_reduce_period_ns = 0;   // at most one cut per period (rate_reduce_monitor_period); 0: every CNP
+  double min_dec_factor = 0.5;         // a cut keeps at least this share of the rate (rpg_min_dec_fac)
+  static DcqcnSpec Paper() { return DcqcnSpec{}; }
+  static DcqcnSpec ConnectX() {
+    DcqcnSpec d;
+    d.preset = "connectx";
+    d.g = 5.0 / 1024;  // dce_tcp_g 1019
+    d.initial_alpha = 1023.0 / 1024;
+    d.alpha_period_ns = 1'000;
+    d.timer_ns = 300'000;
+    d.byte_counter = 32767ull * 64;
+    d.threshold = 1;
+    d.rate_ai_bps = 5e6;
+    d.rate_hai_bps = 50e6;
+    d.min_rate_bps = 1e6;
+    d.rate_reduce_period_ns = 4'000;
+    d.min_dec_factor = 0.5;
+    return d;
+  }
+};
+
 struct RoceSpec {
   enum class Op { kWrite, kWriteImm, kSend, kSendImm, kReadResponse, kReadRequest, kCnp, kAck, kNak };
   Op op = Op::kWrite;
@@ -44,6 +80,9 @@ struct RoceSpec {
   uint8_t ack_credits = 31;
   enum class AckReq { kLast, kEvery, kNever } ack_req = AckReq::kLast;
   bool bad_icrc = false;
+  // The reaction point per QP (`dcqcn`): each flow's rate follows the CNPs
+  // addressed to it, from the stream's rate as its maximum.
+  std::optional<DcqcnSpec> dcqcn;
 };
 
 struct UetSpec {

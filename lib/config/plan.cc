@@ -167,6 +167,17 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
     s.rate_at = Where(rate);
   }
   if (s.flow_weights.empty()) FG_RETURN_IF_ERROR(Opt(n, "flows", s.flows, IntIn(1, 1 << 24)));
+  if (s.frame.roce.dcqcn) {
+    // Each QP is paced on its own (its rate is what a CNP cuts), from the
+    // stream's rate shared evenly (or its flows' own rates) as its maximum.
+    const Node at = n.At("frame");
+    if (s.burst.frames != 0) return at.Error("dcqcn paces each QP at its own rate: no burst schedule");
+    if (s.rate.kind == Rate::Kind::kMax) {
+      return at.Error("dcqcn cuts each QP's rate from a set one: give the stream a rate (its QPs share it) or "
+                      "flows: {count, rates}, not rate: max");
+    }
+    if (s.flow_weights.empty()) s.flow_weights.assign(s.flows, 1.0);
+  }
   if (auto v = n.Optional("vary")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> items, v->Items());
     for (const Node& item : items) {

@@ -274,6 +274,24 @@ absl::StatusOr<double> Node::Percent(double min, double max) const {
   return v / 100;
 }
 
+absl::StatusOr<double> Node::Number(double min, double max) const {
+  auto text = Scalar("a number such as 0.5 or 1/256");
+  if (!text.ok()) return text.status();
+  double v = 0;
+  const size_t slash = text->find('/');
+  bool ok = false;
+  if (slash == std::string::npos) {
+    ok = absl::SimpleAtod(*text, &v);
+  } else {
+    double a = 0, b = 0;
+    ok = absl::SimpleAtod(text->substr(0, slash), &a) && absl::SimpleAtod(text->substr(slash + 1), &b) && b != 0;
+    v = ok ? a / b : 0;
+  }
+  if (!ok || !std::isfinite(v)) return Error(absl::StrFormat("'%s' is not a number (e.g. 0.5 or 1/256)", *text));
+  if (v < min || v > max) return Error(absl::StrFormat("%s is out of range; expected %g to %g", *text, min, max));
+  return v;
+}
+
 absl::StatusOr<std::string> Node::OneOf(std::initializer_list<std::string_view> allowed) const {
   auto text = Scalar("a string");
   if (!text.ok()) return text.status();

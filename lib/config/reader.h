@@ -58,6 +58,8 @@ class Node {
   absl::StatusOr<std::string> OneOf(std::initializer_list<std::string_view> allowed) const;
   // "0.5 %" -> 0.005; the % sign is required. min/max in percent.
   absl::StatusOr<double> Percent(double min, double max) const;
+  // A finite number, or a fraction "a/b" (e.g. 1/256), within [min, max].
+  absl::StatusOr<double> Number(double min, double max) const;
 
  private:
   absl::StatusOr<std::string> Scalar(std::string_view expected) const;

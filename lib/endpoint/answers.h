@@ -21,11 +21,16 @@ namespace fg::endpoint {
 
 // One answer frame without FCS; `bytes` has room for the largest answer
 // (CNP over IPv6 with a VLAN tag: 98 B) plus the 32 bytes Program::Emit may
-// write past a frame.
+// write past a frame; and what it is, so one never sent is taken off its
+// stream's counts.
 struct Answer {
-  static constexpr uint32_t kMaxBytes = 188;  // stream::kMaxAnswerBuffer
-  uint16_t port = 0;  // plan port index
+  static constexpr uint32_t kMaxBytes = 184;  // stream::kMaxAnswerBuffer
+  enum Kind : uint8_t { kAck = 0, kNak = 1, kCnp = 2 };
+  uint16_t port = 0;   // plan port index
   uint16_t len = 0;
+  uint16_t group = 0;  // the stream it answers (its counters, if it is never sent)
+  uint8_t kind = kAck;
+  uint8_t reserved = 0;
   uint8_t bytes[kMaxBytes];
 };
 static_assert(sizeof(Answer) == 192);

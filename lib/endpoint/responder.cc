@@ -14,6 +14,7 @@ ResponderCounters& ResponderCounters::operator+=(const ResponderCounters& o) {
   ce_seen += o.ce_seen;
   cnp_sent += o.cnp_sent;
   cnp_suppressed += o.cnp_suppressed;
+  cnp_dropped += o.cnp_dropped;
   answers_dropped += o.answers_dropped;
   return *this;
 }
@@ -30,18 +31,23 @@ Responder::Responder(std::vector<const stream::Answers*> groups, const std::vect
   }
 }
 
-bool Responder::Emit(const stream::Answers& g, const stream::Program& p, uint32_t slot, uint32_t psn, uint32_t msn) {
+bool Responder::Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot, uint32_t psn, uint32_t msn) {
+  const uint32_t group = owned_[slot].group;
   Answer* a = out_->Reserve();
   if (a == nullptr) {
-    counters_[owned_[slot].group].answers_dropped.Add(1);
+    counters_[group].answers_dropped.Add(1);
+    if (kind == Answer::kCnp) counters_[group].cnp_dropped.Add(1);
     return false;
   }
+  const stream::Program& p = kind == Answer::kAck ? g.ack : kind == Answer::kNak ? g.nak : g.cnp;
   stream::Cursor c;
   c.psn = psn;
   c.message = msn;
   const stream::FlowVars v = p.Flow(0, owned_[slot].flow - g.first_flow_id);
   a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, v));
   a->port = g.port;
+  a->group = static_cast<uint16_t>(group);
+  a->kind = kind;
   out_->Commit();
   return true;
 }
@@ -54,8 +60,11 @@ void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
   Qp& q = qps_[slot];
   if (ce) {
     n.ce_seen.Add(1);
-    if (!q.cnp_sent || rx_ns - q.last_cnp_ns >= static_cast<uint64_t>(g.spec.cnp_interval_ns)) {
-      if (Emit(g, g.cnp, slot, 0, 0)) {
+    // Signed: a frame received before the last CNP's (one flow on two
+    // queues, a NIC stamp beside a handed-off record) is within the interval.
+    const int64_t since = static_cast<int64_t>(rx_ns - q.last_cnp_ns);
+    if (!q.cnp_sent || since >= g.spec.cnp_interval_ns) {
+      if (Emit(g, Answer::kCnp, slot, 0, 0)) {
         q.cnp_sent = true;
         q.last_cnp_ns = rx_ns;
         n.cnp_sent.Add(1);
@@ -67,33 +76,33 @@ void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
   if (!g.reliable) return;
   const uint32_t psn = (g.psn_start + seq * g.psn_step) & proto::roce::kPsnMask;
   const uint32_t ahead = (psn - q.epsn) & proto::roce::kPsnMask;
-  if (ahead == 0) {
-    q.epsn = (q.epsn + g.psn_step) & proto::roce::kPsnMask;
-    q.nak_sent = false;
-    bool last = false;
-    if (++q.pos == g.ppm) {
-      q.pos = 0;
-      q.msn = (q.msn + 1) & proto::roce::kPsnMask;
-      last = true;
-    }
-    const bool ack_req = g.ack_req == config::RoceSpec::AckReq::kEvery ||
-                         (g.ack_req == config::RoceSpec::AckReq::kLast && last);
-    if ((++q.unacked >= g.spec.ack_every || ack_req) && !q.ack_due) {
-      q.ack_due = true;
-      due_.push_back(slot);
-    }
-  } else if (ahead < (proto::roce::kPsnMask + 1) / 2) {
+  if (ahead != 0 && ahead < (proto::roce::kPsnMask + 1) / 2) {
+    // A gap: one NAK naming the expected PSN. The requester does not go back
+    // (yet), so resynchronise on this packet rather than drop every later one.
     n.out_of_sequence.Add(1);
-    if (!q.nak_sent && Emit(g, g.nak, slot, q.epsn, q.msn)) {
-      q.nak_sent = true;
-      n.naks_sent.Add(1);
-    }
-  } else {
+    if (Emit(g, Answer::kNak, slot, q.epsn, q.msn)) n.naks_sent.Add(1);
+    q.epsn = psn;
+    q.pos = g.ppm == 1 ? 0 : seq % g.ppm;
+  } else if (ahead != 0) {
     n.duplicates.Add(1);
     if (!q.ack_due) {
       q.ack_due = true;
       due_.push_back(slot);
     }
+    return;
+  }
+  q.epsn = (q.epsn + g.psn_step) & proto::roce::kPsnMask;
+  bool last = false;
+  if (++q.pos == g.ppm) {
+    q.pos = 0;
+    q.msn = (q.msn + 1) & proto::roce::kPsnMask;
+    last = true;
+  }
+  const bool ack_req =
+      g.ack_req == config::RoceSpec::AckReq::kEvery || (g.ack_req == config::RoceSpec::AckReq::kLast && last);
+  if ((++q.unacked >= g.spec.ack_every || ack_req) && !q.ack_due) {
+    q.ack_due = true;
+    due_.push_back(slot);
   }
 }
 
@@ -104,18 +113,29 @@ void Responder::FlushSlow() {
     q.unacked = 0;
     const stream::Answers& g = *groups_[owned_[slot].group];
     // The last PSN accepted: every one before it is acknowledged too.
-    if (Emit(g, g.ack, slot, (q.epsn - g.psn_step) & proto::roce::kPsnMask, q.msn)) {
+    if (Emit(g, Answer::kAck, slot, (q.epsn - g.psn_step) & proto::roce::kPsnMask, q.msn)) {
       counters_[owned_[slot].group].acks_sent.Add(1);
     }
   }
   due_.clear();
 }
 
+void Responder::Unsent(AnswerQueue& q) {
+  while (const Answer* a = q.Front()) {
+    GroupCounters& n = counters_[a->group];
+    Counter& sent = a->kind == Answer::kAck ? n.acks_sent : a->kind == Answer::kNak ? n.naks_sent : n.cnp_sent;
+    sent.Set(sent.Read() - 1);
+    if (a->kind == Answer::kCnp) n.cnp_dropped.Add(1);
+    n.answers_dropped.Add(1);
+    q.Pop();
+  }
+}
+
 ResponderCounters Responder::counters(uint32_t group) const {
   const GroupCounters& n = counters_[group];
   return ResponderCounters{n.acks_sent.Read(),  n.naks_sent.Read(), n.duplicates.Read(),
                            n.out_of_sequence.Read(), n.ce_seen.Read(), n.cnp_sent.Read(),
-                           n.cnp_suppressed.Read(), n.answers_dropped.Read()};
+                           n.cnp_suppressed.Read(), n.cnp_dropped.Read(), n.answers_dropped.Read()};
 }
 
 }  // namespace fg::endpoint

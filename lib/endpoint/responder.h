@@ -5,18 +5,25 @@
 // RoCEv2 data of every stream received there, on the owner lcore of each
 // flow (the one that holds its RX analysis), from the records RX hands it:
 //
-// - RC: an expected PSN per QP. A packet at the expected PSN is accepted
-//   (the PSN advances; MSN counts messages completed); an ACK is due on its
-//   AckReq and at least every `ack_every` accepted packets, sent once per
-//   poll per QP (one ACK covers every PSN before it: coalescing). A packet
-//   ahead of the expected PSN is dropped and answered by one NAK (PSN
-//   sequence error, naming the expected PSN) per gap: the requester is to go
-//   back to it (go-back-N), and until it does, later packets are dropped
-//   silently. A packet behind it (a duplicate) is acknowledged again.
-// - UC, UD: no ACKs.
+// - RC SEND and WRITE: an expected PSN per QP. A packet at the expected PSN
+//   is accepted (the PSN advances; MSN counts messages completed); an ACK is
+//   due on its AckReq and at least every `ack_every` accepted packets, and
+//   ACKs due go out at the end of each burst the owner observes (one ACK
+//   covers every PSN before it: coalescing). A packet ahead of the expected
+//   PSN reveals a gap: it is answered by one NAK (PSN sequence error, naming
+//   the expected PSN). fabricgen's requester does not go back yet (issue 14,
+//   item 4), so the responder then resynchronises on that packet (counted as
+//   out of sequence) instead of waiting for a resend that never comes. A
+//   packet behind the expected PSN (a duplicate) is acknowledged again.
+// - READ, UC, UD: no ACK or NAK (READ responses are not implemented yet; a
+//   requester never acknowledges them).
 // - Every transport: a CE-marked frame of a QP makes a CNP to it, at most one
-//   per QP per `cnp_interval`; the others are counted as suppressed, so
-//   ce_seen = cnp_sent + cnp_suppressed exactly.
+//   per QP per `cnp_interval`; the others are suppressed, so
+//   ce_seen = cnp_sent + cnp_suppressed + cnp_dropped exactly (dropped: the
+//   answer queue was full, or the run ended before the CNP went out).
+//
+// A count of ACKs, NAKs or CNPs sent is of frames handed to the PMD: answers
+// still queued when the lcores stop are taken off (Unsent).
 //
 // The PSN, the message position and AckReq of a data frame follow from its
 // signature's sequence number (fabricgen's requesters stamp PSN = start +
@@ -27,8 +34,9 @@
 //
 //   // stream::Compile gives each stream received on a responding port its stream::Answers
 //   fg::endpoint::Responder r(groups, owned, &queue);      // one per owner lcore
-//   r.OnData(slot, group, flow, seq, rx_ns, ce);           // each data record
-//   r.Flush();                                             // once per burst: the ACKs due
+//   r.OnData(slot, seq, rx_ns, ce);                         // each data record
+//   r.Flush();                                              // once per burst: the ACKs due
+//   r.Unsent(queue);                                        // after the lcores stopped
 #pragma once
 
 #include <cstdint>
@@ -49,7 +57,8 @@ struct ResponderCounters {
   uint64_t duplicates = 0;       // packets behind the expected PSN (acknowledged again)
   uint64_t out_of_sequence = 0;  // packets ahead of it, dropped (the first of each gap NAKed)
   uint64_t ce_seen = 0, cnp_sent = 0, cnp_suppressed = 0;
-  uint64_t answers_dropped = 0;  // the answer ring was full (not sent, not counted above): a tester limit
+  uint64_t cnp_dropped = 0;      // CE marks whose CNP was never sent (queue full, or still queued at the end)
+  uint64_t answers_dropped = 0;  // ACKs, NAKs and CNPs never sent (the same causes): a tester limit
   ResponderCounters& operator+=(const ResponderCounters& o);
 };
 
@@ -73,6 +82,10 @@ class Responder {
 
   // Any thread (relaxed reads): a stream's counts on this owner.
   ResponderCounters counters(uint32_t group) const;
+  // After the lcores stopped (this thread is then the counters' one writer):
+  // the answers left in `q` were never sent; they are counted as dropped,
+  // not sent, and removed.
+  void Unsent(AnswerQueue& q);
 
  private:
   struct Qp {
@@ -81,14 +94,15 @@ class Responder {
     uint32_t pos = 0;      // packet index inside the message being received
     uint32_t unacked = 0;  // accepted since the last ACK
     uint64_t last_cnp_ns = 0;
-    bool cnp_sent = false, nak_sent = false, ack_due = false;
+    bool cnp_sent = false, ack_due = false;
   };
   struct alignas(64) GroupCounters {
-    Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, answers_dropped;
+    Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, cnp_dropped,
+        answers_dropped;
   };
   void FlushSlow();
   // Queues one answer; false (counted in answers_dropped) when the ring is full.
-  bool Emit(const stream::Answers& g, const stream::Program& p, uint32_t slot, uint32_t psn, uint32_t msn);
+  bool Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot, uint32_t psn, uint32_t msn);
 
   std::vector<const stream::Answers*> groups_;
   std::vector<Flow> owned_;

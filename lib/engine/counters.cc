@@ -122,7 +122,8 @@ constexpr StreamCounter kStream[] = {
     // The responder of the stream's RX port (`respond`); null when it has none.
     {.key = "ce_seen",
      .unit = kFrames,
-     .help = "CE-marked frames the notification point saw (= cnp_sent + cnp_suppressed; null: no responder).",
+     .help = "CE-marked frames the notification point saw (= cnp_sent + cnp_suppressed + cnp_dropped; null: no "
+             "responder).",
      .read = [](const StreamResult& s) { return Answered(s, s.responder.ce_seen); }},
     {.key = "cnp_sent",
      .unit = kFrames,
@@ -132,13 +133,19 @@ constexpr StreamCounter kStream[] = {
      .unit = kFrames,
      .help = "CE-marked frames within cnp_interval of their QP's last CNP: no CNP (null: no responder).",
      .read = [](const StreamResult& s) { return Answered(s, s.responder.cnp_suppressed); }},
+    {.key = "cnp_dropped",
+     .unit = kFrames,
+     .help = "CE-marked frames whose CNP was never sent: the answer queue was full, or it was still queued when "
+             "the run ended (a tester limit; null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.cnp_dropped); }},
     {.key = "ack_sent",
      .unit = kFrames,
      .help = "ACKs the RC responder sent (coalesced: on AckReq and every ack_every packets; null: no responder).",
      .read = [](const StreamResult& s) { return Answered(s, s.responder.acks_sent); }},
     {.key = "nak_sent",
      .unit = kFrames,
-     .help = "NAKs (PSN sequence error) the RC responder sent, one per gap (null: no responder).",
+     .help = "NAKs (PSN sequence error, naming the expected PSN) the RC responder sent, one per gap (null: no "
+             "responder).",
      .read = [](const StreamResult& s) { return Answered(s, s.responder.naks_sent); }},
     {.key = "responder_duplicate_packets",
      .unit = kFrames,
@@ -146,13 +153,13 @@ constexpr StreamCounter kStream[] = {
      .read = [](const StreamResult& s) { return Answered(s, s.responder.duplicates); }},
     {.key = "responder_out_of_sequence_packets",
      .unit = kFrames,
-     .help = "Frames ahead of their QP's expected PSN: dropped by the responder, the first of each gap NAKed "
-             "(null: no responder).",
+     .help = "Frames ahead of their QP's expected PSN, each the first after a gap: NAKed, then the responder "
+             "resynchronises on it (null: no responder).",
      .read = [](const StreamResult& s) { return Answered(s, s.responder.out_of_sequence); }},
     {.key = "answers_dropped",
      .unit = kFrames,
-     .help = "ACKs, NAKs and CNPs not sent because the responder's answer queue was full (a tester limit; "
-             "null: no responder).",
+     .help = "ACKs, NAKs and CNPs never sent: the responder's answer queue was full, or they were still queued "
+             "when the run ended (a tester limit; null: no responder).",
      .read = [](const StreamResult& s) { return Answered(s, s.responder.answers_dropped); }},
     {.key = "loss_events",
      .unit = "events",

@@ -486,6 +486,12 @@ std::vector<LiveRun::PortLive> LiveRun::Ports() const {
       out[t->stream(i).tx_port].tx_bytes += c.bytes;
     }
   }
+  for (const LcoreWork& w : work_) {  // the responders' answers
+    for (size_t pi = 0; pi < w.answer_ports.size(); ++pi) {
+      out[pi].tx_packets += w.answer_ports[pi].packets.Read();
+      out[pi].tx_bytes += w.answer_ports[pi].bytes.Read();
+    }
+  }
   for (const auto& ref : rxs_) {
     const rx::RxCounters d = ref.task->data();
     const rx::RxCounters u = ref.task->unknown();
@@ -667,6 +673,9 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     }
     // The lcores are gone: this thread is now the counters' one writer.
     for (size_t w = 0; w < nw; ++w) work_[w].handoff_in.Add(delivered[w]);
+    // Answers never sent (queued as the lcores stopped, or made from the
+    // records just delivered): counted as dropped, not sent.
+    for (size_t i = 0; i < responders_.size(); ++i) responders_[i]->Unsent(*answer_queues_[i]);
   }
   stop_background_.store(true, std::memory_order_release);
   if (background_.joinable()) background_.join();

@@ -65,10 +65,7 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::stri
         p.name, FormatCount(hw.rx_errors)));
   }
   if (hw.tx_errors != 0) out.push_back({kTxError, hw.tx_errors, "the PMD failed to send frames (oerrors)"});
-  if (p.answer_alloc_failures != 0) {
-    out.push_back({kTxError, p.answer_alloc_failures,
-                   "the mbuf pool was empty when the responder had answers to send (times; they waited)"});
-  }
+
   if (p.rx_stalls != 0 && p.software_rx_stamps) {
     out.push_back({kRxStall, p.rx_stalls,
                    absl::StrFormat("the RX lcore came back more than 1 ms after its last poll with frames waiting "
@@ -141,8 +138,17 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::ve
   }
   if (s.responder.answers_dropped != 0) {
     out.push_back({kAnswerDrop, s.responder.answers_dropped,
-                   "the responder's answer queue was full: ACKs, NAKs or CNPs it did not send (its requesters and "
-                   "their counts miss them)"});
+                   absl::StrFormat("the responder on port %s did not send %s ACKs, NAKs or CNPs (%s of them CNPs): "
+                                   "its answer queue was full or they were still queued when the run ended; the "
+                                   "requester's counts miss them",
+                                   ports[s.rx_port].name, FormatCount(s.responder.answers_dropped),
+                                   FormatCount(s.responder.cnp_dropped))});
+  }
+  if (s.answered && ports[s.rx_port].answer_alloc_failures != 0) {
+    out.push_back({kTxError, ports[s.rx_port].answer_alloc_failures,
+                   absl::StrFormat("port %s: the mbuf pool was empty when the responder had answers to send "
+                                   "(times; they waited)",
+                                   ports[s.rx_port].name)});
   }
   auto inherit = [&](const PortResult& p, bool tx_side) {
     for (const TesterLimit& l : p.tester_limits) {

@@ -23,7 +23,9 @@ config::FrameSpec Answers::AnswerFrame(const config::FrameSpec& data, config::Ro
   a.encap.udp_dst = proto::roce::kUdpPort;
   a.encap.udp_checksum = false;
   a.encap.l3.ecn = 0;  // answers are not ECN-capable: a CE mark is the data's
+  a.roce.dcqcn.reset();
   if (op == config::RoceSpec::Op::kCnp) {
+    a.roce.start_psn = 0;  // a CNP's PSN is 0 (roce.md)
     a.encap.l3.dscp = spec.cnp_dscp;
     if (a.encap.vlan) a.encap.vlan->pcp = spec.cnp_pcp;
   }
@@ -41,7 +43,10 @@ absl::StatusOr<std::unique_ptr<Answers>> Answers::Compile(const std::string& str
   auto p = std::make_unique<Answers>();
   p->spec = spec;
   p->port = port;
-  p->reliable = data.roce.transport == proto::roce::Transport::kRc;
+  // RC SEND and WRITE are acknowledged; READ responses never are, and a
+  // READ request is answered by its responses (not implemented yet).
+  p->reliable = data.roce.transport == proto::roce::Transport::kRc && data.roce.op != Op::kReadResponse &&
+                data.roce.op != Op::kReadRequest;
   p->first_flow_id = first_flow_id;
   p->psn_start = data_program.psn_start();
   p->psn_step = data_program.psn_step();

@@ -24,7 +24,7 @@ namespace fg::stream {
 
 // The largest answer frame (CNP over IPv6 with a VLAN tag: 98 B) with the 32
 // bytes Program::Emit may write past it.
-inline constexpr uint32_t kMaxAnswerBuffer = 188;
+inline constexpr uint32_t kMaxAnswerBuffer = 184;
 
 // What a responding stream is answered with, compiled once per stream.
 struct Answers {

@@ -107,8 +107,9 @@ class ResponderDecode(unittest.TestCase):
         self.assertEqual(len(rows), 600)
         acks = [(row, f) for row, f in zip(rows, frames) if int(row[0]) == 0x11]
         data = [row for row in rows if int(row[0]) in (6, 7, 8)]
-        # 20 kpps of 64-packet messages, an ACK at least every 4 packets of each QP.
-        self.assertGreater(len(acks), 100)
+        # 20 kpps of 64-packet messages, an ACK at least every 4 packets of
+        # each QP (fewer when a burst holds several of a QP's: coalesced).
+        self.assertGreater(len(acks), 20)
         self.assertEqual(len(acks) + len(data), 600)
         last = {}
         for (op, qp, psn, syndrome, msn, src, dst, ecn, dport), f in acks:

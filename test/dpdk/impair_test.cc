@@ -83,10 +83,10 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_pa
 
 // Port b answers as every QP's responder (ports[].respond) through the ring
 // pair's return path: the mover drops sequence 100 of each of the 4 flows and
-// marks 10, 20 and 30 CE. With no retransmission yet, each flow's responder
-// NAKs PSN 100 once and drops the 2,399 packets after it; the CE marks make one
-// CNP per QP per cnp_interval. Every answer the responder sent arrives at the
-// requester's flow (the return path loses nothing).
+// marks 10, 20 and 30 CE. Each flow's responder NAKs PSN 100 once when 101
+// arrives and, the requester not going back yet, resynchronises on 101; the
+// CE marks make one CNP per QP per cnp_interval. Every answer the responder
+// sent arrives at the requester's flow (the return path loses nothing).
 TEST(Responder, NaksEachGapOnceAndAnswersEveryCeMarkWithACnpOrASuppression) {
   for (const char* interval : {"1 s", "1 ns"}) {
     SCOPED_TRACE(interval);
@@ -113,15 +113,17 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, flows: 4,
     EXPECT_EQ(s.tx.packets, 10000u);
     EXPECT_EQ(s.lost(), 4);
     EXPECT_EQ(c.naks_sent, 4u);
-    EXPECT_EQ(c.out_of_sequence, 4u * 2399);
+    EXPECT_EQ(c.out_of_sequence, 4u);
     EXPECT_EQ(c.duplicates, 0u);
     EXPECT_EQ(c.ce_seen, 12u);
     EXPECT_EQ(c.cnp_sent, std::string(interval) == "1 s" ? 4u : 12u);
     EXPECT_EQ(c.ce_seen, c.cnp_sent + c.cnp_suppressed);
-    EXPECT_EQ(c.answers_dropped, 0u);
-    // 400 packets accepted, each with AckReq: coalesced per poll, at least one a QP.
-    EXPECT_GE(c.acks_sent, 4u);
-    EXPECT_LE(c.acks_sent, 400u);
+    EXPECT_EQ(c.cnp_dropped + c.answers_dropped, 0u);
+    // 9,996 packets taken, each with AckReq: at most one ACK per QP per RX
+    // burst (coalesced), at least one for each burst holding the QP; a burst
+    // of 32 holds at most 8 of a QP's 2,499 (the flows take turns).
+    EXPECT_GE(c.acks_sent, 4u * 2499 / 8);
+    EXPECT_LE(c.acks_sent, 9996u);
     // Both ends agree: every answer reached its flow's owner at the requester.
     EXPECT_EQ(s.analysis.ack, c.acks_sent);
     EXPECT_EQ(s.analysis.nack, c.naks_sent);

@@ -34,9 +34,56 @@ absl::StatusOr<E> Named(const Node& n, const std::pair<const char*, E> (&table)[
 
 bool Has(const Node& n, std::string_view key) { return n.Optional(key).has_value(); }
 
+absl::StatusOr<DcqcnSpec> ParseDcqcn(const Node& n) {
+  auto preset = [](const Node& x) -> absl::StatusOr<DcqcnSpec> {
+    FG_ASSIGN_OR_RETURN(std::string p, x.OneOf({"paper", "connectx"}));
+    return p == "paper" ? DcqcnSpec::Paper() : DcqcnSpec::ConnectX();
+  };
+  if (!n.ExpectMap().ok()) return preset(n);
+  FG_RETURN_IF_ERROR(n.CheckKeys({"preset", "g", "initial_alpha", "alpha_period", "timer", "byte_counter",
+                                  "threshold", "rate_ai", "rate_hai", "min_rate", "rate_reduce_period",
+                                  "min_dec_factor"}));
+  DcqcnSpec d;
+  if (auto p = n.Optional("preset")) {
+    FG_ASSIGN_OR_RETURN(d, preset(*p));
+  }
+  auto number = [](double lo, double hi) { return [lo, hi](const Node& x) { return x.Number(lo, hi); }; };
+  auto bit_rate = [](const Node& x) -> absl::StatusOr<double> {
+    FG_ASSIGN_OR_RETURN(Rate r, x.RateValue());
+    if (r.kind != Rate::Kind::kBpsL1 && r.kind != Rate::Kind::kBpsL2) {
+      return x.Error("a DCQCN rate is a bit rate (e.g. 40 Mbps)");
+    }
+    return r.value;
+  };
+  auto duration = [](const Node& x) -> absl::StatusOr<int64_t> {
+    FG_ASSIGN_OR_RETURN(int64_t ns, x.Duration());
+    if (ns > 1'000'000'000) return x.Error("at most 1 s");
+    return ns;
+  };
+  FG_RETURN_IF_ERROR(Opt(n, "g", d.g, number(0, 1)));
+  FG_RETURN_IF_ERROR(Opt(n, "initial_alpha", d.initial_alpha, number(0, 1)));
+  FG_RETURN_IF_ERROR(Opt(n, "alpha_period", d.alpha_period_ns, duration));
+  FG_RETURN_IF_ERROR(Opt(n, "timer", d.timer_ns, duration));
+  FG_RETURN_IF_ERROR(Opt(n, "byte_counter", d.byte_counter, BytesIn(64, uint64_t{1} << 40)));
+  FG_RETURN_IF_ERROR(Opt(n, "threshold", d.threshold, IntIn(1, 1000)));
+  FG_RETURN_IF_ERROR(Opt(n, "rate_ai", d.rate_ai_bps, bit_rate));
+  FG_RETURN_IF_ERROR(Opt(n, "rate_hai", d.rate_hai_bps, bit_rate));
+  FG_RETURN_IF_ERROR(Opt(n, "min_rate", d.min_rate_bps, bit_rate));
+  if (auto x = n.Optional("rate_reduce_period")) {
+    auto word = x->String();
+    if (word.ok() && *word == "none") {
+      d.rate_reduce_period_ns = 0;
+    } else {
+      FG_ASSIGN_OR_RETURN(d.rate_reduce_period_ns, duration(*x));
+    }
+  }
+  FG_RETURN_IF_ERROR(Opt(n, "min_dec_factor", d.min_dec_factor, PercentIn(0, 100)));
+  return d;
+}
+
 absl::Status ParseRoce(const Node& n, RoceSpec& r) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"op", "transport", "message", "pmtu", "dest_qp", "psn", "pkey", "va", "rkey", "imm",
-                                  "qkey", "src_qp", "nak_code", "ack_credits", "ack_req", "icrc"}));
+                                  "qkey", "src_qp", "nak_code", "ack_credits", "ack_req", "icrc", "dcqcn"}));
   using Op = RoceSpec::Op;
   static constexpr std::pair<const char*, Op> kOps[] = {{"WRITE", Op::kWrite},
                                                         {"WRITE_IMM", Op::kWriteImm},
@@ -82,6 +129,13 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
                     r.op == Op::kReadResponse;
   if (!data && r.transport != Transport::kRc && r.op != Op::kCnp) {
     return n.At("transport").Error("READ_REQUEST, ACK and NAK are RC operations");
+  }
+  if (auto d = n.Optional("dcqcn")) {
+    if (!data && r.op != Op::kReadRequest) {
+      return d->Error("dcqcn is the rate control of a QP that sends data: not of a stream of CNPs, ACKs or NAKs");
+    }
+    FG_ASSIGN_OR_RETURN(DcqcnSpec spec, ParseDcqcn(*d));
+    r.dcqcn = spec;
   }
   return absl::OkStatus();
 }

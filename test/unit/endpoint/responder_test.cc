@@ -50,12 +50,10 @@ Decoded Decode(const Answer& a) {
     d.syndrome = ae->syndrome;
     d.msn = ae->msn;
   }
-  const uint32_t icrc_off = a.len - 4;
   // Frames shorter than 60 B are padded after the IP packet: the ICRC ends the IP packet.
   const uint32_t ip_end = l3 + proto::Load16(f + l3 + 2);
   const proto::IcrcLayout layout{.l3_offset = l3, .ipv6 = false, .icrc_offset = ip_end - 4};
   d.icrc_ok = proto::IcrcReference(f, layout) == proto::LoadIcrc(f + layout.icrc_offset);
-  (void)icrc_off;
   return d;
 }
 
@@ -145,32 +143,51 @@ TEST(Responder, AckEveryNPacketsWithoutAckReq) {
   EXPECT_EQ(psns, (std::vector<uint32_t>{2, 5, 8}));
 }
 
-TEST(Responder, AGapIsNakedOnceAndLaterPacketsDroppedUntilTheExpectedPsnComes) {
+TEST(Responder, AGapIsNakedNamingTheExpectedPsnThenTheResponderResynchronises) {
   Rig rig(Write(1024, 1024), config::RespondSpec{.ack_every = 1000});  // one packet a message, AckReq on each
   std::vector<Decoded> all;
-  for (uint32_t seq : {0u, 1u, 3u, 4u, 5u, 2u, 3u, 4u}) {
+  for (uint32_t seq : {0u, 1u, 3u, 4u, 7u, 8u, 2u}) {
     rig.r->OnData(0, seq, seq, false);
     rig.r->Flush();
     for (const Decoded& d : rig.Take()) all.push_back(d);
   }
-  ASSERT_EQ(all.size(), 6u);
-  EXPECT_EQ(all[0].syndrome, roce::AckSyndrome(31));
-  EXPECT_EQ(all[0].psn, 0u);
-  EXPECT_EQ(all[1].psn, 1u);
-  // seq 3 arrives where 2 is expected: one NAK naming PSN 2; 4 and 5 are dropped silently.
-  EXPECT_EQ(all[2].syndrome, roce::NakSyndrome(roce::NakCode::kPsnSequenceError));
-  EXPECT_EQ(all[2].psn, 2u);
-  EXPECT_EQ(all[2].msn, 2u);
-  EXPECT_TRUE(all[2].icrc_ok);
-  // The go-back-N resend: 2, 3, 4 accepted and acknowledged.
-  EXPECT_EQ(all[3].psn, 2u);
-  EXPECT_EQ(all[4].psn, 3u);
-  EXPECT_EQ(all[5].psn, 4u);
-  EXPECT_EQ(all[5].msn, 5u);
+  const uint8_t ack = roce::AckSyndrome(31), nak = roce::NakSyndrome(roce::NakCode::kPsnSequenceError);
+  std::vector<std::pair<int, uint32_t>> got;  // (syndrome, PSN)
+  for (const Decoded& d : all) {
+    got.push_back({d.syndrome, d.psn});
+    EXPECT_TRUE(d.icrc_ok);
+  }
+  // 0, 1 acked; 3 where 2 is expected: a NAK naming 2, then 3 is taken (the
+  // requester does not go back yet); 4 acked; 7: a NAK naming 5, 7 taken; 8
+  // acked; 2, now behind: a duplicate, acknowledged again with the last PSN taken.
+  EXPECT_EQ(got, (std::vector<std::pair<int, uint32_t>>{
+                     {ack, 0}, {ack, 1}, {nak, 2}, {ack, 3}, {ack, 4}, {nak, 5}, {ack, 7}, {ack, 8}, {ack, 8}}));
+  EXPECT_EQ(all[2].msn, 2u);  // the NAK carries the messages completed so far
+  EXPECT_EQ(all[7].msn, 6u);  // 0, 1, 3, 4, 7, 8: six one-packet messages taken
   const ResponderCounters c = rig.r->counters(0);
-  EXPECT_EQ(c.naks_sent, 1u);
-  EXPECT_EQ(c.out_of_sequence, 3u);
-  EXPECT_EQ(c.acks_sent, 5u);
+  EXPECT_EQ(c.naks_sent, 2u);
+  EXPECT_EQ(c.out_of_sequence, 2u);
+  EXPECT_EQ(c.duplicates, 1u);
+  EXPECT_EQ(c.acks_sent, 7u);
+}
+
+TEST(Responder, AGapInsideAMessageResumesAtThePacketsPlaceInItsMessage) {
+  // 4 packets a message: seq 5 (second of message 1) after 2 means 3 and 4
+  // were lost; the message that 5 belongs to completes at 7.
+  Rig rig(Write(4096, 1024), config::RespondSpec{.ack_every = 1000});
+  std::vector<Decoded> all;
+  for (uint32_t seq : {0u, 1u, 2u, 5u, 6u, 7u}) {
+    rig.r->OnData(0, seq, seq, false);
+    rig.r->Flush();
+    for (const Decoded& d : rig.Take()) all.push_back(d);
+  }
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].syndrome, roce::NakSyndrome(roce::NakCode::kPsnSequenceError));
+  EXPECT_EQ(all[0].psn, 3u);
+  EXPECT_EQ(all[0].msn, 0u);
+  EXPECT_EQ(all[1].syndrome, roce::AckSyndrome(31));  // AckReq on 7, the last of message 1
+  EXPECT_EQ(all[1].psn, 7u);
+  EXPECT_EQ(all[1].msn, 1u);
 }
 
 TEST(Responder, ADuplicateIsAcknowledgedAgain) {
@@ -196,8 +213,9 @@ TEST(Responder, PsnsWrapAt2To24) {
     rig.r->Flush();
     for (const Decoded& d : rig.Take()) psns.push_back(d.psn);
   }
-  // 0xFFFFFE, 0xFFFFFF, 0 acknowledged; seq 4 (PSN 2) is ahead of PSN 1: NAK naming 1.
-  EXPECT_EQ(psns, (std::vector<uint32_t>{0xFFFFFE, 0xFFFFFF, 0, 1}));
+  // 0xFFFFFE, 0xFFFFFF, 0 acknowledged; seq 4 (PSN 2) is ahead of PSN 1: a
+  // NAK naming 1, then PSN 2 taken and acknowledged.
+  EXPECT_EQ(psns, (std::vector<uint32_t>{0xFFFFFE, 0xFFFFFF, 0, 1, 2}));
   EXPECT_EQ(rig.r->counters(0).naks_sent, 1u);
 }
 
@@ -247,11 +265,84 @@ TEST(Responder, AFullAnswerQueueDropsAndCountsInsteadOfSending) {
   for (uint32_t flow = 0; flow < 4; ++flow) rig.r->OnData(flow, 0, 100, true);  // 4 CNPs, room for 2
   rig.r->Flush();                                                              // 4 ACKs, no room
   EXPECT_EQ(rig.queue.size(), 2u);
-  const ResponderCounters c = rig.r->counters(0);
+  ResponderCounters c = rig.r->counters(0);
   EXPECT_EQ(c.cnp_sent, 2u);
+  EXPECT_EQ(c.cnp_dropped, 2u);
+  EXPECT_EQ(c.cnp_suppressed, 0u);
   EXPECT_EQ(c.acks_sent, 0u);
   EXPECT_EQ(c.answers_dropped, 6u);
-  EXPECT_EQ(c.ce_seen, 4u);
+  EXPECT_EQ(c.ce_seen, c.cnp_sent + c.cnp_suppressed + c.cnp_dropped);
+  // The run ends with both CNPs still queued: never sent, so not counted as sent.
+  rig.r->Unsent(rig.queue);
+  EXPECT_TRUE(rig.queue.empty());
+  c = rig.r->counters(0);
+  EXPECT_EQ(c.cnp_sent, 0u);
+  EXPECT_EQ(c.cnp_dropped, 4u);
+  EXPECT_EQ(c.answers_dropped, 8u);
+  EXPECT_EQ(c.ce_seen, c.cnp_sent + c.cnp_suppressed + c.cnp_dropped);
+}
+
+TEST(Responder, UnsentAcksAndNaksAreTakenOffTheirCounts) {
+  Rig rig(Write(1024, 1024), config::RespondSpec{});
+  rig.r->OnData(0, 0, 0, false);
+  rig.r->OnData(0, 2, 1, false);  // a NAK
+  rig.r->Flush();                 // an ACK
+  EXPECT_EQ(rig.r->counters(0).acks_sent, 1u);
+  EXPECT_EQ(rig.r->counters(0).naks_sent, 1u);
+  rig.r->Unsent(rig.queue);
+  EXPECT_EQ(rig.r->counters(0).acks_sent, 0u);
+  EXPECT_EQ(rig.r->counters(0).naks_sent, 0u);
+  EXPECT_EQ(rig.r->counters(0).answers_dropped, 2u);
+  EXPECT_EQ(rig.r->counters(0).cnp_dropped, 0u);
+}
+
+TEST(Responder, ACeMarkBeforeTheLastCnpsTimeIsWithinTheInterval) {
+  // One flow's frames on two queues: a CE frame received 1 us before the
+  // last CNP's frame must not count as 2^64 ns after it.
+  Rig rig(Write(1024, 1024), config::RespondSpec{.cnp_interval_ns = 2000});
+  rig.r->OnData(0, 0, 10'000, true);
+  rig.r->OnData(0, 1, 9'000, true);
+  EXPECT_EQ(rig.r->counters(0).cnp_sent, 1u);
+  EXPECT_EQ(rig.r->counters(0).cnp_suppressed, 1u);
+}
+
+TEST(Responder, ReadRequestsAndResponsesGetNoAckButTheirCeMarksGetCnps) {
+  for (auto op : {config::RoceSpec::Op::kReadRequest, config::RoceSpec::Op::kReadResponse}) {
+    config::FrameSpec f = Write(4096, 1024);
+    f.roce.op = op;
+    Rig rig(f, config::RespondSpec{.ack_every = 1});
+    for (uint32_t seq = 0; seq < 4; ++seq) rig.r->OnData(0, seq, seq * 10'000, seq == 2);
+    rig.r->Flush();
+    std::vector<Decoded> a = rig.Take();
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].opcode, roce::kOpcodeCnp);
+  }
+}
+
+TEST(Responder, CnpsCarryPsnZeroThePortsPriorityAndEachFlowsSwappedAddresses) {
+  config::FrameSpec f = Write(1024, 1024);
+  f.roce.start_psn = 0x123456;
+  f.vary_src_ip = true;  // flow i sends from 198.18.0.1 + i: its answers go to it
+  f.encap.vlan = proto::VlanTag{.id = 7, .pcp = 3, .dei = false};
+  Rig rig(f, config::RespondSpec{.cnp_dscp = 46, .cnp_pcp = 5}, /*flows=*/3);
+  rig.r->OnData(2, 0, 0, true);
+  const Answer* a = rig.queue.Front();
+  ASSERT_NE(a, nullptr);
+  const uint8_t* p = a->bytes;
+  EXPECT_EQ(proto::Load16(p + 12), 0x8100);
+  EXPECT_EQ(p[14] >> 5, 5);                          // PCP
+  EXPECT_EQ(proto::Load16(p + 14) & 0x0FFF, 7);      // VLAN id kept
+  const uint8_t* ip = p + 18;
+  EXPECT_EQ(ip[1] >> 2, 46);
+  EXPECT_EQ(proto::Load32(ip + 12), 0xC6130001u);    // from the data's destination
+  EXPECT_EQ(proto::Load32(ip + 16), 0xC6120001u + 2);  // to flow 2's source
+  const uint8_t* bth = ip + 20 + 8;
+  EXPECT_EQ(bth[0], roce::kOpcodeCnp);
+  EXPECT_EQ(proto::Load24(bth + 5), 0x202u);
+  EXPECT_EQ(proto::Load24(bth + 9), 0u);  // PSN 0, whatever the data's start
+  const uint32_t ip_end = 18 + proto::Load16(ip + 2);
+  const proto::IcrcLayout layout{.l3_offset = 18, .ipv6 = false, .icrc_offset = ip_end - 4};
+  EXPECT_EQ(proto::IcrcReference(p, layout), proto::LoadIcrc(p + layout.icrc_offset));
 }
 
 TEST(Responder, StreamsThatAreNotRoceDataAreNotAnswered) {

@@ -100,7 +100,8 @@ absl::StatusOr<size_t> PortIndex(const Plan& plan, const Node& n) {
 
 absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys(
-      {"name", "port", "rx_port", "frame", "rate", "burst", "flows", "vary", "count", "duration", "verify_payload"}));
+      {"name", "port", "rx_port", "frame", "rate", "burst", "flows", "vary", "count", "duration", "start",
+       "verify_payload"}));
   StreamSpec s;
   s.line = n.line();
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
@@ -188,6 +189,17 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(Opt(n, "verify_payload", s.verify_payload, [](const Node& x) { return x.Bool(); }));
   FG_RETURN_IF_ERROR(Opt(n, "count", s.count, IntIn(1, INT64_MAX)));
   FG_RETURN_IF_ERROR(Opt(n, "duration", s.duration_ns, DurationIn()));
+  if (auto st = n.Optional("start")) {
+    auto zero = st->String();
+    if (!zero.ok() || (*zero != "0" && *zero != "0 s")) {
+      FG_ASSIGN_OR_RETURN(s.start_ns, st->Duration());
+    }
+    const int64_t duration = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;
+    if (s.start_ns >= duration) {
+      return st->Error(absl::StrFormat("the stream starts at %s and ends at its duration, %s: it would send nothing",
+                                       FormatDuration(s.start_ns), FormatDuration(duration)));
+    }
+  }
   return s;
 }
 

@@ -94,6 +94,9 @@ struct StreamSpec {
   uint32_t flows = 1;           // QPs / PDCs / UDP ports: consecutive keys from the frame's
   uint64_t count = 0;           // 0 = unbounded (the stream's or plan's duration ends it)
   int64_t duration_ns = 0;      // 0 = the plan's duration
+  // `start`: the stream's first frame this long after the run's start; it
+  // still ends at its duration from the run's start (M more flows at T0).
+  int64_t start_ns = 0;
   int line = 0;
 };
 

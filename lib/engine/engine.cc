@@ -167,6 +167,39 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
     }
   }
 
+  // Feedback to the senders: on each worker, a CNP for a DCQCN flow goes from
+  // its FlowTable slot to the TX task and shard flow that send it.
+  struct ToSender : endpoint::FeedbackSink {
+    struct Target {
+      tx::TxTask* task = nullptr;
+      uint32_t shard = 0, flow = 0;
+    };
+    std::vector<Target> by_slot;
+    void OnFeedback(uint32_t slot, const endpoint::Feedback& f) override {
+      const Target& t = by_slot[slot];
+      if (t.task != nullptr) t.task->OnFeedback(t.shard, t.flow, f);
+    }
+  };
+  for (uint32_t w = 0; w < nw; ++w) {
+    auto sink = std::make_unique<ToSender>();
+    bool any = false;
+    for (tx::TxTask* t : work[w].tx) {
+      for (size_t i = 0; i < t->num_streams(); ++i) {
+        const stream::CompiledStream& s = t->stream(i);
+        if (!s.dcqcn) continue;
+        if (!any) sink->by_slot.assign(r->tables_[w]->size(), {});
+        any = true;
+        const std::vector<uint32_t>& fl = t->flows(i);
+        for (uint32_t f = 0; f < fl.size(); ++f) {
+          sink->by_slot[pl.slot[s.flow_id + fl[f]]] = {t, static_cast<uint32_t>(i), f};
+        }
+      }
+    }
+    if (!any) continue;
+    r->tables_[w]->SetFeedbackSink(sink.get());
+    r->feedback_.push_back(std::move(sink));
+  }
+
   // RX: every queue of every port, so everything that arrives is counted;
   // queue q of a port is polled by worker q % workers.
   auto& rxs = r->rxs_;
@@ -712,7 +745,20 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     r.set_pps = streams_[i].pps;
   }
   for (auto& t : txs_) {
-    for (size_t i = 0; i < t->num_streams(); ++i) result_.streams[t->stream(i).index].tx += t->counters(i);
+    for (size_t i = 0; i < t->num_streams(); ++i) {
+      StreamResult& sr = result_.streams[t->stream(i).index];
+      sr.tx += t->counters(i);
+      if (t->stream(i).dcqcn) {
+        const tx::DcqcnCounters c = t->dcqcn(i);
+        sr.dcqcn = true;
+        sr.dcqcn_params = *t->stream(i).dcqcn;
+        sr.rp.cnps += c.cnps;
+        sr.rp.cuts += c.cuts;
+        sr.rp.ignored += c.ignored;
+        sr.rp.reaction.Merge(c.reaction);
+        sr.rp.timeline_truncated |= c.timeline_truncated;
+      }
+    }
   }
   for (StreamResult& r : result_.streams) {
     if (r.tx.packets != 0) r.tx_duration_ns = static_cast<int64_t>(r.tx.last_ns - r.tx.first_ns);

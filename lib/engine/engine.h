@@ -92,6 +92,8 @@ struct FlowReport {
   uint32_t owner_lcore = 0;
   uint64_t tx_packets = 0, tx_bytes = 0;
   rx::FlowResult rx;
+  // DCQCN streams: the QP's rate over the run (tx::RatePoint: from t_ns on, bps).
+  std::vector<tx::RatePoint> rate_timeline;
   // Frames sent and never received once (stats::LostPackets).
   int64_t lost() const { return stats::LostPackets(tx_packets, rx.rx_packets, rx.duplicate); }
   // Received frames per second over the flow's first to last arrival.
@@ -144,6 +146,10 @@ struct StreamResult {
   // Received on a responding port (RoCEv2 data): what its responder did.
   bool answered = false;
   endpoint::ResponderCounters responder;
+  // `frame.roce.dcqcn`: what its QPs' reaction points did.
+  bool dcqcn = false;
+  config::DcqcnSpec dcqcn_params;
+  tx::DcqcnCounters rp;
   // TX packets never received once (stats::LostPackets; losses after the
   // last arrival included). Exact when the drain time covers the path delay.
   int64_t lost() const { return stats::LostPackets(tx.packets, rx.packets, analysis.duplicate); }
@@ -330,6 +336,7 @@ class LiveRun {
   // Per worker whose flows a responding port receives (not indexed by worker).
   std::vector<std::unique_ptr<endpoint::AnswerQueue>> answer_queues_;
   std::vector<std::unique_ptr<endpoint::Responder>> responders_;
+  std::vector<std::unique_ptr<endpoint::FeedbackSink>> feedback_;  // per worker with DCQCN flows
   Placement placement_;
   mutable std::mutex abandoned_mu_;
   mutable std::vector<std::unique_ptr<std::vector<rx::TopFlowsRequest>>> abandoned_;  // TopFlows timed out

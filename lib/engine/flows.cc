@@ -20,6 +20,9 @@ void LiveRun::CollectFlows() {
     for (size_t i = 0; i < t->num_streams(); ++i) {
       const uint32_t k = t->stream(i).index;
       t->FlowSent(i, txp[k], txb[k]);
+      if (!t->stream(i).dcqcn) continue;
+      const std::vector<uint32_t>& fl = t->flows(i);
+      for (uint32_t f = 0; f < fl.size(); ++f) flows[k][fl[f]].rate_timeline = t->rate_timeline(i, f);
     }
   }
   for (const auto& table : tables_) {

@@ -22,7 +22,7 @@ void FlowTable::Deliver(const Handoff* recs, size_t n) {
     if (i + 4 < n) Prefetch(recs[i + 4].slot);
     const Handoff& r = recs[i];
     if (r.kind != Handoff::kData) [[unlikely]] {
-      ObserveFeedback(r.slot, r.kind);
+      ObserveFeedback(r);
     } else {
       Observe(r.slot, r.seq, r.tx_ns, r.rx_ns, r.bytes, r.flags, run);
     }

@@ -24,6 +24,7 @@
 
 #include "base/counter.h"
 #include "base/request_slot.h"
+#include "endpoint/feedback.h"
 #include "endpoint/responder.h"
 #include "stats/flow_analysis.h"
 
@@ -51,6 +52,10 @@ struct Handoff {
   uint16_t owner_poll = 0;
 };
 static_assert(sizeof(Handoff) == 32);
+static_assert(int{Handoff::kCnp} == int{endpoint::Feedback::kCnp} &&
+              int{Handoff::kRoceNak} == int{endpoint::Feedback::kRoceNak} &&
+              int{Handoff::kUetNack} == int{endpoint::Feedback::kUetNack} &&
+              int{Handoff::kRoceAck} == int{endpoint::Feedback::kRoceAck});
 
 struct OwnedFlow {
   uint32_t group = 0;  // stream index
@@ -117,6 +122,9 @@ class FlowTable {
   // CNP): every data record is also shown to it, and its ACKs due go out at
   // each Flush. Null: no flow of this table is answered.
   void SetResponder(endpoint::Responder* r) { responder_ = r; }
+  // The senders of the owned flows: every CNP, ACK, NAK or NACK matched to a
+  // flow is also handed to it (DCQCN's reaction point). Null: counted only.
+  void SetFeedbackSink(endpoint::FeedbackSink* s) { feedback_ = s; }
   const std::vector<OwnedFlow>& owned() const { return owned_; }
 
   // On the owner lcore: the state a data record will touch, ahead of Deliver.
@@ -137,7 +145,7 @@ class FlowTable {
   // A data frame of the flow in `slot` (fields as in Handoff), and a feedback packet for it.
   [[gnu::always_inline]] inline void Observe(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns,
                                              uint32_t bytes, uint8_t flags, Run& run);
-  [[gnu::always_inline]] inline void ObserveFeedback(uint32_t slot, uint8_t kind);
+  [[gnu::always_inline]] inline void ObserveFeedback(const Handoff& h);
   void Flush(Run& run);
 
   // Thread-safe, during the run.
@@ -177,22 +185,26 @@ class FlowTable {
   stats::LossLog log_;
   Counter fb_matched_;
   endpoint::Responder* responder_ = nullptr;
+  endpoint::FeedbackSink* feedback_ = nullptr;
   RequestSlot<TopFlowsRequest> requests_;
   TopFlowsRequest* top_ = nullptr;
   uint64_t top_seq_ = 0;
   size_t top_pos_ = 0;
 };
 
-[[gnu::always_inline]] inline void FlowTable::ObserveFeedback(uint32_t slot, uint8_t kind) {
-  stats::FlowState& f = flows_[slot];
-  if (kind == Handoff::kCnp) {
+[[gnu::always_inline]] inline void FlowTable::ObserveFeedback(const Handoff& h) {
+  stats::FlowState& f = flows_[h.slot];
+  if (h.kind == Handoff::kCnp) {
     ++f.cnp;
-  } else if (kind == Handoff::kRoceAck) {
+  } else if (h.kind == Handoff::kRoceAck) {
     ++f.ack;
   } else {
     ++f.nack;
   }
   fb_matched_.Add(1);
+  if (feedback_ != nullptr) {
+    feedback_->OnFeedback(h.slot, endpoint::Feedback{h.kind, h.seq, static_cast<uint32_t>(h.tx_ns), h.rx_ns});
+  }
 }
 
 [[gnu::always_inline]] inline void FlowTable::Observe(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns,

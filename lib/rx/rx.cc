@@ -97,7 +97,7 @@ void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
   h.bytes = len + kEthFcsLen;
   h.slot = it->second.slot;
   if (it->second.owner == self_) {
-    table_->ObserveFeedback(h.slot, h.kind);
+    table_->ObserveFeedback(h);
   } else {
     EmitRemote(it->second.owner, h);
   }

@@ -108,9 +108,57 @@ void WritePerFlow(report::JsonWriter& w, const engine::StreamResult& s) {
     w.Field("last_ns", f.rx.latency_last_ns);
     w.Field("jitter_ns", f.rx.jitter_ns);
     w.EndObject();
+    if (s.dcqcn) {
+      // [t_ns, bps]: from t_ns (since the run's start) on, the QP's rate (L2, frames with FCS).
+      w.Key("rate_timeline");
+      w.BeginArray();
+      for (const tx::RatePoint& p : f.rate_timeline) {
+        w.BeginArray();
+        w.Int(p.t_ns);
+        w.Double(p.bps);
+        w.EndArray();
+      }
+      w.EndArray();
+    }
     w.EndObject();
   }
   w.EndArray();
+}
+
+// A DCQCN stream's reaction points: their parameters and what they did.
+void WriteDcqcn(report::JsonWriter& w, const engine::StreamResult& s) {
+  const config::DcqcnSpec& p = s.dcqcn_params;
+  w.Key("dcqcn");
+  w.BeginObject();
+  w.Key("parameters");
+  w.BeginObject();
+  w.Field("preset", p.preset);
+  w.Field("g", p.g);
+  w.Field("initial_alpha", p.initial_alpha);
+  w.Field("alpha_period_ns", p.alpha_period_ns);
+  w.Field("timer_ns", p.timer_ns);
+  w.Field("byte_counter_bytes", p.byte_counter);
+  w.Field("threshold", static_cast<uint64_t>(p.threshold));
+  w.Field("rate_ai_bps", p.rate_ai_bps);
+  w.Field("rate_hai_bps", p.rate_hai_bps);
+  w.Field("min_rate_bps", p.min_rate_bps);
+  w.Field("rate_reduce_period_ns", p.rate_reduce_period_ns);
+  w.Field("min_dec_factor", p.min_dec_factor);
+  w.EndObject();
+  w.Field("cnp_handled", s.rp.cnps);
+  w.Field("rate_cuts", s.rp.cuts);
+  w.Field("cnps_within_rate_reduce_period", s.rp.ignored);
+  // From a CNP's arrival at the requester's port to its cut in the QP's pacer.
+  w.Key("reaction_ns");
+  w.BeginObject();
+  w.Field("samples", s.rp.reaction.count());
+  w.Field("p50_ns", s.rp.reaction.Percentile(50));
+  w.Field("p99_ns", s.rp.reaction.Percentile(99));
+  w.Field("max_ns", s.rp.reaction.max());
+  w.EndObject();
+  w.Field("rate_timeline_resolution_ns", tx::kRateTimelineNs);
+  w.Field("rate_timeline_truncated", s.rp.timeline_truncated);
+  w.EndObject();
 }
 
 void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r) {
@@ -246,6 +294,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("tx_rate_pps", pps);
     w.Field("tx_rate_bps_l2", pps * 8.0 * s.frame_size);
     w.Field("tx_rate_bps_l1", pps * 8.0 * (s.frame_size + kEthL1Overhead));
+    if (s.dcqcn) WriteDcqcn(w, s);
     WritePerFlow(w, s);
     w.EndObject();
   }
@@ -372,6 +421,16 @@ std::string RunSummary(const engine::TrialResult& r) {
       }
     }
     out += absl::StrFormat("responder of stream %s on port %s: %s\n", s.name, r.ports[s.rx_port].name, figures);
+  }
+  for (const engine::StreamResult& s : r.streams) {
+    if (!s.dcqcn) continue;
+    out += absl::StrFormat(
+        "dcqcn (%s) of stream %s: %s CNPs handled, %s rate cuts (%s within rate_reduce_period), reaction p50 %s, max "
+        "%s%s\n",
+        s.dcqcn_params.preset, s.name, FormatCount(s.rp.cnps), FormatCount(s.rp.cuts), FormatCount(s.rp.ignored),
+        FormatDuration(static_cast<int64_t>(s.rp.reaction.Percentile(50))),
+        FormatDuration(static_cast<int64_t>(s.rp.reaction.max())),
+        s.rp.timeline_truncated ? "; rate timelines truncated (more points than kept)" : "");
   }
   out += "latency: " + r.timestamp_source + "\n";
   for (const std::string& x : r.warnings) out += "warning: " + x + "\n";

@@ -86,6 +86,12 @@ absl::Status CheckStreams(const config::Plan& plan, const StreamWhere& where) {
     auto program = CompileProgram(plan, i, next_flow, where);
     if (!program.ok()) return program.status();
     next_flow += s.flows;
+    const int64_t duration = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;
+    if (s.start_ns >= duration) {
+      return ErrorAt(plan, where, i, "start",
+                     absl::StrFormat("the stream starts at %s and ends at its duration, %s: it would send nothing",
+                                     FormatDuration(s.start_ns), FormatDuration(duration)));
+    }
     if (s.rate.kind != Rate::Kind::kPercentLine) {
       const double size = program->mean_frame_size();
       if (auto m = CheckMinRate(plan, where, i, s.rate.ToPps(size, 0), size); !m.ok()) return m;
@@ -172,8 +178,10 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.flow_weight = s.flow_weights;
     c.count = s.count;
     c.duration_ns = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;
+    c.start_ns = std::min(s.start_ns, c.duration_ns);
     c.tx_port = s.port;
     c.rx_port = s.rx_port;
+    if (s.frame.kind == config::FrameKind::kRoce) c.dcqcn = s.frame.roce.dcqcn;
     if (const auto& respond = plan.ports[s.rx_port].respond) {
       FG_ASSIGN_OR_RETURN(auto answers, Answers::Compile(s.name, c.flow_id, c.program, s.frame, *respond,
                                                          static_cast<uint16_t>(s.rx_port)));

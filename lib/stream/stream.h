@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,7 @@ struct CompiledStream {
   double burst_frame_ns = 0;    // one frame's time on the wire at line rate
   uint64_t count = 0;           // 0: bounded by duration only
   int64_t duration_ns = 0;      // > 0 always (plan duration when the stream has none)
+  int64_t start_ns = 0;         // first frame this long after the run's start (it still ends at duration_ns)
   size_t tx_port = 0, rx_port = 0;  // the TX queue is the owner lcore's own (engine/placement.h)
   // Per-flow rates (`flows: {count, rates}`): flow i's share of `pps` is
   // flow_weight[i] / sum(flow_weight) (so a test setting `pps` scales every
@@ -47,6 +49,9 @@ struct CompiledStream {
   // Received on a port with `respond`: what its responder answers (null: not
   // answered, or not RoCEv2 data).
   std::shared_ptr<const Answers> answers;
+  // `frame.roce.dcqcn`: each flow's reaction point (its rate, from its
+  // per-flow one as the maximum, follows the CNPs it receives).
+  std::optional<config::DcqcnSpec> dcqcn;
   // The fraction of the stream's rate that `flows` (indices, empty: all)
   // carry: their count's share, or with per-flow rates their rates' share.
   double FlowShare(const std::vector<uint32_t>& some) const;

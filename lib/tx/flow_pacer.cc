@@ -137,6 +137,25 @@ void FlowPacer::SetRate(uint32_t f, double pps, uint64_t now_fp) {
   }
 }
 
+void FlowPacer::Retime(uint32_t f, double pps, uint64_t now_fp) {
+  if (paused_ || hot_[f].where == kInReady) {
+    SetRate(f, pps, now_fp);  // paused: Resume restarts it; due already: it goes now either way
+    return;
+  }
+  CloseSegment(f);  // the old rate's slots before its next one
+  const uint64_t last = hot_[f].next >= hot_[f].iv ? hot_[f].next - hot_[f].iv : 0;
+  pps_[f] = pps;
+  hot_[f].iv = IntervalFp(pps, hz_);
+  const uint64_t next = std::max(now_fp, last + hot_[f].iv);
+  seg_start_[f] = hot_[f].next = next;
+  Unlink(f);
+  if (next <= now_fp) {
+    PushReady(f);
+  } else {
+    Insert(f);
+  }
+}
+
 void FlowPacer::Restart(uint64_t now_fp) {
   // Every flow starts a new segment, staggered over its interval as at the
   // start (no burst of every flow at once); the FIFO is emptied, so every

@@ -44,8 +44,14 @@ class FlowPacer {
   // back to back.
   unsigned Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls);
 
-  // A new rate for flow f from now (no catch-up on the old one).
+  // A new rate for flow f from now (no catch-up on the old one): its next
+  // frame goes now (a live change takes effect at once).
   void SetRate(uint32_t f, double pps, uint64_t now_fp);
+  // A new rate for flow f that keeps its phase: the next frame one new
+  // interval after its last (or now, if that has passed). For rates that
+  // change often (DCQCN: every timer event), where SetRate's frame at once
+  // would add a frame to each change.
+  void Retime(uint32_t f, double pps, uint64_t now_fp);
   // Every flow's rate times `factor` (a stream's rate set as a whole); the
   // flows restart staggered over their new intervals, as at the start.
   void Scale(double factor, uint64_t now_fp);

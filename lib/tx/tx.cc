@@ -12,8 +12,9 @@
 
 #include "base/counter.h"
 #include "base/spsc_ring.h"
-#include "tx/flow_pacer.h"
 #include "base/units.h"
+#include "endpoint/dcqcn.h"
+#include "tx/flow_pacer.h"
 
 namespace fg::tx {
 
@@ -61,6 +62,17 @@ struct alignas(64) TxTask::State {
   std::atomic<uint64_t> flow_cmd_seq{0};         // commands pushed
   std::atomic<uint64_t> flow_cmd_done{0};        // commands applied by the lcore
   std::vector<double> flow_rate_view;            // per shard flow: the last rate set (control thread)
+  // DCQCN (frame.roce.dcqcn): per shard flow its reaction point, its rate
+  // timeline; TickDcqcn runs every rp_tick TSC ticks.
+  std::vector<endpoint::DcqcnQp> rp;
+  std::vector<std::vector<RatePoint>> timeline;
+  std::vector<uint8_t> last_point_cut;  // per shard flow: its timeline's last point is a cut
+  double bits_per_frame = 0;
+  uint64_t rp_tick = 0, rp_next = 0;
+  uint64_t run_start_tsc = 0;  // the run's start (a `start` offset makes start_tsc later): timeline times count from it
+  uint64_t rp_cnps = 0;
+  stats::LatencyHistogram rp_reaction;
+  bool timeline_truncated = false;
   bool exhausted = false;
   // Due accounting (TxCounters::due): slots of closed pacing segments, and
   // the open segment's start (a segment runs from a rate change or resume
@@ -177,6 +189,25 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
       st->pacer_pps_bits.store(std::bit_cast<uint64_t>(sh.pps), std::memory_order_relaxed);
       st->flow_cmds = std::make_unique<SpscRing<State::FlowCmd>>(1024);
       st->flow_rate_view = rates;
+      if (s->dcqcn) {
+        // Each QP starts at its own rate, its maximum (the line it sends at).
+        st->bits_per_frame = 8 * s->frame_size;
+        st->rp.reserve(nf);
+        for (size_t f = 0; f < nf; ++f) st->rp.emplace_back(*s->dcqcn, rates[f] * st->bits_per_frame, 0);
+        const uint64_t points = static_cast<uint64_t>(s->duration_ns / kRateTimelineNs) + 2;
+        const uint64_t cap = std::max<uint64_t>(16, std::min<uint64_t>(points, kRateTimelinePoints / nf));
+        st->timeline.resize(nf);
+        st->last_point_cut.assign(nf, 0);
+        for (size_t f = 0; f < nf; ++f) {
+          st->timeline[f].reserve(cap);
+          st->timeline[f].push_back(RatePoint{0, rates[f] * st->bits_per_frame});
+        }
+        // Increase events fall every `timer`; a tick of half of it (10 us
+        // at least, 50 us at most) applies each within that and keeps the
+        // timeline at its resolution.
+        const int64_t tick_ns = std::clamp<int64_t>(s->dcqcn->timer_ns / 2, 10'000, kRateTimelineNs / 2);
+        st->rp_tick = clock.FromNs(static_cast<uint64_t>(tick_ns));
+      }
     }
     streams_.push_back(std::move(st));
   }
@@ -186,11 +217,14 @@ TxTask::~TxTask() = default;
 
 void TxTask::Arm(uint64_t start_tsc) {
   for (auto& st : streams_) {
-    st->start_tsc = start_tsc;
+    st->start_tsc = start_tsc + clock_.FromNs(static_cast<uint64_t>(st->s->start_ns));
     st->next_fp = 0;
-    st->next_burst = start_tsc;
+    st->next_burst = st->start_tsc;
     st->burst_left = 0;
     st->end_tsc = start_tsc + clock_.FromNs(static_cast<uint64_t>(st->s->duration_ns));
+    st->rp_next = st->start_tsc + st->rp_tick;
+    st->run_start_tsc = start_tsc;
+    for (auto& tl : st->timeline) tl.front().t_ns = st->s->start_ns;  // each QP at its maximum from its start
   }
 }
 
@@ -467,6 +501,7 @@ unsigned TxTask::Poll() {
     if (st.done.load(std::memory_order_relaxed)) continue;
     // Per-flow rate changes apply in any state (paused, pending frames).
     if (st.pacer != nullptr && st.flow_cmds->Size() != 0) ApplyFlowCommands(st, now);
+    if (!st.rp.empty() && now >= st.rp_next && !st.exhausted) TickDcqcn(st, now);
     if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
 
     // 1. New frames, if due and the stream is neither exhausted nor paused.
@@ -596,6 +631,69 @@ double TxTask::flow_rate(size_t i, uint32_t flow) const {
 }
 
 bool TxTask::per_flow_rates(size_t i) const { return streams_[i]->pacer != nullptr; }
+
+void TxTask::SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool cut) {
+  const double bps = st.rp[f].rate_bps();
+  const double pps = bps / st.bits_per_frame;
+  const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
+  st.pacer_pps += pps - st.pacer->rate(f);
+  st.pacer->Retime(f, pps, now_fp);
+  st.pacer_pps_bits.store(std::bit_cast<uint64_t>(st.pacer_pps), std::memory_order_relaxed);
+  // Every cut is a point of its own; increases within one resolution step
+  // of the last increase replace it (the timeline keeps each cut's low).
+  std::vector<RatePoint>& tl = st.timeline[f];
+  if (!cut && !st.last_point_cut[f] && tl.size() > 1 && tl.back().t_ns / kRateTimelineNs == t_ns / kRateTimelineNs) {
+    tl.back() = RatePoint{t_ns, bps};
+  } else if (tl.size() < tl.capacity()) {
+    st.last_point_cut[f] = cut;
+    tl.push_back(RatePoint{t_ns, bps});
+  } else {
+    st.timeline_truncated = true;
+  }
+}
+
+void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
+  State& st = *streams_[i];
+  if (fb.kind != endpoint::Feedback::kCnp || st.rp.empty() || st.exhausted) return;
+  const uint64_t now = ReadTsc();
+  const int64_t t_ns = now > st.run_start_tsc ? static_cast<int64_t>(clock_.ToNs(now - st.run_start_tsc)) : 0;
+  ++st.rp_cnps;
+  if (st.rp[flow].OnCnp(static_cast<uint64_t>(t_ns), st.flow_sent[flow].bytes)) {
+    SetQpRate(st, flow, now, t_ns, true);
+    const uint64_t now_ns = clock_.ToNs(now);
+    st.rp_reaction.Record(now_ns > fb.rx_ns ? now_ns - fb.rx_ns : 0);
+  }
+}
+
+// Measured cost: two compares per flow when no event is due (the usual
+// case); every rp_tick (10..50 us) for a DCQCN stream only.
+void TxTask::TickDcqcn(State& st, uint64_t now) {
+  st.rp_next = now + st.rp_tick;
+  if (now < st.start_tsc) return;
+  const int64_t t_ns = static_cast<int64_t>(clock_.ToNs(now - st.run_start_tsc));
+  for (uint32_t f = 0; f < st.rp.size(); ++f) {
+    if (st.rp[f].Advance(static_cast<uint64_t>(t_ns), st.flow_sent[f].bytes)) SetQpRate(st, f, now, t_ns, false);
+  }
+}
+
+DcqcnCounters TxTask::dcqcn(size_t i) const {
+  const State& st = *streams_[i];
+  DcqcnCounters c;
+  c.cnps = st.rp_cnps;
+  for (const endpoint::DcqcnQp& q : st.rp) {
+    c.cuts += q.cuts();
+    c.ignored += q.cnps_ignored();
+  }
+  c.reaction = st.rp_reaction;
+  c.timeline_truncated = st.timeline_truncated;
+  return c;
+}
+
+const std::vector<RatePoint>& TxTask::rate_timeline(size_t i, uint32_t flow) const {
+  static const std::vector<RatePoint> kNone;
+  const State& st = *streams_[i];
+  return st.timeline.empty() ? kNone : st.timeline[flow];
+}
 
 void TxTask::Finish() {
   const uint64_t now = ReadTsc();

@@ -24,7 +24,9 @@
 
 #include "base/poll_task.h"
 #include "base/tsc.h"
+#include "endpoint/feedback.h"
 #include "port/port.h"
+#include "stats/histogram.h"
 #include "stream/stream.h"
 
 struct rte_mempool;
@@ -52,6 +54,26 @@ struct TxCounters {
   uint64_t shortfall() const { return due > packets ? due - packets : 0; }
   // Adds another shard's counters (a stream whose flows several lcores send).
   TxCounters& operator+=(const TxCounters& o);
+};
+
+// A point of a QP's rate timeline (DCQCN): from t_ns (since the run's start)
+// on, the QP was sent at bps (L2 bit/s, frames with FCS).
+struct RatePoint {
+  int64_t t_ns = 0;
+  double bps = 0;
+};
+// Timeline resolution: a rate increase within this of the flow's last
+// increase point replaces it; every cut is a point of its own.
+inline constexpr int64_t kRateTimelineNs = 100'000;
+// Points kept per stream shard over all its flows (16 B each); more are
+// dropped and the timeline says it is truncated.
+inline constexpr size_t kRateTimelinePoints = 4'000'000;
+
+// What the reaction points of one stream shard did (after the run).
+struct DcqcnCounters {
+  uint64_t cnps = 0, cuts = 0, ignored = 0;  // CNPs handed to them, rate cuts, CNPs within rate_reduce_period
+  stats::LatencyHistogram reaction;          // CNP received -> its cut in the pacer, ns
+  bool timeline_truncated = false;
 };
 
 // The part of a stream one TX task sends: some of its flows (indices within
@@ -110,6 +132,15 @@ class TxTask : public PollTask {
   bool FlowRatesApplied(size_t i) const;  // every SetFlowRate so far is in effect
   double flow_rate(size_t i, uint32_t flow) const;
   bool per_flow_rates(size_t i) const;
+
+  // On this task's lcore (the flow's owner): feedback to shard i's flow
+  // `flow` (an index into flows(i)). A CNP for a DCQCN stream cuts the
+  // flow's rate at once.
+  void OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& f);
+  // After Finish: shard i's DCQCN figures, and flow `flow`'s rate timeline
+  // (empty unless the stream has dcqcn).
+  DcqcnCounters dcqcn(size_t i) const;
+  const std::vector<RatePoint>& rate_timeline(size_t i, uint32_t flow) const;
   bool paused(size_t i) const;
   bool stopped(size_t i) const;  // done: count or duration reached, or stopped
 
@@ -129,6 +160,9 @@ class TxTask : public PollTask {
   template <uint32_t kShape>
   void FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows);
   void ApplyFlowCommands(State& st, uint64_t now);  // on the lcore
+  void TickDcqcn(State& st, uint64_t now);          // on the lcore: timers and byte counters
+  // The pacer follows flow f's Rc (after a cut, or an increase).
+  void SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool cut);
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
   // On the lcore: the stream stops generating at `t`; its due count is final.
   void Exhaust(State& st, uint64_t t);

@@ -88,6 +88,11 @@ class PlanInputs(Workdir):
         self.assert_plan_refused("i.yaml", "streams: [{name: s, rate: inf pps}]\n",
                                  "i.yaml:1:27: streams[0].rate: expected a rate")
 
+    def test_a_stream_starting_at_or_after_its_end(self):
+        self.assert_plan_refused("s.yaml", "duration: 1 s\nstreams: [{name: s, rate: 1 kpps, start: 2 s}]\n",
+                                 "s.yaml:2:42: streams[0].start: the stream starts at 2.000 s and ends at its "
+                                 "duration, 1.000 s: it would send nothing")
+
     def test_rate_below_the_minimum(self):
         self.assert_plan_refused("r.yaml", "streams: [{name: s, rate: 1e-7 pps}]\n",
                                  "r.yaml:1:27: streams[0].rate: rate '1e-7 pps' is below the minimum of 0.001 pps")

@@ -122,6 +122,22 @@ TEST(Engine, DurationBoundSendsRateTimesDuration) {
   EXPECT_NEAR(static_cast<double>(r->duration_ns), 300e6, 20e6);
 }
 
+TEST(Engine, AStreamWithAStartSendsFromThenToItsEndAndOwesOnlyThat) {
+  // b starts 200 ms into a 400 ms run: 20,000 slots of 100 kpps, its first
+  // frame no earlier than 200 ms after a's.
+  Bench b = Make("duration: 400 ms\n"
+                 "streams: [{name: a, rate: 100 kpps}, {name: b, rate: 100 kpps, start: 200 ms}]\n");
+  auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(50'000'000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const StreamResult& a = r->streams[0];
+  const StreamResult& s = r->streams[1];
+  EXPECT_NEAR(static_cast<double>(a.tx.due), 40000.0, 32.0);
+  EXPECT_NEAR(static_cast<double>(s.tx.due), 20000.0, 32.0);
+  EXPECT_EQ(s.rx.packets, s.tx.packets);
+  EXPECT_GE(s.tx.first_ns, a.tx.first_ns + 199'000'000);
+  EXPECT_NEAR(static_cast<double>(s.tx.last_ns), static_cast<double>(a.tx.last_ns), 1e6);
+}
+
 TEST(Engine, FramesWithoutSignatureAreCountedApart) {
   // net_null drops what we send and answers every RX poll with synthetic
   // frames. copy=1 makes it copy them from a zeroed buffer; without it, it

@@ -142,6 +142,62 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, flows: 4,
   }
 }
 
+// The closed loop on the ring pair: the mover marks sequences 1000, 1100 and
+// 1200 of each of 2 flows CE; port b's notification point sends a CNP for
+// each (ms apart, beyond cnp_interval), and each CNP reaches the flow's owner, whose
+// DCQCN reaction point (paper) cuts that QP's rate at once: the first cut
+// halves it (alpha 1), and the rate timeline shows it; the pacer's due count
+// follows the cuts (no tester limit).
+TEST(Dcqcn, EachCnpCutsItsQpsRateAtTheOwnerAndTheTimelineShowsIt) {
+  RingPath path("dcqcn");
+  ASSERT_TRUE(path.ok()) << path.error();
+  auto plan = config::ParsePlan("dcqcn.yaml", R"(
+duration: 400 ms
+ports: [{name: a}, {name: b, respond: true}]
+streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 2,
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, dcqcn: paper}}}]
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto streams = stream::Compile(*plan, {10e9, 10e9});
+  ASSERT_TRUE(streams.ok()) << streams.status();
+  ASSERT_TRUE((*streams)[0].dcqcn.has_value());
+  Impairments imp;
+  imp.ce = {1000, 1100, 1200};
+  auto res = path.Run(*streams, imp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  const StreamResult& s = res->streams[0];
+  ASSERT_TRUE(s.dcqcn);
+  EXPECT_EQ(s.responder.ce_seen, 6u);
+  EXPECT_EQ(s.responder.cnp_sent, 6u);
+  EXPECT_EQ(s.analysis.cnp, 6u);  // received at the requester
+  EXPECT_EQ(s.rp.cnps, 6u);       // each handed to its QP's reaction point
+  EXPECT_EQ(s.rp.cuts, 6u);
+  EXPECT_EQ(s.rp.reaction.count(), 6u);
+  EXPECT_LT(s.rp.reaction.max(), 20'000'000u);  // within the owner's next polls
+  for (const TesterLimit& l : s.tester_limits) ADD_FAILURE() << l.kind << " " << l.count << ": " << l.detail;
+  ASSERT_EQ(s.per_flow.size(), 2u);
+  const double max_bps = 20e3 * 8 * s.frame_size;  // each QP's set rate: its maximum
+  for (const FlowReport& f : s.per_flow) {
+    SCOPED_TRACE(f.index);
+    ASSERT_GE(f.rate_timeline.size(), 2u);
+    EXPECT_EQ(f.rate_timeline[0].t_ns, 0);
+    EXPECT_DOUBLE_EQ(f.rate_timeline[0].bps, max_bps);
+    // The first cut comes at about 1000 / 20 kpps = 50 ms and halves the
+    // rate (alpha 1); the QP recovers after it (every 55 us).
+    double lowest = max_bps;
+    int64_t first_cut = -1;
+    for (const tx::RatePoint& p : f.rate_timeline) {
+      if (p.bps < max_bps && first_cut < 0) first_cut = p.t_ns;
+      lowest = std::min(lowest, p.bps);
+    }
+    EXPECT_GT(first_cut, 45'000'000);
+    EXPECT_LT(first_cut, 80'000'000);
+    EXPECT_LE(lowest, max_bps / 2);
+    EXPECT_GT(f.rate_timeline.back().bps, lowest);
+    EXPECT_LT(f.tx_packets, 8000u);  // what 400 ms at 20 kpps would have been
+  }
+}
+
 // TX rewrites only the per-packet fields of an mbuf that comes back to it
 // still holding the same template (net_null and real NICs free mbufs intact).
 // A checker thread on the far side of a ring compares every frame byte for

@@ -86,6 +86,33 @@ TEST(Plan, APortRespondsWithDefaultsOrItsOwnSettings) {
   EXPECT_EQ(plan->ports[3].respond->cnp_pcp, 5);
 }
 
+TEST(Plan, AStreamMayStartLaterAndADcqcnStreamPacesEachQp) {
+  auto plan = ParsePlan("p.yaml",
+                        "duration: 2 s\n"
+                        "streams:\n"
+                        "  - {name: a, rate: 1 kpps, flows: 4, frame: {roce: {op: WRITE, dcqcn: connectx}}}\n"
+                        "  - {name: b, rate: 1 kpps, start: 500 ms,\n"
+                        "     frame: {roce: {dcqcn: {preset: paper, g: 1/128, timer: 100 us, rate_ai: 10 Mbps,\n"
+                        "                            rate_reduce_period: none, min_dec_factor: 25 %}}}}\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->streams[0].start_ns, 0);
+  EXPECT_EQ(plan->streams[1].start_ns, 500'000'000);
+  const auto& a = plan->streams[0].frame.roce.dcqcn;
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->preset, "connectx");
+  EXPECT_EQ(a->timer_ns, 300'000);
+  EXPECT_EQ(plan->streams[0].flow_weights, (std::vector<double>{1, 1, 1, 1}));  // each QP paced on its own
+  const auto& b = plan->streams[1].frame.roce.dcqcn;
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->preset, "paper");
+  EXPECT_DOUBLE_EQ(b->g, 1.0 / 128);
+  EXPECT_EQ(b->timer_ns, 100'000);
+  EXPECT_DOUBLE_EQ(b->rate_ai_bps, 10e6);
+  EXPECT_EQ(b->rate_reduce_period_ns, 0);
+  EXPECT_DOUBLE_EQ(b->min_dec_factor, 0.25);
+  EXPECT_EQ(b->threshold, 5u);  // the preset's
+}
+
 TEST(Plan, NoPortsMeansTheBuiltInLoopback) {
   auto plan = ParsePlan("p.yaml", "streams:\n  - {name: s, rate: 1 kpps}\n");
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -252,6 +279,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"respond_cnp_dscp_64",
                 "ports: [{name: p, respond: {cnp_dscp: 64}}]\nstreams: [{name: s, rate: 1 kpps}]\n",
                 "ports[0].respond.cnp_dscp: 64 is out of range"},
+        BadCase{"dcqcn_unknown_preset",
+                "streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: dctcp}}}]\n",
+                "streams[0].frame.roce.dcqcn: 'dctcp' is not allowed; expected one of: paper, connectx"},
+        BadCase{"dcqcn_rate_max", "streams: [{name: s, rate: max, frame: {roce: {dcqcn: paper}}}]\n",
+                "streams[0].frame: dcqcn cuts each QP's rate from a set one"},
+        BadCase{"dcqcn_on_cnps", "streams: [{name: s, rate: 1 kpps, frame: {roce: {op: CNP, dcqcn: paper}}}]\n",
+                "streams[0].frame.roce.dcqcn: dcqcn is the rate control of a QP that sends data"},
+        BadCase{"dcqcn_g_above_one",
+                "streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: {g: 2}}}}]\n",
+                "streams[0].frame.roce.dcqcn.g: 2 is out of range; expected 0 to 1"},
         BadCase{"lab_not_a_map", "lab: 3\nstreams: [{name: s, rate: 1 kpps}]\n", "bad.yaml:1:6: lab:"}),
     [](const auto& info) { return std::string(info.param.name); });
 

@@ -89,6 +89,37 @@ TEST(FlowPacer, ARateChangeTakesEffectAtOnceAndKeepsTheDueCount) {
   EXPECT_NEAR(static_cast<double>(a[1] + b[1] + (n > 1 ? 1 : 0)), 1000, 2);
 }
 
+// DCQCN changes a QP's rate every few tens of us: a change that keeps the
+// flow's phase adds no frame, where SetRate's frame-at-once adds one per
+// change. 4,000 changes between 1 and 2 kpps over 1 s, one every 250 us
+// (each rate for 2 ms at a time): the flow sends what the rates called for,
+// and its due count agrees.
+TEST(FlowPacer, RetimeKeepsTheFlowsPhaseSoFrequentChangesAddNoFrames) {
+  const uint64_t step = kHz / 4000;
+  auto run = [&](bool retime, uint64_t* due) {
+    FlowPacer p({1000.0}, kHz);
+    uint32_t out[32];
+    uint64_t sk = 0, st = 0, sent = 0;
+    for (uint64_t k = 0; k < 4000; ++k) {
+      const double pps = (k / 8) % 2 == 0 ? 1000.0 : 2000.0;
+      if (retime) {
+        p.Retime(0, pps, Fp(k * step));
+      } else {
+        p.SetRate(0, pps, Fp(k * step));
+      }
+      for (uint64_t t = k * step; t < (k + 1) * step; t += 2000) sent += p.Next(Fp(t), 32, out, &sk, &st);
+    }
+    EXPECT_EQ(sk, 0u);
+    *due = p.Due(Fp(4000 * step));
+    return sent;
+  };
+  uint64_t due = 0;
+  const uint64_t sent = run(true, &due);
+  EXPECT_NEAR(static_cast<double>(sent), 1500, 3);
+  EXPECT_NEAR(static_cast<double>(due), static_cast<double>(sent), 2);
+  EXPECT_GE(run(false, &due), 4000u);  // a frame at each of the 4,000 changes (all the frames it sent)
+}
+
 TEST(FlowPacer, APauseOwesNothingAndAHoldUpSkipsWhatItMissed) {
   FlowPacer p({1000.0}, kHz);
   std::vector<uint64_t> a = Drive(p, 0, kHz / 10, 2000, 32);  // 100 ms: 100 frames

@@ -172,10 +172,30 @@ def burst_figure(tests, out):
     return save(fig, out, "burst.png")
 
 
+def convergence_figure(t, index, out):
+    """Each point's QP rates over time (the first repetition; up to 16 QPs of each group)."""
+    pts = [p for p in t["points"] if p["rates"]["qps"]]
+    fig, axes = plt.subplots(len(pts), 1, figsize=(9, 3 * len(pts)), squeeze=False)
+    for ax, p in zip(axes[:, 0], pts):
+        ts = [x / 1e6 for x in p["rates"]["t_ns"]]
+        for q in p["rates"]["qps"]:
+            ax.plot(ts, [v / 1e6 for v in q["bps"]], linewidth=0.8, drawstyle="steps-post",
+                    linestyle="-" if q["qp"][0] == "a" else "--")
+        ax.axhline(p["fair_share_bps"] / 1e6, color="k", linewidth=0.6)
+        ax.axvline(t["parameters"]["t0_ns"] / 1e6, color="grey", linewidth=0.6)
+        ax.set_ylabel("rate (Mbit/s)")
+        ax.set_title("m %d + %d, %s: %s" % (p["m"], p["m"], p["parameter_set"],
+                                            "converged in %s" % fmt_ns(p["convergence_ns"]) if p["converged"]
+                                            else "not converged"))
+    axes[-1, 0].set_xlabel("time since the trial's start (ms); solid: first m QPs, dashed: the m from t0")
+    return save(fig, out, "dcqcn-%d.png" % index)
+
+
 def render(rep, out):
     d = Doc()
     tests = rep["tests"]
-    by_kind = {k: [t for t in tests if t["kind"] == k] for k in ("throughput", "latency", "burst", "load_balance")}
+    by_kind = {k: [t for t in tests if t["kind"] == k]
+               for k in ("throughput", "latency", "burst", "load_balance", "dcqcn_convergence")}
     d.h(1, "fabricgen report: %s" % (rep["plan"]["name"] or rep["plan"]["file"]))
     d.p("Plan %s, started %s, fabricgen %s. %s" % (
         rep["plan"]["file"], rep["started_utc"], rep["tool"]["version"],
@@ -258,6 +278,18 @@ def render(rep, out):
         d.table(["link", "frames", "bytes", "share"],
                 [(l["name"], l["tx_packets"], l["tx_bytes"], "%.2f %%" % (100.0 * l["tx_bytes"] / total))
                  for l in t["links"]] + [("MMR %.4f" % t["mmr"], "", "", "JFI %.4f" % t["jfi"])])
+    for i, t in enumerate(by_kind["dcqcn_convergence"]):
+        d.h(3, "DCQCN convergence: %s" % t["name"])
+        d.p("m QPs share the bottleneck, m more start at t0 = %s; converged: every QP within %.1f %% of the fair "
+            "share for %s (from the QPs' own DCQCN rates)."
+            % (fmt_ns(t["parameters"]["t0_ns"]), t["parameters"]["tolerance"] * 100, fmt_ns(t["parameters"]["hold_ns"])))
+        d.table(["m", "parameter set", "repetitions", "converged", "convergence time (median)", "fair share"],
+                [(p["m"], p["parameter_set"], len(p["runs"]), "yes" if p["converged"] else "no",
+                  fmt_ns(p["convergence_ns"]) if p["converged"] else "-", fmt_bps(p["fair_share_bps"]))
+                 for p in t["points"]])
+        if any(p["rates"]["qps"] for p in t["points"]):
+            d.figure(convergence_figure(t, i, out), "QP rates over time: %s" % t["name"])
+            figures += 1
     # A kind this script has no section for yet: its scalar results as written.
     common = {"name", "kind", "streams", "parameters", "complete", "stopped_because", "trial_accounting", "trials"}
     for t in tests:

@@ -190,8 +190,11 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   FG_RETURN_IF_ERROR(Opt(n, "count", s.count, IntIn(1, INT64_MAX)));
   FG_RETURN_IF_ERROR(Opt(n, "duration", s.duration_ns, DurationIn()));
   if (auto st = n.Optional("start")) {
-    auto zero = st->String();
-    if (!zero.ok() || (*zero != "0" && *zero != "0 s")) {
+    // 0 in any unit is the run's start; Duration() wants a positive one.
+    auto word = st->String();
+    const bool zero = word.ok() && !word->empty() && (*word)[0] == '0' &&
+                      word->find_first_not_of("0. nsum") == std::string::npos;
+    if (!zero) {
       FG_ASSIGN_OR_RETURN(s.start_ns, st->Duration());
     }
     const int64_t duration = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;

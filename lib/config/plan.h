@@ -196,6 +196,10 @@ absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text,
 
 // For a kind's parser: the test named at `n`, which must be an earlier test
 // of kind `kind` (latency's at_throughput_of); its name into `out`.
+// `frame.roce.dcqcn` and the parameter sets of a test: `paper`, `connectx`
+// or a map {preset, PARAMETER: value, ...} (docs/plan-reference.md).
+absl::StatusOr<DcqcnSpec> ParseDcqcn(const Node& n);
+
 absl::Status EarlierTest(const Plan& plan, const Node& n, std::string_view kind, std::string& out);
 
 }  // namespace fg::config

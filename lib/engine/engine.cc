@@ -393,6 +393,10 @@ std::vector<LiveRun::ShardRef> LiveRun::TxOf(size_t stream) const {
 absl::Status LiveRun::SetRate(size_t stream, double pps) {
   const std::vector<ShardRef> shards = TxOf(stream);
   if (shards.empty()) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
+  if (streams_[stream].dcqcn) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "stream %s: its QPs' rates are DCQCN's (frame.roce.dcqcn); set its rate in the plan", streams_[stream].name));
+  }
   if (!(pps > 0)) return absl::InvalidArgumentError("a rate must be > 0");
   // Shards with per-flow rates keep their flows' current proportions (set
   // live flow by flow); the others their share of the stream's flows.
@@ -415,6 +419,11 @@ absl::StatusOr<int64_t> LiveRun::SetFlowRate(size_t stream, uint32_t flow, doubl
     const std::vector<uint32_t>& flows = sh.task->flows(sh.index);
     const auto it = std::lower_bound(flows.begin(), flows.end(), flow);
     if (it == flows.end() || *it != flow) continue;
+    if (streams_[stream].dcqcn) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "stream %s: its QPs' rates are DCQCN's (frame.roce.dcqcn); set their maximum in the plan",
+          streams_[stream].name));
+    }
     if (!sh.task->per_flow_rates(sh.index)) {
       return absl::FailedPreconditionError(
           absl::StrFormat("stream %s paces its flows together; give it flows: {count: N, rates: [RATE]} (one rate "

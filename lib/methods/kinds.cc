@@ -4,6 +4,7 @@
 
 #include "base/status.h"
 #include "methods/burst.h"
+#include "methods/dcqcn_convergence.h"
 #include "methods/latency.h"
 #include "methods/load_balance.h"
 #include "methods/throughput.h"
@@ -18,6 +19,7 @@ const std::vector<const TestKind*>& TestKinds() {
       &LatencyKind(),
       &BurstKind(),
       &LoadBalanceKind(),
+      &DcqcnConvergenceKind(),
   };
   return kinds;
 }

@@ -66,6 +66,11 @@ absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration
     s.pps = load * line / per_port_.at(s.tx_port) / ((s.frame_size + kL1OverheadBytes) * 8);
     s.count = 0;
     s.duration_ns = static_cast<int64_t>(duration_s * 1e9);
+    if (s.start_ns >= s.duration_ns) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "stream %s starts %s into a trial of %s: it would send nothing; lower its start or lengthen the trial",
+          s.name, FormatDuration(s.start_ns), FormatDuration(s.duration_ns)));
+    }
   }
   FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, TrialOptionsOf(options)));
   if (r.interrupted) return absl::CancelledError("interrupted");

@@ -194,8 +194,10 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
         st->bits_per_frame = 8 * s->frame_size;
         st->rp.reserve(nf);
         for (size_t f = 0; f < nf; ++f) st->rp.emplace_back(*s->dcqcn, rates[f] * st->bits_per_frame, 0);
-        const uint64_t points = static_cast<uint64_t>(s->duration_ns / kRateTimelineNs) + 2;
-        const uint64_t cap = std::max<uint64_t>(16, std::min<uint64_t>(points, kRateTimelinePoints / nf));
+        // At most three points per 100 us window (SetQpRate): the whole run
+        // fits, within the shard's budget.
+        const uint64_t points = 3 * static_cast<uint64_t>(s->duration_ns / kRateTimelineNs) + 4;
+        const uint64_t cap = std::max<uint64_t>(4, std::min<uint64_t>(points, kRateTimelinePoints / nf));
         st->timeline.resize(nf);
         st->last_point_cut.assign(nf, 0);
         for (size_t f = 0; f < nf; ++f) {
@@ -272,11 +274,17 @@ void TxTask::SetRate(size_t i, double pps) {
   const int mode = streams_[i]->ctl_mode.load(std::memory_order_relaxed);
   Control(i, pps, mode);
 }
+// A pause or stop keeps the control rate last set (not the flows' current
+// sum, which per-flow changes and DCQCN move: the lcore would take the
+// difference for a new stream rate).
 void TxTask::SetPaused(size_t i, bool paused) {
   if (streams_[i]->ctl_mode.load(std::memory_order_relaxed) == State::kStopped) return;
-  Control(i, rate(i), paused ? State::kPaused : State::kRunning);
+  Control(i, std::bit_cast<double>(streams_[i]->ctl_pps_bits.load(std::memory_order_relaxed)),
+          paused ? State::kPaused : State::kRunning);
 }
-void TxTask::Stop(size_t i) { Control(i, rate(i), State::kStopped); }
+void TxTask::Stop(size_t i) {
+  Control(i, std::bit_cast<double>(streams_[i]->ctl_pps_bits.load(std::memory_order_relaxed)), State::kStopped);
+}
 double TxTask::rate(size_t i) const {
   if (streams_[i]->pacer != nullptr) {
     return std::bit_cast<double>(streams_[i]->pacer_pps_bits.load(std::memory_order_relaxed));
@@ -639,11 +647,19 @@ void TxTask::SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool c
   st.pacer_pps += pps - st.pacer->rate(f);
   st.pacer->Retime(f, pps, now_fp);
   st.pacer_pps_bits.store(std::bit_cast<uint64_t>(st.pacer_pps), std::memory_order_relaxed);
-  // Every cut is a point of its own; increases within one resolution step
-  // of the last increase replace it (the timeline keeps each cut's low).
+  // Three points per 100 us window at most: cuts in a row keep the lowest,
+  // increases in a row the last; an increase between two cuts of one
+  // window is dropped (the window keeps its low and where it ended).
   std::vector<RatePoint>& tl = st.timeline[f];
-  if (!cut && !st.last_point_cut[f] && tl.size() > 1 && tl.back().t_ns / kRateTimelineNs == t_ns / kRateTimelineNs) {
-    tl.back() = RatePoint{t_ns, bps};
+  const int64_t w = t_ns / kRateTimelineNs;
+  const bool same = tl.size() > 1 && tl.back().t_ns / kRateTimelineNs == w;
+  const bool last_cut = st.last_point_cut[f] != 0;
+  if (same && cut == last_cut) {
+    if (!cut || bps < tl.back().bps) tl.back() = RatePoint{t_ns, bps};
+  } else if (same && cut && tl.size() > 2 && tl[tl.size() - 2].t_ns / kRateTimelineNs == w) {
+    tl.pop_back();  // the increase between this window's cuts
+    if (bps < tl.back().bps) tl.back() = RatePoint{t_ns, bps};
+    st.last_point_cut[f] = 1;
   } else if (tl.size() < tl.capacity()) {
     st.last_point_cut[f] = cut;
     tl.push_back(RatePoint{t_ns, bps});
@@ -656,6 +672,8 @@ void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
   State& st = *streams_[i];
   if (fb.kind != endpoint::Feedback::kCnp || st.rp.empty() || st.exhausted) return;
   const uint64_t now = ReadTsc();
+  // Stopped or past its end (the drain, before Exhaust): TX has ended, no cut.
+  if (now >= st.end_tsc || st.ctl_mode.load(std::memory_order_relaxed) == State::kStopped) return;
   const int64_t t_ns = now > st.run_start_tsc ? static_cast<int64_t>(clock_.ToNs(now - st.run_start_tsc)) : 0;
   ++st.rp_cnps;
   if (st.rp[flow].OnCnp(static_cast<uint64_t>(t_ns), st.flow_sent[flow].bytes)) {

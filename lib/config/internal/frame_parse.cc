@@ -34,7 +34,7 @@ absl::StatusOr<E> Named(const Node& n, const std::pair<const char*, E> (&table)[
 
 bool Has(const Node& n, std::string_view key) { return n.Optional(key).has_value(); }
 
-absl::StatusOr<DcqcnSpec> ParseDcqcn(const Node& n) {
+absl::StatusOr<DcqcnSpec> DcqcnFrom(const Node& n) {
   auto preset = [](const Node& x) -> absl::StatusOr<DcqcnSpec> {
     FG_ASSIGN_OR_RETURN(std::string p, x.OneOf({"paper", "connectx"}));
     return p == "paper" ? DcqcnSpec::Paper() : DcqcnSpec::ConnectX();
@@ -50,9 +50,7 @@ absl::StatusOr<DcqcnSpec> ParseDcqcn(const Node& n) {
   auto number = [](double lo, double hi) { return [lo, hi](const Node& x) { return x.Number(lo, hi); }; };
   auto bit_rate = [](const Node& x) -> absl::StatusOr<double> {
     FG_ASSIGN_OR_RETURN(Rate r, x.RateValue());
-    if (r.kind != Rate::Kind::kBpsL1 && r.kind != Rate::Kind::kBpsL2) {
-      return x.Error("a DCQCN rate is a bit rate (e.g. 40 Mbps)");
-    }
+    if (r.kind != Rate::Kind::kBpsL2) return x.Error("a DCQCN rate is an L2 bit rate (e.g. 40 Mbps)");
     return r.value;
   };
   auto duration = [](const Node& x) -> absl::StatusOr<int64_t> {
@@ -134,7 +132,7 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
     if (!data && r.op != Op::kReadRequest) {
       return d->Error("dcqcn is the rate control of a QP that sends data: not of a stream of CNPs, ACKs or NAKs");
     }
-    FG_ASSIGN_OR_RETURN(DcqcnSpec spec, ParseDcqcn(*d));
+    FG_ASSIGN_OR_RETURN(DcqcnSpec spec, DcqcnFrom(*d));
     r.dcqcn = spec;
   }
   return absl::OkStatus();
@@ -467,4 +465,7 @@ const char* FrameKindName(FrameKind k) {
   }
   return "?";
 }
+
+absl::StatusOr<DcqcnSpec> ParseDcqcn(const Node& n) { return internal::DcqcnFrom(n); }
+
 }  // namespace fg::config

@@ -1,0 +1,407 @@
+#include "methods/dcqcn_convergence.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "base/units.h"
+#include "config/reader.h"
+
+namespace fg::methods {
+
+namespace {
+
+constexpr int64_t kGridNs = 100'000;      // the judging grid: the timelines' resolution
+constexpr int64_t kSampleNs = 1'000'000;  // the figure's samples
+constexpr size_t kFigureQpsPerGroup = 16;
+
+// A QP's rate at t from its timeline (a step function; 0 before its first point).
+class Cursor {
+ public:
+  explicit Cursor(const std::vector<tx::RatePoint>& tl) : tl_(tl) {}
+  double At(int64_t t) {
+    while (i_ < tl_.size() && tl_[i_].t_ns <= t) rate_ = tl_[i_++].bps;
+    return rate_;
+  }
+
+ private:
+  const std::vector<tx::RatePoint>& tl_;
+  size_t i_ = 0;
+  double rate_ = 0;
+};
+
+}  // namespace
+
+ConvergenceRun JudgeConvergence(const std::vector<std::vector<tx::RatePoint>>& timelines, int64_t t0_ns,
+                                int64_t end_ns, double tolerance, int64_t hold_ns, double bottleneck_bps) {
+  ConvergenceRun out;
+  const size_t n = timelines.size();
+  if (n == 0 || end_ns <= t0_ns) return out;
+  std::vector<Cursor> at;
+  for (const auto& tl : timelines) at.emplace_back(tl);
+  // The fair share: given, or the QPs' summed rate over the last fifth.
+  double fair = bottleneck_bps / static_cast<double>(n);
+  std::vector<int64_t> grid;
+  for (int64_t t = t0_ns; t <= end_ns; t += kGridNs) grid.push_back(t);
+  std::vector<double> sum(grid.size(), 0);
+  std::vector<uint8_t> within(grid.size(), 1);
+  if (fair <= 0) {
+    std::vector<Cursor> s;
+    for (const auto& tl : timelines) s.emplace_back(tl);
+    const int64_t from = end_ns - (end_ns - t0_ns) / 5;
+    double total = 0;
+    int k = 0;
+    for (int64_t t : grid) {
+      if (t < from) continue;
+      for (Cursor& c : s) total += c.At(t);
+      ++k;
+    }
+    fair = k > 0 ? total / k / static_cast<double>(n) : 0;
+    out.fair_share_measured = true;
+  }
+  out.fair_share_bps = fair;
+  if (fair <= 0) return out;
+  for (size_t g = 0; g < grid.size(); ++g) {
+    for (Cursor& c : at) {
+      if (std::abs(c.At(grid[g]) / fair - 1) > tolerance) within[g] = 0;
+    }
+  }
+  // The first grid time from which every QP stays within for `hold`.
+  const size_t need = static_cast<size_t>(std::max<int64_t>(1, hold_ns / kGridNs));
+  size_t run = 0;
+  for (size_t g = 0; g < grid.size(); ++g) {
+    run = within[g] ? run + 1 : 0;
+    if (run >= need) {
+      out.converged = true;
+      out.convergence_ns = grid[g + 1 - run] - t0_ns;
+      return out;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+class DcqcnConvergence final : public TestKind {
+ public:
+  std::string_view key() const override { return "dcqcn_convergence"; }
+  std::vector<std::string_view> own_keys() const override {
+    return {"m", "repetitions", "parameter_sets", "trial_duration", "t0", "tolerance", "hold", "bottleneck"};
+  }
+
+  absl::StatusOr<std::shared_ptr<const config::TestParams>> Parse(const config::Plan& plan, const config::Node& n,
+                                                                  const config::TestSpec& test) const override {
+    auto t = std::make_shared<DcqcnConvergenceParams>();
+    if (test.streams.size() != 1) {
+      return n.Error("a dcqcn_convergence test takes one stream (streams: [NAME]): the template of its QPs");
+    }
+    const config::StreamSpec& s = plan.streams[test.streams[0]];
+    if (s.frame.kind != config::FrameKind::kRoce || !s.frame.roce.dcqcn) {
+      return n.Error(absl::StrFormat("stream %s: a dcqcn_convergence stream is RoCEv2 with frame.roce.dcqcn", s.name));
+    }
+    if (!plan.ports[s.rx_port].respond) {
+      return n.Error(absl::StrFormat("stream %s: its rx_port %s must respond (ports[].respond) so that CE marks "
+                                     "come back as CNPs",
+                                     s.name, plan.ports[s.rx_port].name));
+    }
+    if (s.flow_weights.size() != s.flows ||
+        std::any_of(s.flow_weights.begin(), s.flow_weights.end(), [](double w) { return w != 1.0; })) {
+      return n.Error(absl::StrFormat("stream %s: give it one rate shared by its flows (each QP's maximum is rate / "
+                                     "flows), not flows: {count, rates}",
+                                     s.name));
+    }
+    if (auto m = n.Optional("m")) {
+      t->m.clear();
+      FG_ASSIGN_OR_RETURN(std::vector<config::Node> items, m->Items());
+      if (items.empty()) return m->Error("m: give at least one QP count");
+      for (const config::Node& i : items) {
+        FG_ASSIGN_OR_RETURN(int64_t v, i.Int(1, 1 << 20));
+        t->m.push_back(static_cast<uint32_t>(v));
+      }
+    }
+    FG_RETURN_IF_ERROR(config::Opt(n, "repetitions", t->repetitions, config::IntIn(1, 1000)));
+    if (auto sets = n.Optional("parameter_sets")) {
+      FG_ASSIGN_OR_RETURN(std::vector<config::Node> items, sets->Items());
+      for (const config::Node& i : items) {
+        FG_ASSIGN_OR_RETURN(config::DcqcnSpec d, config::ParseDcqcn(i));
+        auto word = i.String();
+        t->set_names.push_back(word.ok() ? *word : absl::StrFormat("set %d", t->parameter_sets.size()));
+        t->parameter_sets.push_back(d);
+      }
+    }
+    if (t->parameter_sets.empty()) {
+      t->parameter_sets.push_back(*s.frame.roce.dcqcn);
+      t->set_names.push_back("stream (" + s.frame.roce.dcqcn->preset + ")");
+    }
+    FG_RETURN_IF_ERROR(config::Opt(n, "trial_duration", t->trial_duration_ns, config::DurationIn()));
+    FG_RETURN_IF_ERROR(config::Opt(n, "t0", t->t0_ns, config::DurationIn()));
+    if (t->t0_ns >= t->trial_duration_ns) {
+      return n.At("t0").Error(absl::StrFormat("t0 (%s) must come before the trial's end (trial_duration %s)",
+                                              FormatDuration(t->t0_ns), FormatDuration(t->trial_duration_ns)));
+    }
+    FG_RETURN_IF_ERROR(config::Opt(n, "tolerance", t->tolerance, config::PercentIn(0.1, 100)));
+    FG_RETURN_IF_ERROR(config::Opt(n, "hold", t->hold_ns, config::DurationIn()));
+    if (auto b = n.Optional("bottleneck")) {
+      auto word = b->String();
+      if (!word.ok() || *word != "measured") {
+        FG_ASSIGN_OR_RETURN(Rate r, b->RateValue());
+        if (r.kind != Rate::Kind::kBpsL1 && r.kind != Rate::Kind::kBpsL2) {
+          return b->Error("bottleneck is a bit rate (L2, frames with FCS) or measured");
+        }
+        t->bottleneck_bps = r.value;
+      }
+    }
+    return t;
+  }
+
+  std::string Describe(const config::TestSpec& test) const override {
+    const auto& t = test.As<DcqcnConvergenceParams>();
+    std::vector<std::string> m;
+    for (uint32_t x : t.m) m.push_back(std::to_string(x));
+    return absl::StrFormat("DCQCN convergence, m %s then m more at %s, %d parameter set(s), %d repetition(s) of %s",
+                           absl::StrJoin(m, "/"), FormatDuration(t.t0_ns), t.parameter_sets.size(), t.repetitions,
+                           FormatDuration(t.trial_duration_ns));
+  }
+
+  double EstimateSeconds(const config::TestSpec& test, int64_t drain_ns) const override {
+    const auto& t = test.As<DcqcnConvergenceParams>();
+    return static_cast<double>(t.m.size() * t.parameter_sets.size() * t.repetitions) *
+           ((t.trial_duration_ns + drain_ns) / 1e9);
+  }
+
+  absl::StatusOr<std::vector<std::shared_ptr<const TestResult>>> Run(const TestContext& c,
+                                                                     const config::TestSpec& test) const override {
+    const auto& t = test.As<DcqcnConvergenceParams>();
+    auto out = std::make_shared<DcqcnConvergenceResult>();
+    out->name = test.name;
+    const config::StreamSpec& tmpl = c.plan.streams[test.streams[0]];
+    out->streams = {tmpl.name + "-a", tmpl.name + "-b"};
+    std::vector<double> line;
+    for (const port::Port* p : c.ports) line.push_back(p->capabilities().line_bps());
+    for (uint32_t m : t.m) {
+      for (size_t k = 0; k < t.parameter_sets.size(); ++k) {
+        ConvergencePoint point;
+        point.m = m;
+        point.parameter_set = t.set_names[k];
+        // The trial's plan: the template as two streams of m QPs each.
+        config::Plan plan = c.plan;
+        plan.tests.clear();
+        plan.duration_ns = t.trial_duration_ns;
+        config::StreamSpec a = tmpl;
+        a.name = out->streams[0];
+        a.flows = m;
+        a.flow_weights.assign(m, 1.0);
+        a.rate.value = tmpl.rate.value / tmpl.flows * m;
+        a.count = 0;
+        a.duration_ns = t.trial_duration_ns;
+        a.start_ns = 0;
+        a.frame.roce.dcqcn = t.parameter_sets[k];
+        config::StreamSpec b = a;
+        b.name = out->streams[1];
+        b.start_ns = t.t0_ns;
+        b.frame.roce.dest_qp = (a.frame.roce.dest_qp + m) & 0xFFFFFF;
+        b.frame.encap.udp_src = static_cast<uint16_t>(std::min<uint32_t>(65535, a.frame.encap.udp_src + m));
+        plan.streams = {a, b};
+        auto streams = stream::Compile(plan, line);
+        if (!streams.ok()) {
+          return absl::InvalidArgumentError(absl::StrFormat("test %s, m %d: %s", test.name, m,
+                                                            streams.status().message()));
+        }
+        const double two_groups_l1 = 2 * (*streams)[0].pps * 8 * ((*streams)[0].frame_size + kL1OverheadBytes);
+        if (two_groups_l1 > line[tmpl.port] * 1.000001) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "test %s, m %d: 2 x %d QPs at their maximum (%s each) need %s at L1, above port %s's line rate %s; "
+              "lower the stream's rate",
+              test.name, m, m, FormatRate(Rate{tmpl.rate.kind, tmpl.rate.value / tmpl.flows}),
+              FormatBitRate(two_groups_l1), c.ports[tmpl.port]->name(), FormatBitRate(line[tmpl.port])));
+        }
+        config::TestSpec spec = test;
+        spec.streams = {0, 1};
+        FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(c.eal, c.ports, *streams, spec, {}));
+        const double load = runner.line_l1_bps() > 0 ? two_groups_l1 / runner.line_l1_bps() : 0;
+        for (int rep = 0; rep < t.repetitions; ++rep) {
+          engine::TrialOptions opt;
+          opt.drain_ns = c.options.drain_ns;
+          opt.interrupt = c.options.interrupt;
+          opt.on_live = c.options.on_live;
+          opt.placement = c.options.placement;
+          opt.per_flow = m;  // every QP, with its timeline
+          opt.sample_interval_ns = 0;
+          auto trial = [&]() { return engine::RunTrial(c.eal, c.ports, *streams, opt); };
+          const double secs = t.trial_duration_ns / 1e9;
+          auto record = [&](const engine::TrialResult& r, int index) {
+            return runner.Record(r, load, secs, "run", index);
+          };
+          auto r = runner.RunUnlimited(trial, record, test.tester_limit_retries, c.options, out->trials);
+          if (!r.ok()) {
+            out->complete = false;
+            out->stopped_because = std::string(r.status().message());
+            if (!point.runs.empty()) out->points.push_back(std::move(point));
+            return std::vector<std::shared_ptr<const TestResult>>{out};
+          }
+          TrialRecord rec = record(*r, static_cast<int>(out->trials.size()));
+          std::vector<std::vector<tx::RatePoint>> tl;
+          std::vector<std::string> names;
+          for (size_t g = 0; g < 2; ++g) {
+            for (const engine::FlowReport& f : r->streams[g].per_flow) {
+              tl.push_back(f.rate_timeline);
+              names.push_back(absl::StrFormat("%c%d", g == 0 ? 'a' : 'b', f.index));
+            }
+          }
+          ConvergenceRun run = JudgeConvergence(tl, t.t0_ns, t.trial_duration_ns, t.tolerance, t.hold_ns,
+                                                t.bottleneck_bps);
+          run.trial = rec.index;
+          if (rep == 0) {
+            point.fair_share_bps = run.fair_share_bps;
+            for (int64_t s = 0; s <= t.trial_duration_ns; s += kSampleNs) point.sample_ns.push_back(s);
+            for (size_t q = 0; q < tl.size(); ++q) {
+              if (q % m >= kFigureQpsPerGroup) continue;
+              Cursor at(tl[q]);
+              std::vector<double> v;
+              for (int64_t s : point.sample_ns) v.push_back(at.At(s));
+              point.sample_bps.push_back(std::move(v));
+              point.sample_qps.push_back(names[q]);
+            }
+          }
+          out->trials.push_back(rec);
+          if (c.options.on_trial) c.options.on_trial(out->trials.back());
+          point.runs.push_back(run);
+        }
+        std::vector<int64_t> times;
+        point.converged = true;
+        for (const ConvergenceRun& run : point.runs) {
+          point.converged &= run.converged;
+          if (run.converged) times.push_back(run.convergence_ns);
+        }
+        if (!times.empty()) {
+          std::sort(times.begin(), times.end());
+          point.convergence_ns = times[times.size() / 2];
+        }
+        out->points.push_back(std::move(point));
+      }
+    }
+    return std::vector<std::shared_ptr<const TestResult>>{out};
+  }
+
+  void WriteParameters(report::JsonWriter& w, const config::TestSpec& test, const TestResult&) const override {
+    const auto& t = test.As<DcqcnConvergenceParams>();
+    w.Key("m");
+    w.BeginArray();
+    for (uint32_t m : t.m) w.Uint(m);
+    w.EndArray();
+    w.Field("repetitions", t.repetitions);
+    w.Field("trial_duration_ns", t.trial_duration_ns);
+    w.Field("t0_ns", t.t0_ns);
+    w.Field("tolerance", t.tolerance);
+    w.Field("hold_ns", t.hold_ns);
+    if (t.bottleneck_bps > 0) {
+      w.Field("bottleneck_bps", t.bottleneck_bps);
+    } else {
+      w.Field("bottleneck_bps", "measured");
+    }
+    w.Key("parameter_sets");
+    w.BeginArray();
+    for (size_t k = 0; k < t.parameter_sets.size(); ++k) {
+      const config::DcqcnSpec& p = t.parameter_sets[k];
+      w.BeginObject();
+      w.Field("name", t.set_names[k]);
+      w.Field("preset", p.preset);
+      w.Field("g", p.g);
+      w.Field("initial_alpha", p.initial_alpha);
+      w.Field("alpha_period_ns", p.alpha_period_ns);
+      w.Field("timer_ns", p.timer_ns);
+      w.Field("byte_counter_bytes", p.byte_counter);
+      w.Field("threshold", static_cast<uint64_t>(p.threshold));
+      w.Field("rate_ai_bps", p.rate_ai_bps);
+      w.Field("rate_hai_bps", p.rate_hai_bps);
+      w.Field("min_rate_bps", p.min_rate_bps);
+      w.Field("rate_reduce_period_ns", p.rate_reduce_period_ns);
+      w.Field("min_dec_factor", p.min_dec_factor);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+
+  void WriteResults(report::JsonWriter& w, const config::TestSpec&, const TestResult& result) const override {
+    const auto& r = static_cast<const DcqcnConvergenceResult&>(result);
+    w.Field("observation_point",
+            "the QPs' own DCQCN rates (their reaction points' rate timelines), judged every 100 us from t0");
+    w.Key("points");
+    w.BeginArray();
+    for (const ConvergencePoint& p : r.points) {
+      w.BeginObject();
+      w.Field("m", p.m);
+      w.Field("parameter_set", p.parameter_set);
+      w.Field("converged", p.converged);
+      w.Key("convergence_ns");
+      if (p.converged) {
+        w.Int(p.convergence_ns);
+      } else {
+        w.Null();
+      }
+      w.Field("fair_share_bps", p.fair_share_bps);
+      w.Key("runs");
+      w.BeginArray();
+      for (const ConvergenceRun& run : p.runs) {
+        w.BeginObject();
+        w.Field("trial", run.trial);
+        w.Field("converged", run.converged);
+        w.Key("convergence_ns");
+        if (run.converged) {
+          w.Int(run.convergence_ns);
+        } else {
+          w.Null();
+        }
+        w.Field("fair_share_bps", run.fair_share_bps);
+        w.Field("fair_share_measured", run.fair_share_measured);
+        w.EndObject();
+      }
+      w.EndArray();
+      w.Key("rates");
+      w.BeginObject();
+      w.Key("t_ns");
+      w.BeginArray();
+      for (int64_t s : p.sample_ns) w.Int(s);
+      w.EndArray();
+      w.Key("qps");
+      w.BeginArray();
+      for (size_t q = 0; q < p.sample_qps.size(); ++q) {
+        w.BeginObject();
+        w.Field("qp", p.sample_qps[q]);
+        w.Key("bps");
+        w.BeginArray();
+        for (double v : p.sample_bps[q]) w.Double(v);
+        w.EndArray();
+        w.EndObject();
+      }
+      w.EndArray();
+      w.EndObject();
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+
+  std::string Summary(const TestResult& result) const override {
+    const auto& r = static_cast<const DcqcnConvergenceResult&>(result);
+    std::string out = absl::StrFormat("test %s (dcqcn_convergence)%s\n", r.name,
+                                      r.complete ? "" : ": incomplete: " + r.stopped_because);
+    for (const ConvergencePoint& p : r.points) {
+      out += absl::StrFormat("  m %d + %d, %s: %s, fair share %s\n", p.m, p.m, p.parameter_set,
+                             p.converged ? "converged in " + FormatDuration(p.convergence_ns) + " after t0"
+                                         : std::string("not converged"),
+                             FormatBitRate(p.fair_share_bps));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+const TestKind& DcqcnConvergenceKind() {
+  static const DcqcnConvergence kind;
+  return kind;
+}
+
+}  // namespace fg::methods

@@ -1,0 +1,77 @@
+// methods/dcqcn_convergence.h: DCQCN convergence (the draft's category 3).
+//
+// M QPs share a bottleneck; M more start at T0 (2:1). Each QP is a DCQCN
+// reaction point (frame.roce.dcqcn) whose rate follows the CNPs of the
+// responder's notification point at the far port (ports[].respond). From the
+// QPs' rate timelines, the test finds the time after T0 until all 2M are
+// within `tolerance` of the fair share (bottleneck / 2M) and stay there for
+// `hold`: the convergence time. One trial per (m, parameter set, repetition).
+//
+// The test's one stream is the template: its frame (RoCEv2 with dcqcn), ports
+// and per-QP rate (its rate over its flows: each QP's maximum, the line it
+// starts at). A trial sends it as two streams, NAME-a with m QPs from the
+// start and NAME-b with m more QPs (the next m destination QPs and source
+// ports) from T0, each QP paced on its own.
+//
+//   tests:
+//     - dcqcn_convergence: {streams: [s], m: [4, 16], repetitions: 3, parameter_sets: [paper, connectx]}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/frame_spec.h"
+#include "methods/test_kind.h"
+
+namespace fg::methods {
+
+struct DcqcnConvergenceParams : config::TestParams {
+  std::vector<uint32_t> m = {4};
+  int repetitions = 1;
+  // Each set's name ("paper", "connectx", or "set N" for a map) and parameters;
+  // empty in the plan: the stream's own dcqcn.
+  std::vector<std::string> set_names;
+  std::vector<config::DcqcnSpec> parameter_sets;
+  int64_t trial_duration_ns = 200'000'000;
+  int64_t t0_ns = 50'000'000;
+  double tolerance = 0.10;
+  int64_t hold_ns = 1'000'000;
+  double bottleneck_bps = 0;  // L2 bit/s; 0: measured from the QPs' rates over the trial's last fifth
+};
+
+struct ConvergenceRun {
+  int trial = 0;  // index into the result's trials
+  bool converged = false;
+  int64_t convergence_ns = 0;  // after T0
+  double fair_share_bps = 0;
+  bool fair_share_measured = false;
+};
+
+struct ConvergencePoint {
+  uint32_t m = 0;
+  std::string parameter_set;
+  std::vector<ConvergenceRun> runs;
+  bool converged = false;          // every repetition converged
+  int64_t convergence_ns = 0;      // the median of the repetitions that converged
+  double fair_share_bps = 0;       // the first repetition's
+  // The first repetition's QP rates every millisecond (at most 32 QPs: the
+  // first 16 of each group), for the figure.
+  std::vector<int64_t> sample_ns;
+  std::vector<std::vector<double>> sample_bps;  // [qp][sample]
+  std::vector<std::string> sample_qps;          // "a0", "b3": group and index
+};
+
+struct DcqcnConvergenceResult : TestResult {
+  std::vector<ConvergencePoint> points;
+};
+
+// The convergence time of one trial's 2m QPs from their rate timelines
+// (step functions; stream a's QPs then b's), judged on a 100 us grid from
+// t0 to `end_ns`. Exposed for tests.
+ConvergenceRun JudgeConvergence(const std::vector<std::vector<tx::RatePoint>>& timelines, int64_t t0_ns,
+                                int64_t end_ns, double tolerance, int64_t hold_ns, double bottleneck_bps);
+
+const TestKind& DcqcnConvergenceKind();
+
+}  // namespace fg::methods

@@ -304,21 +304,9 @@ class DcqcnConvergence final : public TestKind {
     w.Key("parameter_sets");
     w.BeginArray();
     for (size_t k = 0; k < t.parameter_sets.size(); ++k) {
-      const config::DcqcnSpec& p = t.parameter_sets[k];
       w.BeginObject();
       w.Field("name", t.set_names[k]);
-      w.Field("preset", p.preset);
-      w.Field("g", p.g);
-      w.Field("initial_alpha", p.initial_alpha);
-      w.Field("alpha_period_ns", p.alpha_period_ns);
-      w.Field("timer_ns", p.timer_ns);
-      w.Field("byte_counter_bytes", p.byte_counter);
-      w.Field("threshold", static_cast<uint64_t>(p.threshold));
-      w.Field("rate_ai_bps", p.rate_ai_bps);
-      w.Field("rate_hai_bps", p.rate_hai_bps);
-      w.Field("min_rate_bps", p.min_rate_bps);
-      w.Field("rate_reduce_period_ns", p.rate_reduce_period_ns);
-      w.Field("min_dec_factor", p.min_dec_factor);
+      WriteDcqcnParameters(w, t.parameter_sets[k]);
       w.EndObject();
     }
     w.EndArray();
@@ -398,6 +386,21 @@ class DcqcnConvergence final : public TestKind {
 };
 
 }  // namespace
+
+void WriteDcqcnParameters(report::JsonWriter& w, const config::DcqcnSpec& p) {
+  w.Field("preset", p.preset);
+  w.Field("g", p.g);
+  w.Field("initial_alpha", p.initial_alpha);
+  w.Field("alpha_period_ns", p.alpha_period_ns);
+  w.Field("timer_ns", p.timer_ns);
+  w.Field("byte_counter_bytes", p.byte_counter);
+  w.Field("threshold", static_cast<uint64_t>(p.threshold));
+  w.Field("rate_ai_bps", p.rate_ai_bps);
+  w.Field("rate_hai_bps", p.rate_hai_bps);
+  w.Field("min_rate_bps", p.min_rate_bps);
+  w.Field("rate_reduce_period_ns", p.rate_reduce_period_ns);
+  w.Field("min_dec_factor", p.min_dec_factor);
+}
 
 const TestKind& DcqcnConvergenceKind() {
   static const DcqcnConvergence kind;

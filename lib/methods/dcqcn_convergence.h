@@ -74,4 +74,8 @@ ConvergenceRun JudgeConvergence(const std::vector<std::vector<tx::RatePoint>>& t
 
 const TestKind& DcqcnConvergenceKind();
 
+// A DCQCN parameter set's fields into the object being written (report.json
+// of a run's DCQCN stream and of this test).
+void WriteDcqcnParameters(report::JsonWriter& w, const config::DcqcnSpec& p);
+
 }  // namespace fg::methods

@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "base/units.h"
 #include "engine/counters.h"
+#include "methods/dcqcn_convergence.h"
 #include "report/json.h"
 
 namespace fg::session {
@@ -127,23 +128,11 @@ void WritePerFlow(report::JsonWriter& w, const engine::StreamResult& s) {
 
 // A DCQCN stream's reaction points: their parameters and what they did.
 void WriteDcqcn(report::JsonWriter& w, const engine::StreamResult& s) {
-  const config::DcqcnSpec& p = s.dcqcn_params;
   w.Key("dcqcn");
   w.BeginObject();
   w.Key("parameters");
   w.BeginObject();
-  w.Field("preset", p.preset);
-  w.Field("g", p.g);
-  w.Field("initial_alpha", p.initial_alpha);
-  w.Field("alpha_period_ns", p.alpha_period_ns);
-  w.Field("timer_ns", p.timer_ns);
-  w.Field("byte_counter_bytes", p.byte_counter);
-  w.Field("threshold", static_cast<uint64_t>(p.threshold));
-  w.Field("rate_ai_bps", p.rate_ai_bps);
-  w.Field("rate_hai_bps", p.rate_hai_bps);
-  w.Field("min_rate_bps", p.min_rate_bps);
-  w.Field("rate_reduce_period_ns", p.rate_reduce_period_ns);
-  w.Field("min_dec_factor", p.min_dec_factor);
+  methods::WriteDcqcnParameters(w, s.dcqcn_params);
   w.EndObject();
   w.Field("cnp_handled", s.rp.cnps);
   w.Field("rate_cuts", s.rp.cuts);

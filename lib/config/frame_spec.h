@@ -83,6 +83,11 @@ struct RoceSpec {
   // The reaction point per QP (`dcqcn`): each flow's rate follows the CNPs
   // addressed to it, from the stream's rate as its maximum.
   std::optional<DcqcnSpec> dcqcn;
+  // `retransmit`: RC requester reliability when a responder answers the
+  // stream (ports[].respond): go back to the PSN a NAK names, and to the
+  // first unacknowledged one after `timeout` without progress.
+  bool go_back_n = true;
+  int64_t retransmit_timeout_ns = 64'000'000;  // ConnectX-like (local ACK timeout 14: 4.096 us x 2^14)
 };
 
 struct UetSpec {

@@ -16,6 +16,8 @@ ResponderCounters& ResponderCounters::operator+=(const ResponderCounters& o) {
   cnp_suppressed += o.cnp_suppressed;
   cnp_dropped += o.cnp_dropped;
   answers_dropped += o.answers_dropped;
+  delivered_packets += o.delivered_packets;
+  delivered_bytes += o.delivered_bytes;
   return *this;
 }
 
@@ -77,9 +79,18 @@ void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
   const uint32_t psn = (g.psn_start + seq * g.psn_step) & proto::roce::kPsnMask;
   const uint32_t ahead = (psn - q.epsn) & proto::roce::kPsnMask;
   if (ahead != 0 && ahead < (proto::roce::kPsnMask + 1) / 2) {
-    // A gap: one NAK naming the expected PSN. The requester does not go back
-    // (yet), so resynchronise on this packet rather than drop every later one.
     n.out_of_sequence.Add(1);
+    if (g.strict) {
+      // RC: one NAK naming the expected PSN per gap; what comes until the
+      // requester goes back to it is dropped.
+      if (!q.nak_sent && Emit(g, Answer::kNak, slot, q.epsn, q.msn)) {
+        q.nak_sent = true;
+        n.naks_sent.Add(1);
+      }
+      return;
+    }
+    // The requester does not go back (retransmit: none): a NAK, then
+    // resynchronise on this packet rather than drop every later one.
     if (Emit(g, Answer::kNak, slot, q.epsn, q.msn)) n.naks_sent.Add(1);
     q.epsn = psn;
     q.pos = g.ppm == 1 ? 0 : seq % g.ppm;
@@ -92,6 +103,9 @@ void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
     return;
   }
   q.epsn = (q.epsn + g.psn_step) & proto::roce::kPsnMask;
+  q.nak_sent = false;
+  n.delivered_packets.Add(1);
+  n.delivered_bytes.Add(g.payload[g.ppm == 1 ? 0 : (q.pos == 0 ? 0 : (q.pos + 1 == g.ppm ? 2 : 1))]);
   bool last = false;
   if (++q.pos == g.ppm) {
     q.pos = 0;
@@ -135,7 +149,8 @@ ResponderCounters Responder::counters(uint32_t group) const {
   const GroupCounters& n = counters_[group];
   return ResponderCounters{n.acks_sent.Read(),  n.naks_sent.Read(), n.duplicates.Read(),
                            n.out_of_sequence.Read(), n.ce_seen.Read(), n.cnp_sent.Read(),
-                           n.cnp_suppressed.Read(), n.cnp_dropped.Read(), n.answers_dropped.Read()};
+                           n.cnp_suppressed.Read(), n.cnp_dropped.Read(), n.answers_dropped.Read(),
+                           n.delivered_packets.Read(), n.delivered_bytes.Read()};
 }
 
 }  // namespace fg::endpoint

@@ -59,6 +59,7 @@ struct ResponderCounters {
   uint64_t ce_seen = 0, cnp_sent = 0, cnp_suppressed = 0;
   uint64_t cnp_dropped = 0;      // CE marks whose CNP was never sent (queue full, or still queued at the end)
   uint64_t answers_dropped = 0;  // ACKs, NAKs and CNPs never sent (the same causes): a tester limit
+  uint64_t delivered_packets = 0, delivered_bytes = 0;  // accepted in order (RC): payload bytes, each PSN once
   ResponderCounters& operator+=(const ResponderCounters& o);
 };
 
@@ -94,11 +95,11 @@ class Responder {
     uint32_t pos = 0;      // packet index inside the message being received
     uint32_t unacked = 0;  // accepted since the last ACK
     uint64_t last_cnp_ns = 0;
-    bool cnp_sent = false, ack_due = false;
+    bool cnp_sent = false, ack_due = false, nak_sent = false;
   };
   struct alignas(64) GroupCounters {
     Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, cnp_dropped,
-        answers_dropped;
+        answers_dropped, delivered_packets, delivered_bytes;
   };
   void FlushSlow();
   // Queues one answer; false (counted in answers_dropped) when the ring is full.

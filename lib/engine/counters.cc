@@ -10,6 +10,8 @@ using StreamLive = LiveRun::StreamLive;
 using PortLive = LiveRun::PortLive;
 
 int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
+// A figure of the stream's requesters' retransmission: null when they do not go back.
+CounterValue Retransmits(const StreamResult& s, uint64_t v) { return s.retransmits ? CounterValue(I(v)) : std::nullopt; }
 // A figure of the stream's responder: null when its RX port does not respond.
 CounterValue Answered(const StreamResult& s, uint64_t v) { return s.answered ? CounterValue(I(v)) : std::nullopt; }
 
@@ -161,6 +163,45 @@ constexpr StreamCounter kStream[] = {
      .help = "ACKs, NAKs and CNPs never sent: the responder's answer queue was full, or they were still queued "
              "when the run ended (a tester limit; null: no responder).",
      .read = [](const StreamResult& s) { return Answered(s, s.responder.answers_dropped); }},
+    // The RC requesters' reliability (roce.retransmit: go_back_n with a
+    // responder); null otherwise.
+    {.key = "retransmitted_packets",
+     .unit = kFrames,
+     .help = "Frames sent again after a NAK or a timeout (go-back-N; null: the stream does not retransmit).",
+     .read = [](const StreamResult& s) { return Retransmits(s, s.retx.retransmitted_packets); }},
+    {.key = "retransmitted_bytes",
+     .unit = kBytes,
+     .help = "Bytes of the frames sent again (null: the stream does not retransmit).",
+     .read = [](const StreamResult& s) { return Retransmits(s, s.retx.retransmitted_bytes); }},
+    {.key = "unique_packets",
+     .unit = kFrames,
+     .help = "Packets (PSNs) sent at least once: each flow's highest sequence sent (null: no retransmission).",
+     .read = [](const StreamResult& s) { return Retransmits(s, s.retx.unique_packets); }},
+    {.key = "nak_go_backs",
+     .unit = "times",
+     .help = "Times a NAK sent a requester back to the PSN it named (null: no retransmission).",
+     .read = [](const StreamResult& s) { return Retransmits(s, s.retx.nak_rewinds); }},
+    {.key = "retransmit_timeouts",
+     .unit = "times",
+     .help = "Times a requester went back to its first unacknowledged PSN after the retransmit timeout (null: no "
+             "retransmission).",
+     .read = [](const StreamResult& s) { return Retransmits(s, s.retx.timeouts); }},
+    {.key = "delivered_packets",
+     .unit = kFrames,
+     .help = "Packets the RC responder took in order, each PSN once (null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.delivered_packets); }},
+    {.key = "delivered_bytes",
+     .unit = "bytes (payload)",
+     .help = "Payload bytes the RC responder took in order, each PSN once: goodput's bytes (null: no responder).",
+     .read = [](const StreamResult& s) { return Answered(s, s.responder.delivered_bytes); }},
+    {.key = "unrecovered_packets",
+     .unit = kFrames,
+     .help = "Packets sent and never delivered in order, after recovery: unique_packets - delivered_packets (null: "
+             "no retransmission).",
+     .read = [](const StreamResult& s) -> CounterValue {
+       if (!s.retransmits) return std::nullopt;
+       return static_cast<int64_t>(s.retx.unique_packets) - static_cast<int64_t>(s.responder.delivered_packets);
+     }},
     {.key = "loss_events",
      .unit = "events",
      .help = "Sequence gaps seen (each a loss event, closed by the next arrival).",

@@ -167,8 +167,9 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
     }
   }
 
-  // Feedback to the senders: on each worker, a CNP for a DCQCN flow goes from
-  // its FlowTable slot to the TX task and shard flow that send it.
+  // Feedback to the senders: on each worker, a CNP for a DCQCN flow, and an
+  // ACK or NAK for an RC requester that goes back, goes from its FlowTable
+  // slot to the TX task and shard flow that send it.
   struct ToSender : endpoint::FeedbackSink {
     struct Target {
       tx::TxTask* task = nullptr;
@@ -186,7 +187,7 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
     for (tx::TxTask* t : work[w].tx) {
       for (size_t i = 0; i < t->num_streams(); ++i) {
         const stream::CompiledStream& s = t->stream(i);
-        if (!s.dcqcn) continue;
+        if (!s.dcqcn && !t->retransmits(i)) continue;
         if (!any) sink->by_slot.assign(r->tables_[w]->size(), {});
         any = true;
         const std::vector<uint32_t>& fl = t->flows(i);
@@ -514,6 +515,7 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
       s.tx_packets += c.packets;
       s.tx_bytes += c.bytes;
       s.tx_slots_skipped += c.credit_dropped;
+      s.retransmits = s.retransmits || t->retransmits(i);
     }
   }
   return out;
@@ -757,6 +759,10 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     for (size_t i = 0; i < t->num_streams(); ++i) {
       StreamResult& sr = result_.streams[t->stream(i).index];
       sr.tx += t->counters(i);
+      if (t->retransmits(i)) {
+        sr.retransmits = true;
+        sr.retx += t->retransmit(i);
+      }
       if (t->stream(i).dcqcn) {
         const tx::DcqcnCounters c = t->dcqcn(i);
         sr.dcqcn = true;

@@ -95,7 +95,8 @@ struct FlowReport {
   // DCQCN streams: the QP's rate over the run (tx::RatePoint: from t_ns on, bps).
   std::vector<tx::RatePoint> rate_timeline;
   // Frames sent and never received once (stats::LostPackets).
-  int64_t lost() const { return stats::LostPackets(tx_packets, rx.rx_packets, rx.duplicate); }
+  bool retransmits = false;  // its requester resends (go-back-N): lost counts frames, not packets
+  int64_t lost() const { return stats::LostPackets(tx_packets, rx.rx_packets, rx.duplicate, retransmits); }
   // Received frames per second over the flow's first to last arrival.
   double rx_rate_pps() const {
     return rx.rx_packets >= 2 && rx.last_rx_ns > rx.first_rx_ns
@@ -149,10 +150,13 @@ struct StreamResult {
   // `frame.roce.dcqcn`: what its QPs' reaction points did.
   bool dcqcn = false;
   config::DcqcnSpec dcqcn_params;
+  // RC requesters that go back (roce.retransmit with a responder).
+  bool retransmits = false;
+  tx::RetransmitCounters retx;
   tx::DcqcnCounters rp;
   // TX packets never received once (stats::LostPackets; losses after the
   // last arrival included). Exact when the drain time covers the path delay.
-  int64_t lost() const { return stats::LostPackets(tx.packets, rx.packets, analysis.duplicate); }
+  int64_t lost() const { return stats::LostPackets(tx.packets, rx.packets, analysis.duplicate, retransmits); }
   // Frames missing at sequence gaps when each gap was seen (the live
   // gap_packets): the analysis nets late fills out, so they are added back.
   uint64_t sequence_gap_packets() const { return static_cast<uint64_t>(analysis.lost) + analysis.reordered; }
@@ -266,10 +270,11 @@ class LiveRun {
     uint64_t tx_slots_skipped = 0;  // TX fell more than 1 ms behind the set rate: a tester limit
     // Its frames carry a signature and its RX port receives: it has RX figures.
     bool rx_counted = true;
+    bool retransmits = false;  // go-back-N: lost counts frames (stats::LostPackets)
     // Sent and not received once so far (stats::LostPackets): while the run
     // goes on this includes the frames in flight (Streams() reads RX before
     // TX); after Finish it is the report's lost_packets.
-    int64_t lost() const { return stats::LostPackets(tx_packets, rx_packets, duplicate); }
+    int64_t lost() const { return stats::LostPackets(tx_packets, rx_packets, duplicate, retransmits); }
     // What was counted since `base` (an earlier reading).
     StreamLive operator-(const StreamLive& b) const {
       return {tx_packets - b.tx_packets,
@@ -281,7 +286,8 @@ class LiveRun {
               reordered - b.reordered,
               ce - b.ce,
               tx_slots_skipped - b.tx_slots_skipped,
-              rx_counted};
+              rx_counted,
+              retransmits};
     }
   };
   std::vector<StreamLive> Streams() const;  // by stream index

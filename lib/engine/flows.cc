@@ -40,6 +40,7 @@ void LiveRun::CollectFlows() {
       r.owner_lcore = lcores_[placement_.owner[s.flow_id + f]];
       r.tx_packets = txp[i][f];
       r.tx_bytes = txb[i][f];
+      r.retransmits = result_.streams[i].retransmits;
     }
     StreamResult& sr = result_.streams[i];
     if (flows[i].size() <= options_.per_flow) {

@@ -110,6 +110,14 @@ class FlowLatency {
 inline int64_t LostPackets(uint64_t tx, uint64_t rx, uint64_t duplicate) {
   return static_cast<int64_t>(tx) - static_cast<int64_t>(rx - duplicate);
 }
+// A flow whose requester resends (RC go-back-N) sends some packets more than
+// once, and its resends arrive as duplicates: its lost is the frames sent
+// that never arrived, tx - rx (a path that duplicates frames too hides as
+// many losses). The loss after recovery is the requester's and responder's
+// unrecovered_packets.
+inline int64_t LostPackets(uint64_t tx, uint64_t rx, uint64_t duplicate, bool resends) {
+  return resends ? static_cast<int64_t>(tx) - static_cast<int64_t>(rx) : LostPackets(tx, rx, duplicate);
+}
 
 // Totals of a flow group (a stream), summed from its flows after a run, plus
 // the latency histogram the RX lcore fills directly.

@@ -52,6 +52,10 @@ absl::StatusOr<std::unique_ptr<Answers>> Answers::Compile(const std::string& str
   p->psn_step = data_program.psn_step();
   p->ppm = data_program.packets_per_message();
   p->ack_req = data.roce.ack_req;
+  p->strict = p->reliable && data.roce.go_back_n;
+  for (size_t k = 0; k < data_program.kinds().size() && k < 3; ++k) {
+    p->payload[k] = data_program.kinds()[k].t.payload_len;
+  }
   for (auto [op, out] : {std::pair{Op::kAck, &p->ack}, std::pair{Op::kNak, &p->nak}, std::pair{Op::kCnp, &p->cnp}}) {
     auto prog = Program::Compile(AnswerFrame(data, op, spec), 0);
     if (!prog.ok()) return prog.status();

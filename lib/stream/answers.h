@@ -34,6 +34,11 @@ struct Answers {
   uint32_t first_flow_id = 0;  // the stream's (flow index = global flow id - this)
   uint32_t psn_start = 0, psn_step = 1, ppm = 1;
   config::RoceSpec::AckReq ack_req = config::RoceSpec::AckReq::kLast;
+  // The requester goes back (roce.retransmit: go_back_n): after NAKing a gap
+  // the responder drops what comes until the expected PSN does (RC). Else it
+  // resynchronises on the packet that revealed the gap.
+  bool strict = false;
+  uint32_t payload[3] = {};  // payload bytes per packet kind (only; or first, middle, last)
   Program ack, nak, cnp;
 
   // Null when the stream is not answered (not RoCEv2 data: UDP, UET, or a

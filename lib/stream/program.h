@@ -145,6 +145,24 @@ class Program {
     c.psn = psn_start_;
     return c;
   }
+  // Points `c` at the flow's packet `seq` (a go-back-N resend): its PSN, its
+  // place in its message and its round-robin entropy follow; random and
+  // flowlet entropy go on from where they are.
+  void Seek(Cursor& c, uint32_t seq) const {
+    c.seq = seq;
+    c.psn = (psn_start_ + seq * psn_step_) & psn_mask_;
+    c.pos = ppm_ == 1 ? 0 : seq % ppm_;
+    c.message = ppm_ == 1 ? seq : seq / ppm_;
+    c.entropy = entropy_count_ == 1 ? 0 : seq % entropy_count_;
+  }
+  // Frame bytes (FCS included) of a flow's first n packets.
+  uint64_t BytesOfFirst(uint64_t n) const {
+    if (ppm_ == 1) return n * kinds_[0].t.frame_size();
+    const uint64_t first = kinds_[0].t.frame_size(), middle = kinds_[1].t.frame_size(), last = kinds_[2].t.frame_size();
+    const uint64_t message = first + (ppm_ - 2) * middle + last;
+    const uint64_t r = n % ppm_;  // packets of the message under way: first, then middles (never its last)
+    return n / ppm_ * message + (r == 0 ? 0 : first + (r - 1) * middle);
+  }
 
   // Writes the next packet of `c` into `dst` (room for max_frame_len()),
   // advances `c`, and returns the packet's length without FCS.

@@ -181,7 +181,10 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.start_ns = std::min(s.start_ns, c.duration_ns);
     c.tx_port = s.port;
     c.rx_port = s.rx_port;
-    if (s.frame.kind == config::FrameKind::kRoce) c.dcqcn = s.frame.roce.dcqcn;
+    if (s.frame.kind == config::FrameKind::kRoce) {
+      c.dcqcn = s.frame.roce.dcqcn;
+      c.retransmit_timeout_ns = s.frame.roce.retransmit_timeout_ns;
+    }
     if (const auto& respond = plan.ports[s.rx_port].respond) {
       FG_ASSIGN_OR_RETURN(auto answers, Answers::Compile(s.name, c.flow_id, c.program, s.frame, *respond,
                                                          static_cast<uint16_t>(s.rx_port)));

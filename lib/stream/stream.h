@@ -52,6 +52,9 @@ struct CompiledStream {
   // `frame.roce.dcqcn`: each flow's reaction point (its rate, from its
   // per-flow one as the maximum, follows the CNPs it receives).
   std::optional<config::DcqcnSpec> dcqcn;
+  // RC requester: go back after this long without an acknowledgement moving
+  // (with answers->strict: a responder, roce.retransmit: go_back_n).
+  int64_t retransmit_timeout_ns = 0;
   // The fraction of the stream's rate that `flows` (indices, empty: all)
   // carry: their count's share, or with per-flow rates their rates' share.
   double FlowShare(const std::vector<uint32_t>& some) const;

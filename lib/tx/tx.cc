@@ -14,6 +14,7 @@
 #include "base/spsc_ring.h"
 #include "base/units.h"
 #include "endpoint/dcqcn.h"
+#include "proto/roce.h"
 #include "tx/flow_pacer.h"
 
 namespace fg::tx {
@@ -69,7 +70,17 @@ struct alignas(64) TxTask::State {
   std::vector<uint8_t> last_point_cut;  // per shard flow: its timeline's last point is a cut
   double bits_per_frame = 0;
   uint64_t rp_tick = 0, rp_next = 0;
-  uint64_t run_start_tsc = 0;  // the run's start (a `start` offset makes start_tsc later): timeline times count from it
+  uint64_t run_start_tsc = 0;
+  // RC requesters (go-back-N): per shard flow the first sequence not yet
+  // acknowledged, the highest one sent before going back, and when the
+  // acknowledgements last moved.
+  struct Gbn {
+    uint32_t acked = 0, high = 0;
+    uint64_t progress_tsc = 0;
+  };
+  std::vector<Gbn> gbn;
+  uint64_t gbn_timeout = 0, gbn_tick = 0, gbn_next = 0;
+  uint64_t gbn_rewinds = 0, gbn_timeouts = 0;  // the run's start (a `start` offset makes start_tsc later): timeline times count from it
   uint64_t rp_cnps = 0;
   stats::LatencyHistogram rp_reaction;
   bool timeline_truncated = false;
@@ -211,6 +222,11 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
         st->rp_tick = clock.FromNs(static_cast<uint64_t>(tick_ns));
       }
     }
+    if (s->answers != nullptr && s->answers->strict) {
+      st->gbn.assign(nf, State::Gbn{});
+      st->gbn_timeout = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(s->retransmit_timeout_ns, 1)));
+      st->gbn_tick = std::max<uint64_t>(st->gbn_timeout / 4, clock.FromNs(100'000));
+    }
     streams_.push_back(std::move(st));
   }
 }
@@ -226,6 +242,8 @@ void TxTask::Arm(uint64_t start_tsc) {
     st->end_tsc = start_tsc + clock_.FromNs(static_cast<uint64_t>(st->s->duration_ns));
     st->rp_next = st->start_tsc + st->rp_tick;
     st->run_start_tsc = start_tsc;
+    st->gbn_next = st->start_tsc + st->gbn_tick;
+    for (State::Gbn& g : st->gbn) g.progress_tsc = st->start_tsc;
     for (auto& tl : st->timeline) tl.front().t_ns = st->s->start_ns;  // each QP at its maximum from its start
   }
 }
@@ -510,6 +528,7 @@ unsigned TxTask::Poll() {
     // Per-flow rate changes apply in any state (paused, pending frames).
     if (st.pacer != nullptr && st.flow_cmds->Size() != 0) ApplyFlowCommands(st, now);
     if (!st.rp.empty() && now >= st.rp_next && !st.exhausted) TickDcqcn(st, now);
+    if (!st.gbn.empty() && now >= st.gbn_next && !st.exhausted) TickRetransmit(st, now);
     if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
 
     // 1. New frames, if due and the stream is neither exhausted nor paused.
@@ -668,8 +687,53 @@ void TxTask::SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool c
   }
 }
 
+// The sequence number of the flow's packet with PSN `psn`, among those sent
+// (at most 2^23 behind the next: the RC window).
+static uint32_t SeqOfPsn(const stream::Cursor& c, uint32_t psn, uint32_t step) {
+  const uint32_t back = ((c.psn - psn) & proto::roce::kPsnMask) / std::max<uint32_t>(step, 1);
+  return c.seq - back;
+}
+
+void TxTask::GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now) {
+  stream::Cursor& c = st.cursors[f];
+  State::Gbn& g = st.gbn[f];
+  g.high = std::max(g.high, c.seq);
+  st.s->program.Seek(c, seq);
+  g.progress_tsc = now;
+}
+
+void TxTask::TickRetransmit(State& st, uint64_t now) {
+  st.gbn_next = now + st.gbn_tick;
+  for (uint32_t f = 0; f < st.gbn.size(); ++f) {
+    State::Gbn& g = st.gbn[f];
+    if (g.acked < st.cursors[f].seq && now - g.progress_tsc > st.gbn_timeout) {
+      ++st.gbn_timeouts;
+      GoBack(st, f, g.acked, now);
+    }
+  }
+}
+
 void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
   State& st = *streams_[i];
+  if (!st.gbn.empty() && !st.exhausted &&
+      (fb.kind == endpoint::Feedback::kRoceAck || fb.kind == endpoint::Feedback::kRoceNak)) {
+    // The requester: an ACK acknowledges up to its PSN; a NAK (PSN sequence
+    // error) names the first PSN the responder is missing: go back to it.
+    State::Gbn& g = st.gbn[flow];
+    const stream::Cursor& c = st.cursors[flow];
+    const uint32_t seq = SeqOfPsn(c, fb.psn, st.s->program.psn_step());
+    const uint64_t now = ReadTsc();
+    const uint32_t acked = fb.kind == endpoint::Feedback::kRoceAck ? seq + 1 : seq;
+    if (acked > g.acked && acked <= c.seq) {
+      g.acked = acked;
+      g.progress_tsc = now;
+    }
+    if (fb.kind == endpoint::Feedback::kRoceNak && seq < c.seq && seq >= g.acked) {
+      ++st.gbn_rewinds;
+      GoBack(st, flow, seq, now);
+    }
+    return;
+  }
   if (fb.kind != endpoint::Feedback::kCnp || st.rp.empty() || st.exhausted) return;
   const uint64_t now = ReadTsc();
   // Stopped or past its end (the drain, before Exhaust): TX has ended, no cut.
@@ -704,6 +768,36 @@ DcqcnCounters TxTask::dcqcn(size_t i) const {
   }
   c.reaction = st.rp_reaction;
   c.timeline_truncated = st.timeline_truncated;
+  return c;
+}
+
+RetransmitCounters& RetransmitCounters::operator+=(const RetransmitCounters& o) {
+  unique_packets += o.unique_packets;
+  unique_bytes += o.unique_bytes;
+  retransmitted_packets += o.retransmitted_packets;
+  retransmitted_bytes += o.retransmitted_bytes;
+  nak_rewinds += o.nak_rewinds;
+  timeouts += o.timeouts;
+  return *this;
+}
+
+bool TxTask::retransmits(size_t i) const { return !streams_[i]->gbn.empty(); }
+
+RetransmitCounters TxTask::retransmit(size_t i) const {
+  const State& st = *streams_[i];
+  RetransmitCounters c;
+  c.nak_rewinds = st.gbn_rewinds;
+  c.timeouts = st.gbn_timeouts;
+  for (uint32_t f = 0; f < st.gbn.size(); ++f) {
+    // Every packet below the highest sequence sent went out at least once;
+    // what was sent beyond that count was sent again.
+    const uint64_t unique = std::max(st.gbn[f].high, st.cursors[f].seq);
+    const uint64_t unique_bytes = st.s->program.BytesOfFirst(unique);
+    c.unique_packets += unique;
+    c.unique_bytes += unique_bytes;
+    c.retransmitted_packets += st.flow_sent[f].packets > unique ? st.flow_sent[f].packets - unique : 0;
+    c.retransmitted_bytes += st.flow_sent[f].bytes > unique_bytes ? st.flow_sent[f].bytes - unique_bytes : 0;
+  }
   return c;
 }
 

@@ -76,6 +76,14 @@ struct DcqcnCounters {
   bool timeline_truncated = false;
 };
 
+// What the RC requesters of one stream shard did (go-back-N), after the run.
+struct RetransmitCounters {
+  uint64_t unique_packets = 0, unique_bytes = 0;                // each PSN once: the flows' highest sequence sent
+  uint64_t retransmitted_packets = 0, retransmitted_bytes = 0;  // sent again after a NAK or a timeout
+  uint64_t nak_rewinds = 0, timeouts = 0;                        // go-backs on a NAK, on a timeout
+  RetransmitCounters& operator+=(const RetransmitCounters& o);
+};
+
 // The part of a stream one TX task sends: some of its flows (indices within
 // the stream, increasing) at their share of its rate and count.
 struct Shard {
@@ -140,6 +148,10 @@ class TxTask : public PollTask {
   // After Finish: shard i's DCQCN figures, and flow `flow`'s rate timeline
   // (empty unless the stream has dcqcn).
   DcqcnCounters dcqcn(size_t i) const;
+  // After Finish: shard i's go-back-N figures (all zero unless its RC
+  // requesters retransmit: roce.retransmit with a responder).
+  RetransmitCounters retransmit(size_t i) const;
+  bool retransmits(size_t i) const;
   const std::vector<RatePoint>& rate_timeline(size_t i, uint32_t flow) const;
   bool paused(size_t i) const;
   bool stopped(size_t i) const;  // done: count or duration reached, or stopped
@@ -161,6 +173,8 @@ class TxTask : public PollTask {
   void FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows);
   void ApplyFlowCommands(State& st, uint64_t now);  // on the lcore
   void TickDcqcn(State& st, uint64_t now);          // on the lcore: timers and byte counters
+  void TickRetransmit(State& st, uint64_t now);     // on the lcore: go back after a timeout without progress
+  void GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now);  // resend flow f from packet seq
   // The pacer follows flow f's Rc (after a cut, or an increase).
   void SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool cut);
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change

@@ -33,6 +33,18 @@ using fg::testing::Mover;
 using fg::testing::RingPath;
 using fg::testing::TestEal;
 
+// A host that holds the one worker lcore for over 1 ms (this VM does, now and
+// then) makes the pacer skip slots or RX come back late, flagged as it must be;
+// the closed-loop counts these tests check do not depend on it. Any other
+// tester limit fails the test.
+void ExpectOnlyHostHoldUps(const StreamResult& s) {
+  for (const TesterLimit& l : s.tester_limits) {
+    if (l.kind != kPacingStall && l.kind != kTxShortfall && l.kind != kRxStall) {
+      ADD_FAILURE() << l.kind << " " << l.count << ": " << l.detail;
+    }
+  }
+}
+
 TEST(Impairment, AnalyzerReportsExactlyWhatThePathDid) {
   RingPath path("imp");
   ASSERT_TRUE(path.ok()) << path.error();
@@ -84,7 +96,7 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_pa
 // Port b answers as every QP's responder (ports[].respond) through the ring
 // pair's return path: the mover drops sequence 100 of each of the 4 flows and
 // marks 10, 20 and 30 CE. Each flow's responder NAKs PSN 100 once when 101
-// arrives and, the requester not going back yet, resynchronises on 101; the
+// arrives and, the requester not going back (retransmit: none), resynchronises on 101; the
 // CE marks make one CNP per QP per cnp_interval. Every answer the responder
 // sent arrives at the requester's flow (the return path loses nothing).
 TEST(Responder, NaksEachGapOnceAndAnswersEveryCeMarkWithACnpOrASuppression) {
@@ -96,7 +108,7 @@ TEST(Responder, NaksEachGapOnceAndAnswersEveryCeMarkWithACnpOrASuppression) {
 duration: 10 s
 ports: [{name: a}, {name: b, respond: {cnp_interval: %s}}]
 streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, flows: 4,
-           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024}}}]
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, retransmit: none}}}]
 )", interval));
     ASSERT_TRUE(plan.ok()) << plan.status();
     auto streams = stream::Compile(*plan, {10e9, 10e9});
@@ -138,8 +150,49 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, flows: 4,
     EXPECT_EQ(a.rx_roce_nak, c.naks_sent);
     EXPECT_EQ(a.rx_cnp, c.cnp_sent);
     EXPECT_EQ(a.rx_feedback_unmatched, 0u);
-    EXPECT_TRUE(s.tester_limits.empty());
+    ExpectOnlyHostHoldUps(s);
   }
+}
+
+// Go-back-N through the ring pair: the mover drops the first frame of
+// sequences 100, 500 and 1000 of each of 4 RC QPs (their resends pass). Each
+// gap is NAKed once, the requester goes back to the PSN the NAK names, and
+// every packet sent is delivered in order: nothing is left unrecovered,
+// delivered payload = every unique packet's 1,024 B, the wire lost exactly the
+// 12 dropped, and what went out again is at least those 12.
+TEST(Responder, GoBackNRecoversEveryDroppedPacket) {
+  RingPath path("gbn");
+  ASSERT_TRUE(path.ok()) << path.error();
+  auto plan = config::ParsePlan("gbn.yaml", R"(
+duration: 300 ms
+ports: [{name: a}, {name: b, respond: true}]
+streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4,
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024}}}]
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto streams = stream::Compile(*plan, {10e9, 10e9});
+  ASSERT_TRUE(streams.ok()) << streams.status();
+  ASSERT_TRUE((*streams)[0].answers->strict);
+  Impairments imp;
+  imp.drop_first = {100, 500, 1000};
+  auto res = path.Run(*streams, imp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  const StreamResult& s = res->streams[0];
+  ASSERT_TRUE(s.retransmits);
+  const endpoint::ResponderCounters& c = s.responder;
+  EXPECT_EQ(s.lost(), 12);  // the wire's loss: frames sent that never arrived (resends are duplicates)
+  EXPECT_EQ(s.tx.packets - s.rx.packets, 12u);
+  EXPECT_EQ(c.naks_sent, 12u);
+  EXPECT_EQ(s.analysis.nack, 12u);
+  EXPECT_EQ(s.retx.nak_rewinds, 12u);
+  EXPECT_EQ(s.retx.timeouts, 0u);
+  EXPECT_GE(s.retx.retransmitted_packets, 12u);
+  EXPECT_EQ(s.retx.unique_packets + s.retx.retransmitted_packets, s.tx.packets);
+  EXPECT_EQ(s.retx.unique_bytes + s.retx.retransmitted_bytes, s.tx.bytes);
+  EXPECT_EQ(c.delivered_packets, s.retx.unique_packets);  // nothing unrecovered
+  EXPECT_EQ(c.delivered_bytes, s.retx.unique_packets * 1024);
+  EXPECT_GT(s.retx.unique_packets, 10000u);
+  ExpectOnlyHostHoldUps(s);
 }
 
 // The closed loop on the ring pair: the mover marks sequences 1000, 1100 and
@@ -174,7 +227,7 @@ streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 2,
   EXPECT_EQ(s.rp.cuts, 6u);
   EXPECT_EQ(s.rp.reaction.count(), 6u);
   EXPECT_LT(s.rp.reaction.max(), 20'000'000u);  // within the owner's next polls
-  for (const TesterLimit& l : s.tester_limits) ADD_FAILURE() << l.kind << " " << l.count << ": " << l.detail;
+  ExpectOnlyHostHoldUps(s);
   ASSERT_EQ(s.per_flow.size(), 2u);
   const double max_bps = 20e3 * 8 * s.frame_size;  // each QP's set rate: its maximum
   for (const FlowReport& f : s.per_flow) {

@@ -36,6 +36,7 @@ struct Impairments {
   std::map<uint32_t, uint32_t> hold_until;  // seq -> release right after this seq passes
   std::set<uint32_t> corrupt;               // flip the last payload byte
   std::set<uint32_t> ce;                    // mark ECN CE (IPv4; the header checksum kept valid)
+  std::set<uint32_t> drop_first;            // drop each flow's first frame with this sequence (not its resends)
   // Asked for every frame, in arrival order, with the frame's TX time from
   // its signature: true drops it (a policer, a shaper's tail drop).
   std::function<bool(uint64_t tx_ns)> police;
@@ -115,6 +116,11 @@ class Mover {
         const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
         const int off = proto::FindSignatureOffset(d, m->data_len);
         const uint32_t seq = off >= 0 ? proto::Load32(d + off + 6) : UINT32_MAX;
+        if (off >= 0 && imp_.drop_first.count(seq) &&
+            dropped_first_.insert(uint64_t{proto::Load24(d + off + 3)} << 32 | seq).second) {
+          rte_pktmbuf_free(m);
+          continue;
+        }
         if (imp_.drop.count(seq) || (imp_.police && off >= 0 && imp_.police(proto::Load48(d + off + 10)))) {
           rte_pktmbuf_free(m);
           continue;
@@ -144,6 +150,7 @@ class Mover {
   rte_ring* out_;
   rte_mempool* pool_;
   Impairments imp_;
+  std::set<uint64_t> dropped_first_;  // (flow id << 32 | seq) dropped once already
   std::function<void(rte_mbuf*)> on_forward_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> moved_{0};

@@ -81,7 +81,8 @@ absl::StatusOr<DcqcnSpec> DcqcnFrom(const Node& n) {
 
 absl::Status ParseRoce(const Node& n, RoceSpec& r) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"op", "transport", "message", "pmtu", "dest_qp", "psn", "pkey", "va", "rkey", "imm",
-                                  "qkey", "src_qp", "nak_code", "ack_credits", "ack_req", "icrc", "dcqcn"}));
+                                  "qkey", "src_qp", "nak_code", "ack_credits", "ack_req", "icrc", "dcqcn",
+                                  "retransmit"}));
   using Op = RoceSpec::Op;
   static constexpr std::pair<const char*, Op> kOps[] = {{"WRITE", Op::kWrite},
                                                         {"WRITE_IMM", Op::kWriteImm},
@@ -127,6 +128,16 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
                     r.op == Op::kReadResponse;
   if (!data && r.transport != Transport::kRc && r.op != Op::kCnp) {
     return n.At("transport").Error("READ_REQUEST, ACK and NAK are RC operations");
+  }
+  if (auto rt = n.Optional("retransmit")) {
+    if (rt->ExpectMap().ok()) {
+      FG_RETURN_IF_ERROR(rt->CheckKeys({"timeout"}));
+      FG_RETURN_IF_ERROR(Opt(*rt, "timeout", r.retransmit_timeout_ns, DurationIn()));
+      r.go_back_n = true;
+    } else {
+      FG_ASSIGN_OR_RETURN(std::string v, rt->OneOf({"go_back_n", "none"}));
+      r.go_back_n = v == "go_back_n";
+    }
   }
   if (auto d = n.Optional("dcqcn")) {
     if (!data && r.op != Op::kReadRequest) {

@@ -143,8 +143,37 @@ TEST(Responder, AckEveryNPacketsWithoutAckReq) {
   EXPECT_EQ(psns, (std::vector<uint32_t>{2, 5, 8}));
 }
 
+TEST(Responder, AGapIsNakedOnceAndLaterPacketsDroppedUntilTheRequesterGoesBack) {
+  Rig rig(Write(1024, 1024), config::RespondSpec{.ack_every = 1000});  // retransmit: go_back_n (the default)
+  ASSERT_TRUE(rig.answers->strict);
+  std::vector<Decoded> all;
+  for (uint32_t seq : {0u, 1u, 3u, 4u, 5u, 2u, 3u, 4u}) {
+    rig.r->OnData(0, seq, seq, false);
+    rig.r->Flush();
+    for (const Decoded& d : rig.Take()) all.push_back(d);
+  }
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all[0].psn, 0u);
+  EXPECT_EQ(all[1].psn, 1u);
+  // 3 where 2 is expected: one NAK naming 2; 4 and 5 dropped without another.
+  EXPECT_EQ(all[2].syndrome, roce::NakSyndrome(roce::NakCode::kPsnSequenceError));
+  EXPECT_EQ(all[2].psn, 2u);
+  EXPECT_EQ(all[2].msn, 2u);
+  // The requester goes back: 2, 3, 4 taken and acknowledged.
+  EXPECT_EQ(all[3].psn, 2u);
+  EXPECT_EQ(all[5].psn, 4u);
+  EXPECT_EQ(all[5].msn, 5u);
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.naks_sent, 1u);
+  EXPECT_EQ(c.out_of_sequence, 3u);
+  EXPECT_EQ(c.delivered_packets, 5u);  // 0..4, each once
+  EXPECT_EQ(c.delivered_bytes, 5u * 1024);
+}
+
 TEST(Responder, AGapIsNakedNamingTheExpectedPsnThenTheResponderResynchronises) {
-  Rig rig(Write(1024, 1024), config::RespondSpec{.ack_every = 1000});  // one packet a message, AckReq on each
+  config::FrameSpec f = Write(1024, 1024);
+  f.roce.go_back_n = false;  // retransmit: none
+  Rig rig(f, config::RespondSpec{.ack_every = 1000});  // one packet a message, AckReq on each
   std::vector<Decoded> all;
   for (uint32_t seq : {0u, 1u, 3u, 4u, 7u, 8u, 2u}) {
     rig.r->OnData(0, seq, seq, false);
@@ -174,7 +203,9 @@ TEST(Responder, AGapIsNakedNamingTheExpectedPsnThenTheResponderResynchronises) {
 TEST(Responder, AGapInsideAMessageResumesAtThePacketsPlaceInItsMessage) {
   // 4 packets a message: seq 5 (second of message 1) after 2 means 3 and 4
   // were lost; the message that 5 belongs to completes at 7.
-  Rig rig(Write(4096, 1024), config::RespondSpec{.ack_every = 1000});
+  config::FrameSpec f = Write(4096, 1024);
+  f.roce.go_back_n = false;
+  Rig rig(f, config::RespondSpec{.ack_every = 1000});
   std::vector<Decoded> all;
   for (uint32_t seq : {0u, 1u, 2u, 5u, 6u, 7u}) {
     rig.r->OnData(0, seq, seq, false);
@@ -206,6 +237,7 @@ TEST(Responder, ADuplicateIsAcknowledgedAgain) {
 TEST(Responder, PsnsWrapAt2To24) {
   config::FrameSpec f = Write(1024, 1024);
   f.roce.start_psn = 0xFFFFFE;
+  f.roce.go_back_n = false;
   Rig rig(f, config::RespondSpec{});
   std::vector<uint32_t> psns;
   for (uint32_t seq : {0u, 1u, 2u, 4u}) {

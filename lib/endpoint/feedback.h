@@ -19,6 +19,7 @@ namespace fg::endpoint {
 struct Feedback {
   enum Kind : uint8_t { kCnp = 1, kRoceNak = 2, kUetNack = 3, kRoceAck = 4 };  // rx::Handoff's kinds
   uint8_t kind = kCnp;
+  uint8_t code = 0;    // NAK: the syndrome's code (0: PSN sequence error)
   uint32_t psn = 0;    // ACK, NAK: the PSN it names
   uint32_t msn = 0;    // ACK, NAK: the responder's MSN
   uint64_t rx_ns = 0;  // when it was received (TX timebase ns)

@@ -155,8 +155,8 @@ constexpr StreamCounter kStream[] = {
      .read = [](const StreamResult& s) { return Answered(s, s.responder.duplicates); }},
     {.key = "responder_out_of_sequence_packets",
      .unit = kFrames,
-     .help = "Frames ahead of their QP's expected PSN, each the first after a gap: NAKed, then the responder "
-             "resynchronises on it (null: no responder).",
+     .help = "Frames ahead of their QP's expected PSN: dropped until the requester goes back (the first of each gap "
+             "NAKed), or with retransmit: none NAKed and taken (null: no responder).",
      .read = [](const StreamResult& s) { return Answered(s, s.responder.out_of_sequence); }},
     {.key = "answers_dropped",
      .unit = kFrames,
@@ -189,11 +189,15 @@ constexpr StreamCounter kStream[] = {
     {.key = "delivered_packets",
      .unit = kFrames,
      .help = "Packets the RC responder took in order, each PSN once (null: no responder).",
-     .read = [](const StreamResult& s) { return Answered(s, s.responder.delivered_packets); }},
+     .read = [](const StreamResult& s) -> CounterValue {
+       return s.delivers ? CounterValue(I(s.responder.delivered_packets)) : std::nullopt;
+     }},
     {.key = "delivered_bytes",
      .unit = "bytes (payload)",
      .help = "Payload bytes the RC responder took in order, each PSN once: goodput's bytes (null: no responder).",
-     .read = [](const StreamResult& s) { return Answered(s, s.responder.delivered_bytes); }},
+     .read = [](const StreamResult& s) -> CounterValue {
+       return s.delivers ? CounterValue(I(s.responder.delivered_bytes)) : std::nullopt;
+     }},
     {.key = "unrecovered_packets",
      .unit = kFrames,
      .help = "Packets sent and never delivered in order, after recovery: unique_packets - delivered_packets (null: "

@@ -800,6 +800,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     if (streams_[i].answers == nullptr) continue;
     result_.ports[streams_[i].answers->port].responds = true;
     result_.streams[i].answered = true;
+    result_.streams[i].delivers = streams_[i].answers->reliable;
     for (const auto& resp : responders_) result_.streams[i].responder += resp->counters(static_cast<uint32_t>(i));
   }
   for (const auto& table : tables_) {

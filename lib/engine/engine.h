@@ -146,6 +146,7 @@ struct StreamResult {
   bool per_flow_all = true;  // false: per_flow holds only the worst flows
   // Received on a responding port (RoCEv2 data): what its responder did.
   bool answered = false;
+  bool delivers = false;  // answered as RC SEND/WRITE: the responder counts what it delivers in order
   endpoint::ResponderCounters responder;
   // `frame.roce.dcqcn`: what its QPs' reaction points did.
   bool dcqcn = false;

@@ -114,7 +114,11 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   double tx_l1_bits = 0, tx_l2_bits = 0, rx_l1_bits = 0;
   std::map<size_t, double> port_bits;
   for (const engine::StreamResult& s : r.streams) {
-    const uint64_t unique = s.rx.packets - std::min(s.rx.packets, s.analysis.duplicate);
+    // Frames that count as received: once per frame sent, i.e. unique ones;
+    // for a resending stream (go-back-N) every arrival (its resends are the
+    // duplicates), so the trial's loss is the wire's (stats::LostPackets).
+    const uint64_t unique =
+        s.retransmits ? s.rx.packets : s.rx.packets - std::min(s.rx.packets, s.analysis.duplicate);
     t.tx_frames += s.tx.packets;
     t.rx_frames += unique;
     const double l1 = static_cast<double>(s.tx.bytes + s.tx.packets * static_cast<uint64_t>(kL1OverheadBytes)) * 8;

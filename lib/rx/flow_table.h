@@ -203,7 +203,8 @@ class FlowTable {
   }
   fb_matched_.Add(1);
   if (feedback_ != nullptr) {
-    feedback_->OnFeedback(h.slot, endpoint::Feedback{h.kind, h.seq, static_cast<uint32_t>(h.tx_ns), h.rx_ns});
+    feedback_->OnFeedback(h.slot, endpoint::Feedback{h.kind, static_cast<uint8_t>(h.tx_ns >> 32), h.seq,
+                                                     static_cast<uint32_t>(h.tx_ns), h.rx_ns});
   }
 }
 

@@ -92,7 +92,7 @@ void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
            : fb.kind == K::kRoceAck ? Handoff::kRoceAck
                                     : Handoff::kUetNack;
   h.seq = fb.psn;     // ACK, NAK: the PSN it names
-  h.tx_ns = fb.msn;   // ACK, NAK: the responder's MSN
+  h.tx_ns = fb.msn | uint64_t{fb.code} << 32;  // ACK, NAK: the responder's MSN; a NAK's code above it
   h.rx_ns = rx_ns;
   h.bytes = len + kEthFcsLen;
   h.slot = it->second.slot;

@@ -284,7 +284,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("tx_rate_bps_l2", pps * 8.0 * s.frame_size);
     w.Field("tx_rate_bps_l1", pps * 8.0 * (s.frame_size + kEthL1Overhead));
     if (s.dcqcn) WriteDcqcn(w, s);
-    if (s.answered) {
+    if (s.delivers) {
       // Unique payload bytes the responder took in order, over the stream's sending time.
       w.Field("goodput_bps", s.tx_duration_ns > 0 ? static_cast<double>(s.responder.delivered_bytes) * 8e9 /
                                                         static_cast<double>(s.tx_duration_ns)

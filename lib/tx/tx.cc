@@ -70,7 +70,7 @@ struct alignas(64) TxTask::State {
   std::vector<uint8_t> last_point_cut;  // per shard flow: its timeline's last point is a cut
   double bits_per_frame = 0;
   uint64_t rp_tick = 0, rp_next = 0;
-  uint64_t run_start_tsc = 0;
+  uint64_t run_start_tsc = 0;  // the run's start (a `start` offset makes start_tsc later): timelines count from it
   // RC requesters (go-back-N): per shard flow the first sequence not yet
   // acknowledged, the highest one sent before going back, and when the
   // acknowledgements last moved.
@@ -80,7 +80,7 @@ struct alignas(64) TxTask::State {
   };
   std::vector<Gbn> gbn;
   uint64_t gbn_timeout = 0, gbn_tick = 0, gbn_next = 0;
-  uint64_t gbn_rewinds = 0, gbn_timeouts = 0;  // the run's start (a `start` offset makes start_tsc later): timeline times count from it
+  uint64_t gbn_rewinds = 0, gbn_timeouts = 0;
   uint64_t rp_cnps = 0;
   stats::LatencyHistogram rp_reaction;
   bool timeline_truncated = false;
@@ -687,11 +687,13 @@ void TxTask::SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool c
   }
 }
 
-// The sequence number of the flow's packet with PSN `psn`, among those sent
-// (at most 2^23 behind the next: the RC window).
-static uint32_t SeqOfPsn(const stream::Cursor& c, uint32_t psn, uint32_t step) {
-  const uint32_t back = ((c.psn - psn) & proto::roce::kPsnMask) / std::max<uint32_t>(step, 1);
-  return c.seq - back;
+// The sequence number of the flow's packet with PSN `psn`, counted forward
+// from its first unacknowledged one (`acked`, whose PSN the program knows):
+// after a go-back the cursor is behind packets already sent, which ACKs may
+// still name.
+static uint32_t SeqOfPsn(const stream::Program& p, uint32_t acked, uint32_t psn) {
+  const uint32_t base = (p.psn_start() + acked * p.psn_step()) & proto::roce::kPsnMask;
+  return acked + ((psn - base) & proto::roce::kPsnMask) / std::max<uint32_t>(p.psn_step(), 1);
 }
 
 void TxTask::GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now) {
@@ -706,6 +708,10 @@ void TxTask::TickRetransmit(State& st, uint64_t now) {
   st.gbn_next = now + st.gbn_tick;
   for (uint32_t f = 0; f < st.gbn.size(); ++f) {
     State::Gbn& g = st.gbn[f];
+    if (g.acked >= std::max(g.high, st.cursors[f].seq)) {
+      g.progress_tsc = now;  // nothing outstanding: the timer starts with the next packet
+      continue;
+    }
     if (g.acked < st.cursors[f].seq && now - g.progress_tsc > st.gbn_timeout) {
       ++st.gbn_timeouts;
       GoBack(st, f, g.acked, now);
@@ -720,15 +726,19 @@ void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
     // The requester: an ACK acknowledges up to its PSN; a NAK (PSN sequence
     // error) names the first PSN the responder is missing: go back to it.
     State::Gbn& g = st.gbn[flow];
-    const stream::Cursor& c = st.cursors[flow];
-    const uint32_t seq = SeqOfPsn(c, fb.psn, st.s->program.psn_step());
+    stream::Cursor& c = st.cursors[flow];
+    const uint32_t sent = std::max(g.high, c.seq);  // the highest sequence sent + 1
+    const uint32_t seq = SeqOfPsn(st.s->program, g.acked, fb.psn);
     const uint64_t now = ReadTsc();
+    // ACK: seq and all before it arrived. NAK: all before seq did.
     const uint32_t acked = fb.kind == endpoint::Feedback::kRoceAck ? seq + 1 : seq;
-    if (acked > g.acked && acked <= c.seq) {
+    if (acked > g.acked && acked <= sent) {  // (a PSN beyond what was sent is not ours: ignored)
       g.acked = acked;
       g.progress_tsc = now;
+      // Resending what the responder already holds: go on from there.
+      if (acked > c.seq) st.s->program.Seek(c, acked);
     }
-    if (fb.kind == endpoint::Feedback::kRoceNak && seq < c.seq && seq >= g.acked) {
+    if (fb.kind == endpoint::Feedback::kRoceNak && fb.code == 0 && seq < c.seq && seq >= g.acked) {
       ++st.gbn_rewinds;
       GoBack(st, flow, seq, now);
     }

@@ -133,6 +133,9 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
     if (rt->ExpectMap().ok()) {
       FG_RETURN_IF_ERROR(rt->CheckKeys({"timeout"}));
       FG_RETURN_IF_ERROR(Opt(*rt, "timeout", r.retransmit_timeout_ns, DurationIn()));
+      if (r.retransmit_timeout_ns < 1'000'000 || r.retransmit_timeout_ns > 10'000'000'000) {
+        return rt->At("timeout").Error("the retransmit timeout is 1 ms .. 10 s (above the time between ACKs)");
+      }
       r.go_back_n = true;
     } else {
       FG_ASSIGN_OR_RETURN(std::string v, rt->OneOf({"go_back_n", "none"}));

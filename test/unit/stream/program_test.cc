@@ -132,6 +132,38 @@ TEST(Program, RoceWriteOfOneMegabyteCyclesFirstMiddleLastWithValidIcrc) {
   EXPECT_NEAR(p->mean_frame_size(), 14 + 20 + 8 + 12 + 4096 + 4 + 4 + 16.0 / 256, 1e-9);
 }
 
+// Go-back-N resends from a sequence: Seek must put the cursor exactly where
+// sending in order would have, PSN wrap, message place and round-robin
+// entropy included; BytesOfFirst counts those packets' frame bytes.
+TEST(Program, SeekLandsWhereSendingInOrderWouldAndBytesOfFirstCountsThePackets) {
+  auto p = Program::Compile(Frame("{entropy: {mode: round_robin, values: 3}, roce: {op: WRITE, message: 5000, "
+                                  "pmtu: 2048, psn: 0xFFFFFE}}"),
+                            0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->packets_per_message(), 3u);  // 2048 + 2048 + 904
+  std::vector<uint8_t> in_order(p->buffer_len()), sought(p->buffer_len());
+  Cursor c = p->Start();
+  uint64_t bytes = 0;
+  for (uint32_t n = 0; n < 11; ++n) {
+    EXPECT_EQ(p->BytesOfFirst(n), bytes) << n;
+    Cursor s = p->Start();
+    s.seq = 999;  // anywhere: Seek sets every field that follows from the sequence
+    p->Seek(s, n);
+    EXPECT_EQ(s.seq, c.seq);
+    EXPECT_EQ(s.psn, c.psn) << n;
+    EXPECT_EQ(s.pos, c.pos) << n;
+    EXPECT_EQ(s.message, c.message) << n;
+    EXPECT_EQ(s.entropy, c.entropy) << n;
+    const uint32_t len = p->Emit(in_order.data(), c, 1000 + n);
+    ASSERT_EQ(p->Emit(sought.data(), s, 1000 + n), len);
+    EXPECT_EQ(std::vector<uint8_t>(in_order.begin(), in_order.begin() + len),
+              std::vector<uint8_t>(sought.begin(), sought.begin() + len))
+        << n;
+    bytes += len + 4;  // FCS
+  }
+  EXPECT_EQ(c.psn, (0xFFFFFEu + 11) & 0xFFFFFF);  // wrapped
+}
+
 TEST(Program, BadIcrcStaysBadOnEveryPacket) {
   auto p = Program::Compile(Frame("{roce: {op: SEND, message: 3000, pmtu: 1024, icrc: bad}}"), 0);
   ASSERT_TRUE(p.ok()) << p.status();

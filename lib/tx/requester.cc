@@ -1,0 +1,173 @@
+// The closed-loop requester of a TxTask's flows, on their owner lcore: DCQCN's
+// reaction point (a CNP cuts the QP's rate; timer and byte events raise it;
+// the rate timeline) and RC go-back-N (an ACK moves the first unacknowledged
+// PSN, a NAK or a timeout sends the QP back). Fed by endpoint::FeedbackSink
+// (engine) and the task's own Poll (the ticks).
+#include <algorithm>
+#include <bit>
+
+#include "proto/roce.h"
+#include "tx/tx.h"
+#include "tx/tx_state.h"
+
+namespace fg::tx {
+
+void TxTask::SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool cut) {
+  const double bps = st.rp[f].rate_bps();
+  const double pps = bps / st.bits_per_frame;
+  const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
+  st.pacer_pps += pps - st.pacer->rate(f);
+  st.pacer->Retime(f, pps, now_fp);
+  st.pacer_pps_bits.store(std::bit_cast<uint64_t>(st.pacer_pps), std::memory_order_relaxed);
+  // Three points per 100 us window at most: cuts in a row keep the lowest,
+  // increases in a row the last; an increase between two cuts of one
+  // window is dropped (the window keeps its low and where it ended).
+  std::vector<RatePoint>& tl = st.timeline[f];
+  const int64_t w = t_ns / kRateTimelineNs;
+  const bool same = tl.size() > 1 && tl.back().t_ns / kRateTimelineNs == w;
+  const bool last_cut = st.last_point_cut[f] != 0;
+  if (same && cut == last_cut) {
+    if (!cut || bps < tl.back().bps) tl.back() = RatePoint{t_ns, bps};
+  } else if (same && cut && tl.size() > 2 && tl[tl.size() - 2].t_ns / kRateTimelineNs == w) {
+    tl.pop_back();  // the increase between this window's cuts
+    if (bps < tl.back().bps) tl.back() = RatePoint{t_ns, bps};
+    st.last_point_cut[f] = 1;
+  } else if (tl.size() < tl.capacity()) {
+    st.last_point_cut[f] = cut;
+    tl.push_back(RatePoint{t_ns, bps});
+  } else {
+    st.timeline_truncated = true;
+  }
+}
+
+// The sequence number of the flow's packet with PSN `psn`, counted forward
+// from its first unacknowledged one (`acked`, whose PSN the program knows):
+// after a go-back the cursor is behind packets already sent, which ACKs may
+// still name.
+static uint32_t SeqOfPsn(const stream::Program& p, uint32_t acked, uint32_t psn) {
+  const uint32_t base = (p.psn_start() + acked * p.psn_step()) & proto::roce::kPsnMask;
+  return acked + ((psn - base) & proto::roce::kPsnMask) / std::max<uint32_t>(p.psn_step(), 1);
+}
+
+void TxTask::GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now) {
+  stream::Cursor& c = st.cursors[f];
+  State::Gbn& g = st.gbn[f];
+  g.high = std::max(g.high, c.seq);
+  st.s->program.Seek(c, seq);
+  g.progress_tsc = now;
+}
+
+void TxTask::TickRetransmit(State& st, uint64_t now) {
+  st.gbn_next = now + st.gbn_tick;
+  for (uint32_t f = 0; f < st.gbn.size(); ++f) {
+    State::Gbn& g = st.gbn[f];
+    if (g.acked >= std::max(g.high, st.cursors[f].seq)) {
+      g.progress_tsc = now;  // nothing outstanding: the timer starts with the next packet
+      continue;
+    }
+    if (g.acked < st.cursors[f].seq && now - g.progress_tsc > st.gbn_timeout) {
+      ++st.gbn_timeouts;
+      GoBack(st, f, g.acked, now);
+    }
+  }
+}
+
+void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
+  State& st = *streams_[i];
+  if (!st.gbn.empty() && !st.exhausted &&
+      (fb.kind == endpoint::Feedback::kRoceAck || fb.kind == endpoint::Feedback::kRoceNak)) {
+    // The requester: an ACK acknowledges up to its PSN; a NAK (PSN sequence
+    // error) names the first PSN the responder is missing: go back to it.
+    State::Gbn& g = st.gbn[flow];
+    stream::Cursor& c = st.cursors[flow];
+    const uint32_t sent = std::max(g.high, c.seq);  // the highest sequence sent + 1
+    const uint32_t seq = SeqOfPsn(st.s->program, g.acked, fb.psn);
+    const uint64_t now = ReadTsc();
+    // ACK: seq and all before it arrived. NAK: all before seq did.
+    const uint32_t acked = fb.kind == endpoint::Feedback::kRoceAck ? seq + 1 : seq;
+    if (acked > g.acked && acked <= sent) {  // (a PSN beyond what was sent is not ours: ignored)
+      g.acked = acked;
+      g.progress_tsc = now;
+      // Resending what the responder already holds: go on from there.
+      if (acked > c.seq) st.s->program.Seek(c, acked);
+    }
+    if (fb.kind == endpoint::Feedback::kRoceNak && fb.code == 0 && seq < c.seq && seq >= g.acked) {
+      ++st.gbn_rewinds;
+      GoBack(st, flow, seq, now);
+    }
+    return;
+  }
+  if (fb.kind != endpoint::Feedback::kCnp || st.rp.empty() || st.exhausted) return;
+  const uint64_t now = ReadTsc();
+  // Stopped or past its end (the drain, before Exhaust): TX has ended, no cut.
+  if (now >= st.end_tsc || st.ctl_mode.load(std::memory_order_relaxed) == State::kStopped) return;
+  const int64_t t_ns = now > st.run_start_tsc ? static_cast<int64_t>(clock_.ToNs(now - st.run_start_tsc)) : 0;
+  ++st.rp_cnps;
+  if (st.rp[flow].OnCnp(static_cast<uint64_t>(t_ns), st.flow_sent[flow].bytes)) {
+    SetQpRate(st, flow, now, t_ns, true);
+    const uint64_t now_ns = clock_.ToNs(now);
+    st.rp_reaction.Record(now_ns > fb.rx_ns ? now_ns - fb.rx_ns : 0);
+  }
+}
+
+// Measured cost: two compares per flow when no event is due (the usual
+// case); every rp_tick (10..50 us) for a DCQCN stream only.
+void TxTask::TickDcqcn(State& st, uint64_t now) {
+  st.rp_next = now + st.rp_tick;
+  if (now < st.start_tsc) return;
+  const int64_t t_ns = static_cast<int64_t>(clock_.ToNs(now - st.run_start_tsc));
+  for (uint32_t f = 0; f < st.rp.size(); ++f) {
+    if (st.rp[f].Advance(static_cast<uint64_t>(t_ns), st.flow_sent[f].bytes)) SetQpRate(st, f, now, t_ns, false);
+  }
+}
+
+DcqcnCounters TxTask::dcqcn(size_t i) const {
+  const State& st = *streams_[i];
+  DcqcnCounters c;
+  c.cnps = st.rp_cnps;
+  for (const endpoint::DcqcnQp& q : st.rp) {
+    c.cuts += q.cuts();
+    c.ignored += q.cnps_ignored();
+  }
+  c.reaction = st.rp_reaction;
+  c.timeline_truncated = st.timeline_truncated;
+  return c;
+}
+
+RetransmitCounters& RetransmitCounters::operator+=(const RetransmitCounters& o) {
+  unique_packets += o.unique_packets;
+  unique_bytes += o.unique_bytes;
+  retransmitted_packets += o.retransmitted_packets;
+  retransmitted_bytes += o.retransmitted_bytes;
+  nak_rewinds += o.nak_rewinds;
+  timeouts += o.timeouts;
+  return *this;
+}
+
+bool TxTask::retransmits(size_t i) const { return !streams_[i]->gbn.empty(); }
+
+RetransmitCounters TxTask::retransmit(size_t i) const {
+  const State& st = *streams_[i];
+  RetransmitCounters c;
+  c.nak_rewinds = st.gbn_rewinds;
+  c.timeouts = st.gbn_timeouts;
+  for (uint32_t f = 0; f < st.gbn.size(); ++f) {
+    // Every packet below the highest sequence sent went out at least once;
+    // what was sent beyond that count was sent again.
+    const uint64_t unique = std::max(st.gbn[f].high, st.cursors[f].seq);
+    const uint64_t unique_bytes = st.s->program.BytesOfFirst(unique);
+    c.unique_packets += unique;
+    c.unique_bytes += unique_bytes;
+    c.retransmitted_packets += st.flow_sent[f].packets > unique ? st.flow_sent[f].packets - unique : 0;
+    c.retransmitted_bytes += st.flow_sent[f].bytes > unique_bytes ? st.flow_sent[f].bytes - unique_bytes : 0;
+  }
+  return c;
+}
+
+const std::vector<RatePoint>& TxTask::rate_timeline(size_t i, uint32_t flow) const {
+  static const std::vector<RatePoint> kNone;
+  const State& st = *streams_[i];
+  return st.timeline.empty() ? kNone : st.timeline[flow];
+}
+
+}  // namespace fg::tx

@@ -1,0 +1,116 @@
+// tx/tx_state.h: TxTask's per-stream state (inside lib/tx only: tx.cc, the
+// open-loop TX, and requester.cc, the closed-loop requester: DCQCN's reaction
+// point and go-back-N, which act on the same flows' cursors and rates).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/counter.h"
+#include "base/spsc_ring.h"
+#include "endpoint/dcqcn.h"
+#include "stats/histogram.h"
+#include "tx/flow_pacer.h"
+#include "tx/tx.h"
+
+struct rte_mbuf;
+
+namespace fg::tx {
+
+// Read-only configuration first, then the state written every burst, then
+// the counters other threads read (testpmd's stream layout).
+// Fixed-point fraction of a TSC tick in the pacer. Times are relative to the
+// run's start, so 2^(64-12) ticks (17 days at 3 GHz) fit; the interval's
+// truncation error is < 1/4096 tick per packet (< 5 ppm at 50 Mpps).
+constexpr int kFpShift = 12;
+
+struct alignas(64) TxTask::State {
+  const stream::CompiledStream* s = nullptr;
+  uint64_t interval_fp = 0;  // TSC ticks per packet << kFpShift
+  uint64_t start_tsc = 0;
+  uint64_t end_tsc = 0;
+  uint64_t limit = 0;         // packets, 0 = none
+  uint64_t max_backlog = 0;   // due packets beyond which missed slots are skipped (1 ms worth, at least a burst)
+  uint32_t burst_frames = 0;  // burst schedule: frames per burst (0: paced by interval_fp)
+  uint64_t burst_period = 0;  // TSC ticks from one burst's start to the next
+  uint64_t next_burst = 0;    // TSC of the next burst's start
+  uint64_t burst_left = 0;    // frames of released bursts not yet generated
+
+  alignas(64) uint64_t next_fp = 0;  // when the next packet is due, since start_tsc, << kFpShift
+  uint64_t generated = 0;            // stamped (sent + pending)
+  uint32_t next_flow = 0;            // flows take turns, one packet each
+  std::vector<stream::Cursor> cursors;
+  std::vector<stream::FlowVars> vars;
+  std::vector<uint32_t> flow_index;  // shard flow -> flow within the stream
+  struct FlowSent {
+    uint64_t packets = 0, bytes = 0;
+  };
+  std::vector<FlowSent> flow_sent;  // per shard flow, accepted by the PMD (lcore); one line per four flows
+  // Per-flow rates: each flow's own send times (null: the flows take turns
+  // under the stream's one interval).
+  std::unique_ptr<FlowPacer> pacer;
+  double pacer_pps = 0;        // lcore: the shard rate the pacer's flow rates add up to
+  double ctl_pps_applied = 0;  // lcore: the control rate last applied (a new one scales every flow)
+  std::atomic<uint64_t> pacer_pps_bits{0};  // pacer_pps, published for rate()
+  struct FlowCmd {
+    uint32_t flow;
+    double pps;
+  };
+  std::unique_ptr<SpscRing<FlowCmd>> flow_cmds;  // control thread -> lcore
+  std::mutex flow_cmd_mu;                        // one producer at a time
+  std::atomic<uint64_t> flow_cmd_seq{0};         // commands pushed
+  std::atomic<uint64_t> flow_cmd_done{0};        // commands applied by the lcore
+  std::vector<double> flow_rate_view;            // per shard flow: the last rate set (control thread)
+  // DCQCN (frame.roce.dcqcn): per shard flow its reaction point, its rate
+  // timeline; TickDcqcn runs every rp_tick TSC ticks.
+  std::vector<endpoint::DcqcnQp> rp;
+  std::vector<std::vector<RatePoint>> timeline;
+  std::vector<uint8_t> last_point_cut;  // per shard flow: its timeline's last point is a cut
+  double bits_per_frame = 0;
+  uint64_t rp_tick = 0, rp_next = 0;
+  uint64_t run_start_tsc = 0;  // the run's start (a `start` offset makes start_tsc later): timelines count from it
+  // RC requesters (go-back-N): per shard flow the first sequence not yet
+  // acknowledged, the highest one sent before going back, and when the
+  // acknowledgements last moved.
+  struct Gbn {
+    uint32_t acked = 0, high = 0;
+    uint64_t progress_tsc = 0;
+  };
+  std::vector<Gbn> gbn;
+  uint64_t gbn_timeout = 0, gbn_tick = 0, gbn_next = 0;
+  uint64_t gbn_rewinds = 0, gbn_timeouts = 0;
+  uint64_t rp_cnps = 0;
+  stats::LatencyHistogram rp_reaction;
+  bool timeline_truncated = false;
+  bool exhausted = false;
+  // Due accounting (TxCounters::due): slots of closed pacing segments, and
+  // the open segment's start (a segment runs from a rate change or resume
+  // to the next change, pause or the end).
+  uint64_t due_closed = 0;
+  uint64_t seg_generated0 = 0;  // generated when the open segment began
+  bool segment_open = true;
+  uint16_t npending = 0;
+  rte_mbuf* pending[kTxBurst] = {};
+  uint32_t pending_len[kTxBurst] = {};   // frame bytes of each pending mbuf (never read an mbuf once sent)
+  uint32_t pending_flow[kTxBurst] = {};  // its shard flow
+
+  alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, stalls,
+      late_burst_frames, first_ns, last_ns, due;
+  std::atomic<bool> paced{false};
+  std::atomic<bool> done{false};
+
+  // Control: written by the control thread (ctl_gen last, release), read by
+  // the lcore when ctl_gen moves.
+  alignas(64) std::atomic<uint64_t> ctl_gen{0};
+  std::atomic<uint64_t> ctl_pps_bits{0};
+  std::atomic<int> ctl_mode{kRunning};
+  std::atomic<uint64_t> ctl_stop_tsc{0};  // when Stop was asked: the stream owes nothing after it
+  uint64_t seen_gen = 0;                  // lcore
+  bool paused = false;                    // lcore
+  static constexpr int kRunning = 0, kPaused = 1, kStopped = 2;
+};
+
+}  // namespace fg::tx

@@ -70,6 +70,8 @@ int LcoreMain(void* arg) {
     unsigned tx = 0;
     if (phase == kRun) {
       for (tx::TxTask* t : w.tx) tx += t->Poll();
+    } else {
+      for (tx::TxTask* t : w.tx) tx += t->PollRecovery();  // the drain: RC requesters still recover
     }
     const uint64_t t1 = ReadTsc();
     unsigned rx = 0;

@@ -55,6 +55,10 @@ void TxTask::GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now) {
   g.high = std::max(g.high, c.seq);
   st.s->program.Seek(c, seq);
   g.progress_tsc = now;
+  if (st.exhausted && st.owed[f] == 0) {  // after the end: Recover resends up to high
+    st.owed[f] = 1;
+    st.owing.push_back(f);
+  }
 }
 
 void TxTask::TickRetransmit(State& st, uint64_t now) {
@@ -74,7 +78,8 @@ void TxTask::TickRetransmit(State& st, uint64_t now) {
 
 void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
   State& st = *streams_[i];
-  if (!st.gbn.empty() && !st.exhausted &&
+  // (after the stream's end too: what it sent is still recovered)
+  if (!st.gbn.empty() &&
       (fb.kind == endpoint::Feedback::kRoceAck || fb.kind == endpoint::Feedback::kRoceNak)) {
     // The requester: an ACK acknowledges up to its PSN; a NAK (PSN sequence
     // error) names the first PSN the responder is missing: go back to it.

@@ -110,6 +110,10 @@ class TxTask : public PollTask {
   // Sets the start time; streams begin sending from `start_tsc`.
   void Arm(uint64_t start_tsc);
   unsigned Poll() override;
+  // In the engine's drain (TX polled no more): RC requesters go on
+  // recovering what they sent before their end (NAK go-backs, timeouts);
+  // nothing new is sent. Returns the frames handed to the PMD.
+  unsigned PollRecovery();
   bool Done() const override;
   void Finish() override;
 
@@ -175,6 +179,11 @@ class TxTask : public PollTask {
   void TickDcqcn(State& st, uint64_t now);          // on the lcore: timers and byte counters
   void TickRetransmit(State& st, uint64_t now);     // on the lcore: go back after a timeout without progress
   void GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now);  // resend flow f from packet seq
+  // After the stream's end: resend what go-backs owe (one frame per owing
+  // flow per call), then hand pending frames to the PMD.
+  unsigned Recover(State& st, uint64_t now);
+  static void CountResends(State& st, unsigned n);  // after Generate, for a go-back-N stream
+  unsigned SendPending(State& st, uint64_t now);  // pending frames to the PMD; counts what it took
   // The pacer follows flow f's Rc (after a cut, or an increase).
   void SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool cut);
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change

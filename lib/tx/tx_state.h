@@ -41,6 +41,7 @@ struct alignas(64) TxTask::State {
 
   alignas(64) uint64_t next_fp = 0;  // when the next packet is due, since start_tsc, << kFpShift
   uint64_t generated = 0;            // stamped (sent + pending)
+  uint64_t resent = 0;               // of them, resends after a go-back (a `count` bounds generated - resent)
   uint32_t next_flow = 0;            // flows take turns, one packet each
   std::vector<stream::Cursor> cursors;
   std::vector<stream::FlowVars> vars;
@@ -77,9 +78,14 @@ struct alignas(64) TxTask::State {
   // acknowledgements last moved.
   struct Gbn {
     uint32_t acked = 0, high = 0;
+    uint32_t burst_k = 0;  // Generate's scratch: this flow's frames counted back in the burst
     uint64_t progress_tsc = 0;
   };
   std::vector<Gbn> gbn;
+  // After the end: the flows a go-back left behind what they had sent
+  // (owed[f] set while f is in the list), resent by Recover.
+  std::vector<uint32_t> owing;
+  std::vector<uint8_t> owed;
   uint64_t gbn_timeout = 0, gbn_tick = 0, gbn_next = 0;
   uint64_t gbn_rewinds = 0, gbn_timeouts = 0;
   uint64_t rp_cnps = 0;

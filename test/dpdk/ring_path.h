@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/tsc.h"
+#include "config/plan.h"
 #include "dpdk_test_env.h"
 #include "engine/engine.h"
 #include "port/port.h"
@@ -205,6 +206,14 @@ class RingPath {
     TrialOptions opt;
     opt.drain_ns = 100'000'000;
     return RunTrial(TestEal(), {tx(), rx()}, streams, opt);
+  }
+  // The plan `yaml` (ports a and b), compiled for two 10 G ports, in one trial.
+  absl::StatusOr<TrialResult> RunPlan(const std::string& yaml, Impairments imp) {
+    auto plan = config::ParsePlan("ring.yaml", yaml);
+    if (!plan.ok()) return plan.status();
+    auto streams = stream::Compile(*plan, {10e9, 10e9});
+    if (!streams.ok()) return streams.status();
+    return Run(*streams, std::move(imp));
   }
   port::Port* tx() { return ports_[0].get(); }
   port::Port* rx() { return ports_[1].get(); }

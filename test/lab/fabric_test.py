@@ -204,6 +204,80 @@ class StageTest(LabRun):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class GoBackNTest(LabRun):
+    """configs/lab/go-back-n.yaml: port b is an RC responder; nftables on
+    leaf0's link to b drops the first copy of each frame with PSN & 0xff == 7
+    and keeps its (QP, PSN) in a set (the truth: what was dropped). tcpdump on
+    leaf0's ends towards a and b shows what a sent, what reached b, and the
+    NAKs b sent back."""
+
+    PLAN = "go-back-n.yaml"
+    CAPTURES = (("leaf0", "a"), ("leaf0", "b"))
+
+    @staticmethod
+    def bth(frames):
+        """(opcode, QP, PSN, AETH syndrome or None) of each RoCEv2 frame (IPv4, UDP 4791)."""
+        out = []
+        for f in frames:
+            if len(f) < 54 or f[12:14] != b"\x08\x00" or f[23] != 17:
+                continue
+            udp = 14 + 4 * (f[14] & 15)
+            if struct.unpack_from("!H", f, udp + 2)[0] != 4791:
+                continue
+            b = udp + 8
+            op, qp, psn = f[b], struct.unpack_from("!I", f, b + 4)[0], struct.unpack_from("!I", f, b + 8)[0] & 0xFFFFFF
+            out.append((op, qp, psn, f[b + 12] if op == 0x11 else None))
+        return out
+
+    def test_every_dropped_psn_is_naked_resent_and_every_message_completes(self):
+        s, imp = self.streams["writes"], self.imps[0]
+        dropped = sorted((k[0], k[1]) for k in imp["dropped_keys"])  # (BTH bytes 4..7 = the QP, PSN)
+        caps = self.truth["captures"]
+        for c in ("leaf0-a", "leaf0-b"):
+            self.assertEqual(caps[c]["kernel_dropped"], 0, c)
+        at_a = self.bth(self.lab.pcap_frames(caps["leaf0-a"]["pcap"]))
+        at_b = self.bth(self.lab.pcap_frames(caps["leaf0-b"]["pcap"]))
+        sent = [(qp, psn) for op, qp, psn, _ in at_a if op != 0x11]  # data from a (RDMA WRITE opcodes)
+        arrived = set((qp, psn) for op, qp, psn, _ in at_b if op != 0x11)
+        naks = sorted((qp, psn) for op, qp, psn, syn in at_b if op == 0x11 and syn == 0x60)  # PSN sequence error
+        copies = {}
+        for k in sent:
+            copies[k] = copies.get(k, 0) + 1
+        self.say("nft dropped %d first copies (counter %d); b NAKed %d; fabricgen: nak_sent %d, nak_go_backs %d, "
+                 "retransmitted %d, timeouts %d; unique %d, delivered %d packets / %d B; unrecovered %d",
+                 len(dropped), imp["counter"]["packets"], len(naks), s["nak_sent"], s["nak_go_backs"],
+                 s["retransmitted_packets"], s["retransmit_timeouts"], s["unique_packets"], s["delivered_packets"],
+                 s["delivered_bytes"], s["unrecovered_packets"])
+        # The set is the truth of what was dropped: exactly the counter, and
+        # the pattern's PSNs of the 4 QPs' 5,000 packets each (PSN 0..4999).
+        self.assertEqual(len(dropped), imp["counter"]["packets"])
+        qps = sorted(set(qp for qp, _ in dropped))
+        self.assertEqual(len(qps), 4)
+        self.assertEqual(dropped, sorted((qp, p) for qp in qps for p in range(7, 5000, 256)))
+        # Each dropped PSN: NAKed by b (once: one NAK per gap), sent again by
+        # a, and arrived at b.
+        self.assertEqual(naks, dropped)
+        self.assertEqual(s["nak_sent"], len(dropped))
+        self.assertEqual(s["nack_received"], len(dropped))
+        self.assertEqual(s["nak_go_backs"], len(dropped))
+        for k in dropped:
+            self.assertGreaterEqual(copies.get(k, 0), 2, k)
+            self.assertIn(k, arrived)
+        # Every message completes: 1,250 WRITEs of 4 KiB per QP, delivered in
+        # order, their bytes exactly; what went out again is counted and at
+        # least the drops; the wire lost only the dropped first copies.
+        self.assertEqual(s["unique_packets"], 20000)
+        self.assertEqual(s["delivered_packets"], 20000)
+        self.assertEqual(s["delivered_bytes"], 4 * 1250 * 4096)
+        self.assertEqual(s["unrecovered_packets"], 0)
+        self.assertGreaterEqual(s["retransmitted_packets"], len(dropped))
+        self.assertEqual(s["unique_packets"] + s["retransmitted_packets"], s["tx_packets"])
+        self.assertEqual(len(sent), s["tx_packets"])  # tcpdump saw every frame a sent
+        self.assertEqual(s["lost_packets"], len(dropped))
+        self.assertEqual(s["tx_packets"] - s["rx_packets"], len(dropped))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class LinkDownTest(LabRun):
     """configs/lab/link-down.yaml: leaf1's link to b is down for 300 ms
     (rtnetlink, acknowledged: the interval is known within its uncertainty);

@@ -55,6 +55,7 @@ class Lab:
         self.name = name or default_name()
         self.namespaces, self.stages, self.routes = [], [], {}
         self.link_ends = {}  # link name -> (namespace, device)
+        self.nft_sets = {}  # impairment index -> (namespace, nft set its rule fills)
         self.workdir = workdir  # the stages' decision logs go here
 
     def ns(self, node):
@@ -250,6 +251,9 @@ class Lab:
             family, table = ("ip", "fglabdup") if imp.params["family"] == 4 else ("ip6", "fglabdup6")
             sh("nft", "add", "rule", family, table, "forward", 'oifname "%s" %s' % (imp.peer, imp.dup_rule()), ns=ns)
         else:
+            if imp.nft_set():
+                sh("nft", "add set inet fglab %s { %s }" % (imp.set_name(), imp.nft_set()), ns=ns)
+                self.nft_sets[imp.index] = (ns, imp.set_name())
             sh("nft", "add", "rule", "inet", "fglab", "forward", 'oifname "%s" %s' % (imp.peer, imp.nft_rule()), ns=ns)
 
     @staticmethod
@@ -287,6 +291,17 @@ class Lab:
                     continue
                 c = next(e["counter"] for e in rule["expr"] if "counter" in e)
                 out[int(rule["comment"][3:])] = {"packets": c["packets"], "bytes": c["bytes"]}
+        return out
+
+    def nft_set_elements(self, index):
+        """The elements of impairment `index`'s set, each a list of its key's fields (integers)."""
+        ns, name = self.nft_sets[index]
+        r = json.loads(sh("nft", "-j", "list", "set", "inet", "fglab", name, ns=ns).stdout)
+        s = next(item["set"] for item in r["nftables"] if "set" in item)
+        out = []
+        for e in s.get("elem", []):
+            v = e["elem"]["val"] if isinstance(e, dict) and "elem" in e else e
+            out.append([int(x) for x in v["concat"]] if isinstance(v, dict) else [int(v)])
         return out
 
     def qdisc_stats(self, link):
@@ -337,6 +352,8 @@ class Lab:
             t = {"index": imp.index, "link": imp.link, "kind": imp.kind}
             if imp.index in nft:
                 t["counter"] = nft[imp.index]
+            if imp.index in self.nft_sets:
+                t["dropped_keys"] = self.nft_set_elements(imp.index)  # drop_psn once: [BTH bytes 4..7, PSN]
             if imp.kind == "shape":
                 t["qdisc"] = self.qdisc_stats(imp.link)
             if imp.index in flap_out:

@@ -108,8 +108,15 @@ class Impairment:
         if self.kind == "loss":
             return "%s %s counter drop %s" % (sel, per_million(p), tag)
         if self.kind == "drop_psn":  # RoCEv2 BTH PSN: UDP header (8 B) + BTH bytes 9..11
-            return "%s udp dport 4791 @th,136,24 & 0x%06x == 0x%06x counter drop %s" % (
-                sel, p["mask"], p["value"], tag)
+            psn = "%s udp dport 4791 @th,136,24 & 0x%06x == 0x%06x" % (sel, p["mask"], p["value"])
+            if p["once"]:
+                # The first copy of each (QP, PSN) only: its key (BTH bytes
+                # 4..7, the destination QP, and the PSN) goes into the set
+                # `dropN` as it is dropped; a resend finds it there and passes.
+                key = "@th,96,32 . @th,136,24"
+                return "%s %s != @%s add @%s { %s } counter drop %s" % (psn, key, self.set_name(), self.set_name(),
+                                                                         key, tag)
+            return "%s counter drop %s" % (psn, tag)
         if self.kind == "ecn_ce":
             mark = "ip ecn set ce" if p["family"] == 4 else "ip6 ecn set ce"
             fam = "meta nfproto ipv4" if p["family"] == 4 else "meta nfproto ipv6"
@@ -117,6 +124,15 @@ class Impairment:
         if self.kind == "police":
             return "%s limit rate over %d/second burst %d packets counter drop %s" % (
                 sel, p["pps"], p["burst"], tag)
+        return None
+
+    def set_name(self):
+        return "drop%d" % self.index
+
+    def nft_set(self):
+        """The set a rule fills (drop_psn once: the (QP, PSN) keys dropped), or None."""
+        if self.kind == "drop_psn" and self.params["once"]:
+            return "typeof @th,96,32 . @th,136,24; flags dynamic; size 1048576;"
         return None
 
     def dup_rule(self):
@@ -254,8 +270,12 @@ class LabSpec:
                     match, "IPv6" if params["family"] == 4 else "IPv4", params["family"],
                     6 if params["family"] == 4 else 4))
         elif kind == "drop_psn":
-            g = v.keys(["mask", "value"])
-            params = {"mask": g["mask"].int(1, 0xFFFFFF), "value": g["value"].int(0, 0xFFFFFF)}
+            g = v.keys(["mask", "value", "once"])
+            for k in ("mask", "value"):
+                if k not in g:
+                    raise v.error("missing field '%s'" % k)
+            params = {"mask": g["mask"].int(1, 0xFFFFFF), "value": g["value"].int(0, 0xFFFFFF),
+                      "once": g["once"].bool() if "once" in g else False}
             if params["value"] & ~params["mask"]:
                 raise g["value"].error("has bits outside the mask")
         elif kind == "ecn_ce":

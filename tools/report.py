@@ -283,9 +283,17 @@ def render(rep, out):
         d.p("m QPs share the bottleneck, m more start at t0 = %s; converged: every QP within %.1f %% of the fair "
             "share for %s (from the QPs' own DCQCN rates)."
             % (fmt_ns(t["parameters"]["t0_ns"]), t["parameters"]["tolerance"] * 100, fmt_ns(t["parameters"]["hold_ns"])))
-        d.table(["m", "parameter set", "repetitions", "converged", "convergence time (median)", "fair share"],
+        # The first repetition's end state and what the loop did: how far from
+        # fair the QPs ended, the wire's loss, CE marks and CNPs (a `none` set
+        # is the open-loop contrast).
+        d.table(["m", "parameter set", "repetitions", "converged", "convergence time (median)", "fair share",
+                 "ended within", "lost", "CE marks", "CNPs sent / suppressed"],
                 [(p["m"], p["parameter_set"], len(p["runs"]), "yes" if p["converged"] else "no",
-                  fmt_ns(p["convergence_ns"]) if p["converged"] else "-", fmt_bps(p["fair_share_bps"]))
+                  fmt_ns(p["convergence_ns"]) if p["converged"] else "-", fmt_bps(p["fair_share_bps"]),
+                  "%.1f %%" % (100 * p["runs"][0]["final_deviation"]) if p["runs"] else "-",
+                  "%d of %d" % (p["runs"][0]["lost_packets"], p["runs"][0]["tx_packets"]) if p["runs"] else "-",
+                  p["runs"][0]["ecn_ce_packets"] if p["runs"] else "-",
+                  "%d / %d" % (p["runs"][0]["cnp_sent"], p["runs"][0]["cnp_suppressed"]) if p["runs"] else "-")
                  for p in t["points"]])
         if any(p["rates"]["qps"] for p in t["points"]):
             d.figure(convergence_figure(t, i, out), "QP rates over time: %s" % t["name"])

@@ -43,10 +43,19 @@ struct DcqcnSpec {
   double min_rate_bps = 1e6;           // a cut never goes below (rpg_min_rate)
   int64_t rate_reduce_period_ns = 0;   // at most one cut per period (rate_reduce_monitor_period); 0: every CNP
   double min_dec_factor = 0.5;         // a cut keeps at least this share of the rate (rpg_min_dec_fac)
+  // `scale_to`: the preset's dynamics slowed to a link of this rate (0:
+  // none). The preset is for `preset_link_bps` (paper: its 40 GbE); scaled
+  // by k = scale_to / preset_link, its rates are x k and its times / k, and
+  // what is counted in bytes or events (byte_counter, threshold, g, alpha)
+  // stays: every queue depth in bytes and every count of packets per timer
+  // is the same as on the preset's link, only k times slower.
+  double scale_to_bps = 0;
+  double preset_link_bps = 40e9;
   static DcqcnSpec Paper() { return DcqcnSpec{}; }
   static DcqcnSpec ConnectX() {
     DcqcnSpec d;
     d.preset = "connectx";
+    d.preset_link_bps = 100e9;  // the firmware's defaults, taken as a 100 GbE NIC's
     d.g = 5.0 / 1024;  // dce_tcp_g 1019
     d.initial_alpha = 1023.0 / 1024;
     d.alpha_period_ns = 1'000;
@@ -60,6 +69,8 @@ struct DcqcnSpec {
     d.min_dec_factor = 0.5;
     return d;
   }
+  // The preset's rates x k and times / k, k = bps / preset_link_bps (see scale_to_bps).
+  void ScaleTo(double bps);
 };
 
 struct RoceSpec {

@@ -63,6 +63,22 @@ ConvergenceRun JudgeConvergence(const std::vector<std::vector<tx::RatePoint>>& t
   }
   out.fair_share_bps = fair;
   if (fair <= 0) return out;
+  {
+    // Each QP's mean over the last fifth (on the grid), against the fair share.
+    std::vector<Cursor> s;
+    for (const auto& tl : timelines) s.emplace_back(tl);
+    std::vector<double> mean(n, 0);
+    const int64_t from = end_ns - (end_ns - t0_ns) / 5;
+    int k = 0;
+    for (int64_t t : grid) {
+      if (t < from) continue;
+      for (size_t q = 0; q < n; ++q) mean[q] += s[q].At(t);
+      ++k;
+    }
+    for (size_t q = 0; q < n && k > 0; ++q) {
+      out.final_deviation = std::max(out.final_deviation, std::abs(mean[q] / k / fair - 1));
+    }
+  }
   for (size_t g = 0; g < grid.size(); ++g) {
     for (Cursor& c : at) {
       if (std::abs(c.At(grid[g]) / fair - 1) > tolerance) within[g] = 0;
@@ -125,8 +141,13 @@ class DcqcnConvergence final : public TestKind {
     if (auto sets = n.Optional("parameter_sets")) {
       FG_ASSIGN_OR_RETURN(std::vector<config::Node> items, sets->Items());
       for (const config::Node& i : items) {
-        FG_ASSIGN_OR_RETURN(config::DcqcnSpec d, config::ParseDcqcn(i));
         auto word = i.String();
+        if (word.ok() && *word == "none") {  // no reaction point: the open-loop contrast
+          t->set_names.push_back("none");
+          t->parameter_sets.push_back(std::nullopt);
+          continue;
+        }
+        FG_ASSIGN_OR_RETURN(config::DcqcnSpec d, config::ParseDcqcn(i));
         t->set_names.push_back(word.ok() ? *word : absl::StrFormat("set %d", t->parameter_sets.size()));
         t->parameter_sets.push_back(d);
       }
@@ -245,14 +266,27 @@ class DcqcnConvergence final : public TestKind {
           std::vector<std::vector<tx::RatePoint>> tl;
           std::vector<std::string> names;
           for (size_t g = 0; g < 2; ++g) {
+            const stream::CompiledStream& cs = (*streams)[g];
             for (const engine::FlowReport& f : r->streams[g].per_flow) {
-              tl.push_back(f.rate_timeline);
+              if (t.parameter_sets[k]) {
+                tl.push_back(f.rate_timeline);
+              } else {  // no reaction point: each QP at its set rate from its start
+                tl.push_back({tx::RatePoint{cs.start_ns, cs.pps / m * 8 * cs.frame_size}});
+              }
               names.push_back(absl::StrFormat("%c%d", g == 0 ? 'a' : 'b', f.index));
             }
           }
           ConvergenceRun run = JudgeConvergence(tl, t.t0_ns, t.trial_duration_ns, t.tolerance, t.hold_ns,
                                                 t.bottleneck_bps);
           run.trial = rec.index;
+          for (const engine::StreamResult& sr : r->streams) {
+            run.tx_packets += sr.tx.packets;
+            run.lost_packets += sr.lost();
+            run.ecn_ce_packets += sr.responder.ce_seen;
+            run.cnp_sent += sr.responder.cnp_sent;
+            run.cnp_suppressed += sr.responder.cnp_suppressed;
+            run.cnp_received += sr.analysis.cnp;
+          }
           if (rep == 0) {
             point.fair_share_bps = run.fair_share_bps;
             for (int64_t s = 0; s <= t.trial_duration_ns; s += kSampleNs) point.sample_ns.push_back(s);
@@ -306,7 +340,11 @@ class DcqcnConvergence final : public TestKind {
     for (size_t k = 0; k < t.parameter_sets.size(); ++k) {
       w.BeginObject();
       w.Field("name", t.set_names[k]);
-      WriteDcqcnParameters(w, t.parameter_sets[k]);
+      if (t.parameter_sets[k]) {
+        WriteDcqcnParameters(w, *t.parameter_sets[k]);
+      } else {
+        w.Field("preset", "none");  // no reaction point: the QPs stay at their set rates
+      }
       w.EndObject();
     }
     w.EndArray();
@@ -344,6 +382,13 @@ class DcqcnConvergence final : public TestKind {
         }
         w.Field("fair_share_bps", run.fair_share_bps);
         w.Field("fair_share_measured", run.fair_share_measured);
+        w.Field("final_deviation", run.final_deviation);
+        w.Field("tx_packets", run.tx_packets);
+        w.Field("lost_packets", run.lost_packets);
+        w.Field("ecn_ce_packets", run.ecn_ce_packets);
+        w.Field("cnp_sent", run.cnp_sent);
+        w.Field("cnp_suppressed", run.cnp_suppressed);
+        w.Field("cnp_received", run.cnp_received);
         w.EndObject();
       }
       w.EndArray();
@@ -376,10 +421,18 @@ class DcqcnConvergence final : public TestKind {
     std::string out = absl::StrFormat("test %s (dcqcn_convergence)%s\n", r.name,
                                       r.complete ? "" : ": incomplete: " + r.stopped_because);
     for (const ConvergencePoint& p : r.points) {
-      out += absl::StrFormat("  m %d + %d, %s: %s, fair share %s\n", p.m, p.m, p.parameter_set,
+      out += absl::StrFormat("  m %d + %d, %s: %s, fair share %s", p.m, p.m, p.parameter_set,
                              p.converged ? "converged in " + FormatDuration(p.convergence_ns) + " after t0"
                                          : std::string("not converged"),
                              FormatBitRate(p.fair_share_bps));
+      if (!p.runs.empty()) {
+        const ConvergenceRun& run = p.runs.front();
+        out += absl::StrFormat("; ended within %.1f %% of it; lost %s of %s frames, %s CE marks, %s CNPs sent",
+                               run.final_deviation * 100, FormatCount(static_cast<uint64_t>(run.lost_packets)),
+                               FormatCount(run.tx_packets), FormatCount(run.ecn_ce_packets),
+                               FormatCount(run.cnp_sent));
+      }
+      out += "\n";
     }
     return out;
   }
@@ -400,6 +453,12 @@ void WriteDcqcnParameters(report::JsonWriter& w, const config::DcqcnSpec& p) {
   w.Field("min_rate_bps", p.min_rate_bps);
   w.Field("rate_reduce_period_ns", p.rate_reduce_period_ns);
   w.Field("min_dec_factor", p.min_dec_factor);
+  w.Key("scale_to_bps");  // the preset slowed to this link (its rates x k, times / k), or null
+  if (p.scale_to_bps > 0) {
+    w.Double(p.scale_to_bps);
+  } else {
+    w.Null();
+  }
 }
 
 const TestKind& DcqcnConvergenceKind() {

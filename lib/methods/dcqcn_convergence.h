@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,11 @@ namespace fg::methods {
 struct DcqcnConvergenceParams : config::TestParams {
   std::vector<uint32_t> m = {4};
   int repetitions = 1;
-  // Each set's name ("paper", "connectx", or "set N" for a map) and parameters;
-  // empty in the plan: the stream's own dcqcn.
+  // Each set's name ("paper", "connectx", "none", or "set N" for a map) and
+  // parameters (none: no reaction point, the QPs stay at their set rates: the
+  // open-loop contrast); empty in the plan: the stream's own dcqcn.
   std::vector<std::string> set_names;
-  std::vector<config::DcqcnSpec> parameter_sets;
+  std::vector<std::optional<config::DcqcnSpec>> parameter_sets;
   int64_t trial_duration_ns = 200'000'000;
   int64_t t0_ns = 50'000'000;
   double tolerance = 0.10;
@@ -46,6 +48,14 @@ struct ConvergenceRun {
   int64_t convergence_ns = 0;  // after T0
   double fair_share_bps = 0;
   bool fair_share_measured = false;
+  // The largest deviation from the fair share of a QP's mean rate over the
+  // trial's last fifth (|mean / fair - 1|): how far from fair it ended.
+  double final_deviation = 0;
+  // The trial's two streams together: frames sent, lost (the wire's), CE
+  // marks seen at the responder, CNPs it sent, suppressed (cnp_interval) and
+  // that reached the requesters.
+  uint64_t tx_packets = 0, ecn_ce_packets = 0, cnp_sent = 0, cnp_suppressed = 0, cnp_received = 0;
+  int64_t lost_packets = 0;
 };
 
 struct ConvergencePoint {

@@ -133,6 +133,40 @@ double CompiledStream::FlowShare(const std::vector<uint32_t>& some) const {
   return all > 0 ? part / all : 0;
 }
 
+// Feedback (ACK, NAK, CNP, UET NACK) finds its flow by its QP (or PDC) at
+// the port it arrives on, as a NIC's QP numbers are its own: two streams
+// whose feedback comes to one port with the same key could not be told
+// apart. For a closed-loop stream (answered, or with DCQCN) that would act on
+// the wrong QP: refused. (Open-loop streams sharing keys count such feedback
+// on the first of them.)
+absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<CompiledStream>& streams) {
+  for (size_t j = 0; j < streams.size(); ++j) {
+    const CompiledStream& b = streams[j];
+    if (b.program.key_kind() == KeyKind::kNone) continue;
+    for (size_t i = 0; i < j; ++i) {
+      const CompiledStream& a = streams[i];
+      if (a.program.key_kind() != b.program.key_kind()) continue;
+      const bool closed = a.answers != nullptr || b.answers != nullptr || a.dcqcn || b.dcqcn;
+      if (!closed) continue;
+      size_t port = SIZE_MAX;  // a port where both streams' feedback arrives
+      for (size_t p : {b.rx_port, b.tx_port}) {  // the requester's port last: it names that one
+        if (p == a.tx_port || p == a.rx_port) port = p;
+      }
+      if (port == SIZE_MAX) continue;
+      const uint64_t a0 = a.program.key_base(), a1 = a0 + a.flows, b0 = b.program.key_base(), b1 = b0 + b.flows;
+      if (a1 <= b0 || b1 <= a0) continue;
+      const bool qp = b.program.key_kind() == KeyKind::kRoceQp;
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:%d: streams[%d].frame.%s: stream %s's %s %d..%d are stream %s's too (%d..%d) on port '%s': their "
+          "feedback (%s) could not be told apart; give one of them other %s (e.g. %s: 0x%x)",
+          plan.file, plan.streams[j].line, j, qp ? "roce.dest_qp" : "uet.spdcid", b.name, qp ? "QPs" : "PDCs", b0,
+          b1 - 1, a.name, a0, a1 - 1, plan.ports[port].name, qp ? "ACKs, NAKs, CNPs" : "ACKs, NACKs",
+          qp ? "QPs" : "PDCs", qp ? "dest_qp" : "spdcid", a1));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps) {
   std::vector<CompiledStream> out;
   uint32_t next_flow = 0;
@@ -192,6 +226,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     }
     out.push_back(std::move(c));
   }
+  FG_RETURN_IF_ERROR(CheckFeedbackKeys(plan, out));
   return out;
 }
 

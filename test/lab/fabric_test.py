@@ -278,6 +278,94 @@ class GoBackNTest(LabRun):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class DcqcnTest(LabRun):
+    """configs/lab/dcqcn.yaml: 4 + 4 QPs at 50 Mbit/s each through our stage's
+    100 Mbit/s RED-marking queue (400 kB), port b their responder and
+    notification point; the dcqcn_convergence test runs them with the paper's
+    reaction point (slowed to the link) and with none. The stage's decision
+    log, one line per frame in the order they left, is the truth."""
+
+    PLAN = "dcqcn.yaml"
+    LIMIT = 400_000  # the stage's queue, bytes
+    T0_NS = 2_000_000_000
+
+    def runs(self):
+        t = self.tests["dcqcn_convergence"]
+        return {p["parameter_set"]: (p, p["runs"][0]) for p in t["points"]}
+
+    def logs(self):
+        """The stage log split by trial: a trial's frames all pass the stage
+        before the next trial starts (the drain), so the lines of each trial
+        (a tester-limited one run again included) follow one another, as
+        many as it sent. Returns [(set name, run, rows)]: paper, then none."""
+        path = next(i["log"] for i in self.imps if i["link"] == "leaf0-b")
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        by_trial, at = {}, 0
+        for tr in self.tests["dcqcn_convergence"]["trials"]:
+            by_trial[tr["index"]] = rows[at:at + tr["tx_frames"]]
+            at += tr["tx_frames"]
+        self.assertEqual(at, len(rows))  # every line of the log is one of the trials' frames
+        return [(name, run, by_trial[run["trial"]]) for name, (_, run) in
+                sorted(self.runs().items(), key=lambda x: x[0] == "none")]
+
+    def test_every_ce_mark_is_answered_or_suppressed_and_every_cnp_arrives(self):
+        for name, run, rows in self.logs():
+            marked = sum(int(r["ce"]) for r in rows)
+            dropped = sum(1 for r in rows if r["action"].startswith("drop"))
+            self.say("%s: stage marked %d CE and dropped %d of %d; responder saw %d CE, sent %d CNPs, suppressed %d; "
+                     "requesters received %d; lost %d", name, marked, dropped, len(rows), run["ecn_ce_packets"],
+                     run["cnp_sent"], run["cnp_suppressed"], run["cnp_received"], run["lost_packets"])
+            self.assertGreater(marked, 0, name)
+            self.assertEqual(run["ecn_ce_packets"], marked, name)  # exact
+            self.assertEqual(run["cnp_sent"] + run["cnp_suppressed"], marked, name)
+            self.assertEqual(run["cnp_received"], run["cnp_sent"], name)  # the return path loses none
+            self.assertEqual(run["lost_packets"], dropped, name)  # retransmit: none: the wire's loss
+
+    def test_with_dcqcn_the_queue_stays_bounded_and_its_drops_end_with_the_start_of_the_second_group(self):
+        (name, run, rows), (_, open_run, open_rows) = self.logs()
+        start = int(rows[0]["in_ns"])
+        settled = start + self.T0_NS + 1_000_000_000  # the second group's first second: its QPs start at 50 Mbit/s
+        after = [r for r in rows if int(r["in_ns"]) >= settled]
+        drops_after = sum(1 for r in after if r["action"].startswith("drop"))
+        depth = max(int(r["depth_bytes"]) for r in after)
+        # The stage's departures over the trial's last fifth: the link ran full.
+        last = [r for r in rows if not r["action"].startswith("drop") and int(r["out_ns"]) >= start + 10_000_000_000]
+        span = (int(last[-1]["out_ns"]) - int(last[0]["out_ns"])) / 1e9
+        busy = sum(int(r["bytes"]) for r in last[1:]) * 8 / span
+        p = self.runs()["set 0"][0]
+        self.say("DCQCN: after t0 + 1 s, %d drops, queue at most %d B (limit %d); the stage sent %.3f Mbit/s over "
+                 "the last fifth; %s, QPs ended within %.1f %% of the fair share %.3f Mbit/s; without DCQCN: "
+                 "%d of %d frames dropped", drops_after, depth, self.LIMIT, busy / 1e6,
+                 "converged in %.3f s" % (p["convergence_ns"] / 1e9) if p["converged"] else "not converged within "
+                 "10 % for 400 ms", 100 * run["final_deviation"], p["fair_share_bps"] / 1e6, open_run["lost_packets"],
+                 open_run["tx_packets"])
+        self.assertEqual(drops_after, 0)
+        self.assertLess(depth, self.LIMIT - 2000)  # bounded: never at the tail
+        self.assertLess(abs(busy / 100e6 - 1), 0.02)  # the QPs kept the bottleneck busy
+        # Every QP got a share (none starved, none at its maximum: 4 x the fair share).
+        self.assertLess(run["final_deviation"], 0.5)
+        self.assertIsInstance(p["converged"], bool)
+        self.assertEqual(p["convergence_ns"] is None, not p["converged"])
+
+    def test_without_dcqcn_the_stage_tail_drops_and_the_senders_report_the_loss(self):
+        (_, run, rows), (_, open_run, open_rows) = self.logs()
+        start = int(open_rows[0]["in_ns"])
+        last_s = [r for r in open_rows if int(r["in_ns"]) >= start + 11_000_000_000]
+        drops = sum(1 for r in open_rows if r["action"] == "drop")
+        self.say("no reaction point: %d of %d frames tail-dropped (%d in the last second), lost %d; with DCQCN %d "
+                 "lost of %d", drops, len(open_rows), sum(1 for r in last_s if r["action"] == "drop"),
+                 open_run["lost_packets"], run["lost_packets"], run["tx_packets"])
+        # 200 then 400 Mbit/s into 100: more than half of all frames, to the end.
+        self.assertGreater(drops, len(open_rows) // 2)
+        self.assertGreater(sum(1 for r in last_s if r["action"] == "drop"), len(last_s) // 2)
+        self.assertEqual(open_run["lost_packets"], sum(1 for r in open_rows if r["action"].startswith("drop")))
+        self.assertGreater(open_run["final_deviation"], 2)  # each QP at its 50 Mbit/s: 4 x the fair share
+        self.assertFalse(self.runs()["none"][0]["converged"])
+        self.assertLess(run["lost_packets"] * 100, open_run["lost_packets"])  # the contrast
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class LinkDownTest(LabRun):
     """configs/lab/link-down.yaml: leaf1's link to b is down for 300 ms
     (rtnetlink, acknowledged: the interval is known within its uncertainty);

@@ -1,7 +1,10 @@
 #include "config/internal/frame_parse.h"
 
+#include <cmath>
+
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "base/units.h"
 #include "config/plan.h"
 
 namespace fg::config::internal {
@@ -42,7 +45,7 @@ absl::StatusOr<DcqcnSpec> DcqcnFrom(const Node& n) {
   if (!n.ExpectMap().ok()) return preset(n);
   FG_RETURN_IF_ERROR(n.CheckKeys({"preset", "g", "initial_alpha", "alpha_period", "timer", "byte_counter",
                                   "threshold", "rate_ai", "rate_hai", "min_rate", "rate_reduce_period",
-                                  "min_dec_factor"}));
+                                  "min_dec_factor", "scale_to"}));
   DcqcnSpec d;
   if (auto p = n.Optional("preset")) {
     FG_ASSIGN_OR_RETURN(d, preset(*p));
@@ -58,6 +61,17 @@ absl::StatusOr<DcqcnSpec> DcqcnFrom(const Node& n) {
     if (ns > 1'000'000'000) return x.Error("at most 1 s");
     return ns;
   };
+  // The preset slowed to a slower link first; parameters given beside it are taken as written.
+  if (auto x = n.Optional("scale_to")) {
+    FG_ASSIGN_OR_RETURN(double to, bit_rate(*x));
+    if (to < 1e6 || to > d.preset_link_bps) {
+      return x->Error(absl::StrFormat("between 1 Mbps and the preset's link, %s", FormatBitRate(d.preset_link_bps)));
+    }
+    d.ScaleTo(to);
+    if (d.timer_ns > 1'000'000'000 || d.alpha_period_ns > 1'000'000'000) {
+      return x->Error("the preset's timers would be longer than 1 s at this rate");
+    }
+  }
   FG_RETURN_IF_ERROR(Opt(n, "g", d.g, number(0, 1)));
   FG_RETURN_IF_ERROR(Opt(n, "initial_alpha", d.initial_alpha, number(0, 1)));
   FG_RETURN_IF_ERROR(Opt(n, "alpha_period", d.alpha_period_ns, duration));
@@ -453,6 +467,19 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
 }  // namespace fg::config::internal
 
 namespace fg::config {
+
+void DcqcnSpec::ScaleTo(double bps) {
+  const double k = bps / preset_link_bps;
+  scale_to_bps = bps;
+  rate_ai_bps *= k;
+  rate_hai_bps *= k;
+  min_rate_bps *= k;
+  auto slower = [k](int64_t ns) { return static_cast<int64_t>(std::llround(static_cast<double>(ns) / k)); };
+  alpha_period_ns = slower(alpha_period_ns);
+  timer_ns = slower(timer_ns);
+  rate_reduce_period_ns = slower(rate_reduce_period_ns);
+}
+
 absl::Status CheckFrame(const FrameSpec& frame, uint32_t port_mtu, const std::string& port_name) {
   if (auto fault = internal::FindFault(frame, port_mtu, port_name)) {
     return absl::InvalidArgumentError(absl::StrFormat("frame.%s: %s", fault->key, fault->message));

@@ -113,6 +113,36 @@ TEST(Plan, AStreamMayStartLaterAndADcqcnStreamPacesEachQp) {
   EXPECT_EQ(b->threshold, 5u);  // the preset's
 }
 
+// `scale_to`: the paper's dynamics on a 100 Mbit/s link, k = 1/400: its
+// rates / 400, its times x 400; bytes and counts as they are; a parameter
+// given beside it is taken as written.
+TEST(Plan, DcqcnScaleToSlowsThePresetToTheLink) {
+  auto plan = ParsePlan("p.yaml",
+                        "streams:\n"
+                        "  - {name: a, rate: 1 kpps, frame: {roce: {dcqcn: {preset: paper, scale_to: 100 Mbps}}}}\n"
+                        "  - {name: b, rate: 1 kpps, frame: {roce: {dcqcn: {scale_to: 100 Mbps, rate_ai: 1 Mbps}}}}\n"
+                        "  - {name: c, rate: 1 kpps, frame: {roce: {dcqcn: {preset: connectx, scale_to: 1 Gbps}}}}\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const auto& a = *plan->streams[0].frame.roce.dcqcn;
+  EXPECT_DOUBLE_EQ(a.scale_to_bps, 100e6);
+  EXPECT_EQ(a.timer_ns, 22'000'000);
+  EXPECT_EQ(a.alpha_period_ns, 22'000'000);
+  EXPECT_DOUBLE_EQ(a.rate_ai_bps, 100e3);
+  EXPECT_DOUBLE_EQ(a.rate_hai_bps, 1e6);
+  EXPECT_DOUBLE_EQ(a.min_rate_bps, 2.5e3);
+  EXPECT_EQ(a.byte_counter, 10'000'000u);
+  EXPECT_EQ(a.threshold, 5u);
+  EXPECT_DOUBLE_EQ(a.g, 1.0 / 256);
+  EXPECT_EQ(a.rate_reduce_period_ns, 0);
+  const auto& b = *plan->streams[1].frame.roce.dcqcn;
+  EXPECT_DOUBLE_EQ(b.rate_ai_bps, 1e6);  // as written
+  EXPECT_EQ(b.timer_ns, 22'000'000);
+  const auto& c = *plan->streams[2].frame.roce.dcqcn;  // connectx is for 100 Gbit/s: k = 1/100
+  EXPECT_EQ(c.timer_ns, 30'000'000);
+  EXPECT_EQ(c.rate_reduce_period_ns, 400'000);
+  EXPECT_DOUBLE_EQ(c.rate_ai_bps, 50e3);
+}
+
 TEST(Plan, NoPortsMeansTheBuiltInLoopback) {
   auto plan = ParsePlan("p.yaml", "streams:\n  - {name: s, rate: 1 kpps}\n");
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -282,6 +312,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"dcqcn_unknown_preset",
                 "streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: dctcp}}}]\n",
                 "streams[0].frame.roce.dcqcn: 'dctcp' is not allowed; expected one of: paper, connectx"},
+        BadCase{"dcqcn_scale_to_above_the_preset_link",
+                "streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: {scale_to: 100 Gbps}}}}]\n",
+                "streams[0].frame.roce.dcqcn.scale_to: between 1 Mbps and the preset's link, 40.000 Gbit/s"},
+        BadCase{"dcqcn_scale_to_timers_beyond_1s",
+                "streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: {scale_to: 2 Mbps}}}}]\n",
+                "streams[0].frame.roce.dcqcn.scale_to: the preset's timers would be longer than 1 s at this rate"},
         BadCase{"dcqcn_rate_max", "streams: [{name: s, rate: max, frame: {roce: {dcqcn: paper}}}]\n",
                 "streams[0].frame: dcqcn cuts each QP's rate from a set one"},
         BadCase{"dcqcn_on_cnps", "streams: [{name: s, rate: 1 kpps, frame: {roce: {op: CNP, dcqcn: paper}}}]\n",

@@ -27,6 +27,8 @@ TEST(DcqcnConvergence, ConvergedWhenEveryQpStaysWithinToleranceForTheHold) {
   EXPECT_EQ(r.convergence_ns, 3 * kMs);  // all within over [13, 15) ms: 2 ms >= the 1 ms hold
   EXPECT_DOUBLE_EQ(r.fair_share_bps, 100);
   EXPECT_FALSE(r.fair_share_measured);
+  // Over the last fifth, [26, 30] ms, QP2 is at 105: 5 % above the fair share.
+  EXPECT_NEAR(r.final_deviation, 0.05, 1e-12);
   // A 3 ms hold does not fit before QP3's dip: from 15.5 ms on.
   r = JudgeConvergence(Timelines(), 10 * kMs, 30 * kMs, 0.10, 3 * kMs, 400);
   EXPECT_TRUE(r.converged);
@@ -59,7 +61,7 @@ TEST(DcqcnConvergence, ItsSectionHasDefaultsAndTakesParameterSets) {
   auto plan = Plan("  - dcqcn_convergence: {}\n"
                    "  - dcqcn_convergence: {name: sens, m: [4, 16, 64], repetitions: 3, trial_duration: 400 ms,\n"
                    "                        t0: 100 ms, tolerance: 5 %, hold: 2 ms, bottleneck: 10 Gbps,\n"
-                   "                        parameter_sets: [paper, {preset: connectx, g: 1/64}]}\n");
+                   "                        parameter_sets: [paper, {preset: connectx, g: 1/64}, none]}\n");
   ASSERT_TRUE(plan.ok()) << plan.status();
   const auto& d = plan->tests[0].As<DcqcnConvergenceParams>();
   EXPECT_EQ(d.m, (std::vector<uint32_t>{4}));
@@ -72,15 +74,16 @@ TEST(DcqcnConvergence, ItsSectionHasDefaultsAndTakesParameterSets) {
   EXPECT_DOUBLE_EQ(t.tolerance, 0.05);
   EXPECT_EQ(t.hold_ns, 2 * kMs);
   EXPECT_DOUBLE_EQ(t.bottleneck_bps, 10e9);
-  ASSERT_EQ(t.parameter_sets.size(), 2u);
-  EXPECT_EQ(t.set_names, (std::vector<std::string>{"paper", "set 1"}));
-  EXPECT_EQ(t.parameter_sets[1].preset, "connectx");
-  EXPECT_DOUBLE_EQ(t.parameter_sets[1].g, 1.0 / 64);
+  ASSERT_EQ(t.parameter_sets.size(), 3u);
+  EXPECT_EQ(t.set_names, (std::vector<std::string>{"paper", "set 1", "none"}));
+  EXPECT_FALSE(t.parameter_sets[2].has_value());  // no reaction point: the open-loop contrast
+  EXPECT_EQ(t.parameter_sets[1]->preset, "connectx");
+  EXPECT_DOUBLE_EQ(t.parameter_sets[1]->g, 1.0 / 64);
   const TestKind* k = FindTestKind("dcqcn_convergence");
   EXPECT_EQ(k->Describe(plan->tests[1]),
-            "DCQCN convergence, m 4/16/64 then m more at 100.000 ms, 2 parameter set(s), 3 repetition(s) of "
+            "DCQCN convergence, m 4/16/64 then m more at 100.000 ms, 3 parameter set(s), 3 repetition(s) of "
             "400.000 ms");
-  EXPECT_DOUBLE_EQ(k->EstimateSeconds(plan->tests[1], 100 * kMs), 3 * 2 * 3 * 0.5);
+  EXPECT_DOUBLE_EQ(k->EstimateSeconds(plan->tests[1], 100 * kMs), 3 * 3 * 3 * 0.5);
 }
 
 TEST(DcqcnConvergence, ItsErrorsNameWhatIsMissing) {

@@ -10,6 +10,7 @@
 #include "proto/icrc.h"
 #include "proto/roce.h"
 #include "proto/uet.h"
+#include "stream/stream.h"
 
 namespace fg::stream {
 
@@ -261,6 +262,32 @@ TEST(Program, ComputedUdpChecksumStaysValid) {
     seg[6] = seg[7] = 0;
     EXPECT_EQ(proto::UdpChecksumIpv6(ip->src, ip->dst, seg), stored);
   }
+}
+
+// Feedback finds its flow by QP at the port it arrives on: two closed-loop
+// streams sharing QPs there are refused (naming both and a free QP); apart,
+// or open loop, they compile.
+TEST(Compile, ClosedLoopStreamsSharingQpsOnAPortAreRefused) {
+  auto plan_with = [](const std::string& b_frame, const std::string& respond) {
+    return config::ParsePlan("q.yaml", "ports: [{name: a}, {name: b" + respond + "}]\n"
+                             "streams:\n"
+                             "  - {name: x, port: a, rx_port: b, rate: 1 kpps, flows: 4, frame: {roce: {op: WRITE}}}\n"
+                             "  - {name: y, port: a, rx_port: b, rate: 1 kpps, flows: 4, frame: " + b_frame + "}\n");
+  };
+  auto shared = plan_with("{roce: {dest_qp: 0x102}}", ", respond: true");
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  auto c = Compile(*shared, {10e9, 10e9});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(std::string(c.status().message()),
+            "q.yaml:4: streams[1].frame.roce.dest_qp: stream y's QPs 258..261 are stream x's too (256..259) on port "
+            "'a': their feedback (ACKs, NAKs, CNPs) could not be told apart; give one of them other QPs (e.g. "
+            "dest_qp: 0x104)");
+  auto apart = plan_with("{roce: {dest_qp: 0x104}}", ", respond: true");
+  ASSERT_TRUE(apart.ok());
+  EXPECT_TRUE(Compile(*apart, {10e9, 10e9}).ok());
+  auto open = plan_with("{roce: {dest_qp: 0x102}}", "");
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE(Compile(*open, {10e9, 10e9}).ok());
 }
 
 TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {

@@ -9,13 +9,22 @@
 #     generating and analysing on a net_ring loopback (one lcore does TX and
 #     RX), 1 flow and 1,000,000 flows. (testpmd io mode on a ring only moves
 #     pointers, ~1000 Mpps: it is shown for reference, not as the yardstick.)
+#  3. Closed loop (issue 14): fabricgen alone, both ends of 8 RC QPs on the
+#     built-in loopback, one lcore: WRITEs of one 94 B packet (each with
+#     AckReq: an ACK per coalesced burst), the port their responder and
+#     notification point, each QP a DCQCN reaction point and a go-back-N
+#     requester, against the same 8 QPs open loop (no responder, no DCQCN);
+#     each QP paced at 5 Mpps on a 100 Gbit/s loopback (more than one core
+#     makes: both run flat out, neither capped by the port).
 # Every figure (but the io reference) is the median of three runs.
 #
-#   tools/bench_vs_testpmd.sh [BUILD_DIR] [SECONDS]
+#   tools/bench_vs_testpmd.sh [BUILD_DIR] [SECONDS] [PARTS]
+# PARTS: any of tx, loop, closed (default: all three).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
 secs="${2:-10}"
+parts="${3:-tx loop closed}"
 fg="$build/app/fabricgen"
 tmp=$(mktemp -d /tmp/fabricgen-bench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -63,14 +72,37 @@ streams: [{name: s, rate: max, flows: $1, frame: {roce: {op: SEND, message: 16, 
 EOF2
 }
 
+qp_plan() {  # closed|open ack_req -> 8 RC QPs on the loopback, with or without responder and DCQCN
+  local respond="" dcqcn=""
+  if [ "$1" = closed ]; then respond=", respond: true"; dcqcn=", dcqcn: paper"; fi
+  cat <<EOF2
+duration: $secs s
+drain: 200 ms
+ports: [{name: p0, device: loopback, link_speed: 100 Gbps$respond}]
+streams: [{name: s, flows: {count: 8, rates: [5 Mpps]},
+           frame: {roce: {op: WRITE, message: 16, dest_qp: 1, ack_req: $2$dcqcn}}}]
+EOF2
+}
+
 printf '| measurement | dpdk-testpmd | fabricgen | ratio |\n|---|---|---|---|\n'
-for payload in 16 960; do
+if [[ " $parts " == *" closed "* ]]; then
+  o=$(median3 fabricgen_pps "$(qp_plan open last)" rx)
+  # ack_req last: every one-packet message asks for an ACK (one per QP per
+  # coalesced burst, ~1 in 4 packets); never: an ACK every ack_every = 16.
+  for req in never last; do
+    c=$(median3 fabricgen_pps "$(qp_plan closed $req)" rx)
+    printf '| closed loop: 8 RC QPs, 94 B WRITEs (ack_req %s), responder + NP + DCQCN RP + go-back-N, loopback, 1 lcore (Mpps) | - | %.2f (open loop, same QPs: %.2f) | %.2fx open loop |\n' \
+      "$req" "$(echo "$c/1000000" | bc -l)" "$(echo "$o/1000000" | bc -l)" "$(echo "$c/$o" | bc -l)"
+  done
+fi
+[[ " $parts " == *" tx "* ]] && for payload in 16 960; do
   size=$((62 + payload))  # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
   t=$(median3 testpmd_pps txonly net_null0 $((size - 4)))
   f=$(median3 fabricgen_pps "$(roce_tx_plan $payload)" tx)
   printf '| TX %d B frames, net_null, 1 core (Mpps) | %.2f | %.2f | %.2fx |\n' "$size" "$(echo "$t/1000000" | bc -l)" \
     "$(echo "$f/1000000" | bc -l)" "$(echo "$f/$t" | bc -l)"
 done
+[[ " $parts " == *" loop "* ]] || exit 0
 t=$(median3 testpmd_pps flowgen net_ring0 74)
 io=$(testpmd_pps io net_ring0 74)
 f1=$(median3 fabricgen_pps "$(loop_plan 1)" rx)

@@ -96,6 +96,7 @@ class Responder {
     uint32_t unacked = 0;  // accepted since the last ACK
     uint64_t last_cnp_ns = 0;
     bool cnp_sent = false, ack_due = false, nak_sent = false;
+    bool ack_vars = false;  // ack_vars_[slot] holds the ACK program's FlowVars of this QP
   };
   struct alignas(64) GroupCounters {
     Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, cnp_dropped,
@@ -108,6 +109,9 @@ class Responder {
   std::vector<const stream::Answers*> groups_;
   std::vector<Flow> owned_;
   std::vector<Qp> qps_;  // per slot
+  // Per slot, made at its first ACK: the ACK program's per-flow constants
+  // (addresses, checksums, ICRC folds), so an ACK is a copy and a stamp.
+  std::vector<stream::FlowVars> ack_vars_;
   std::vector<uint32_t> due_;  // slots with an ACK due (capacity: every slot)
   std::unique_ptr<GroupCounters[]> counters_;
   AnswerQueue* out_;

@@ -161,7 +161,8 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // 78 B (report.json lcores[].rx_cycles_per_packet; 72-76 before the 24- and
 // 48-bit loads stopped going through a stack slot (proto/bytes.h), 43-55 in
 // issue 12's loop); 303 instructions per frame (tools/count_instructions.sh
-// build; 333 before). docs/benchmarks.md "Issue 13, stage 2".
+// build; 333 before). docs/benchmarks.md "Issue 13, stage 2". 301.9 on
+// 2026-12-01 (issue 14: loopback 20.04 Mpps = 0.58x testpmd flowgen).
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns

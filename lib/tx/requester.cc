@@ -45,8 +45,10 @@ void TxTask::SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool c
 // after a go-back the cursor is behind packets already sent, which ACKs may
 // still name.
 static uint32_t SeqOfPsn(const stream::Program& p, uint32_t acked, uint32_t psn) {
-  const uint32_t base = (p.psn_start() + acked * p.psn_step()) & proto::roce::kPsnMask;
-  return acked + ((psn - base) & proto::roce::kPsnMask) / std::max<uint32_t>(p.psn_step(), 1);
+  const uint32_t step = p.psn_step();
+  const uint32_t base = (p.psn_start() + acked * step) & proto::roce::kPsnMask;
+  const uint32_t ahead = (psn - base) & proto::roce::kPsnMask;
+  return acked + (step == 1 ? ahead : ahead / std::max<uint32_t>(step, 1));  // (no division per ACK for RC data)
 }
 
 void TxTask::GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now) {
@@ -55,6 +57,10 @@ void TxTask::GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now) {
   g.high = std::max(g.high, c.seq);
   st.s->program.Seek(c, seq);
   g.progress_tsc = now;
+  if (!g.behind && c.seq < g.high) {  // resending now: CountResends looks at its frames
+    g.behind = 1;
+    ++st.flows_behind;
+  }
   if (st.exhausted && st.owed[f] == 0) {  // after the end: Recover resends up to high
     st.owed[f] = 1;
     st.owing.push_back(f);
@@ -87,14 +93,20 @@ void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
     stream::Cursor& c = st.cursors[flow];
     const uint32_t sent = std::max(g.high, c.seq);  // the highest sequence sent + 1
     const uint32_t seq = SeqOfPsn(st.s->program, g.acked, fb.psn);
-    const uint64_t now = ReadTsc();
+    const uint64_t now = poll_tsc_;  // this lcore's last poll: within a loop of now, for a timeout of >= 1 ms
     // ACK: seq and all before it arrived. NAK: all before seq did.
     const uint32_t acked = fb.kind == endpoint::Feedback::kRoceAck ? seq + 1 : seq;
     if (acked > g.acked && acked <= sent) {  // (a PSN beyond what was sent is not ours: ignored)
       g.acked = acked;
       g.progress_tsc = now;
       // Resending what the responder already holds: go on from there.
-      if (acked > c.seq) st.s->program.Seek(c, acked);
+      if (acked > c.seq) {
+        st.s->program.Seek(c, acked);
+        if (g.behind && c.seq >= g.high) {
+          g.behind = 0;
+          --st.flows_behind;
+        }
+      }
     }
     if (fb.kind == endpoint::Feedback::kRoceNak && fb.code == 0 && seq < c.seq && seq >= g.acked) {
       ++st.gbn_rewinds;

@@ -418,7 +418,7 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const u
   }
   st.npending = static_cast<uint16_t>(n);
   st.generated += n;
-  if (!st.gbn.empty()) CountResends(st, n);
+  if (st.flows_behind != 0) CountResends(st, n);
   return true;
 }
 
@@ -431,7 +431,15 @@ void TxTask::CountResends(State& st, unsigned n) {
     const uint32_t seq = st.cursors[st.pending_flow[i]].seq - ++g.burst_k;
     if (seq < g.high) ++st.resent;
   }
-  for (unsigned i = 0; i < n; ++i) st.gbn[st.pending_flow[i]].burst_k = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    const uint32_t f = st.pending_flow[i];
+    State::Gbn& g = st.gbn[f];
+    g.burst_k = 0;
+    if (g.behind && st.cursors[f].seq >= g.high) {  // caught up: sending new packets again
+      g.behind = 0;
+      --st.flows_behind;
+    }
+  }
 }
 
 // Measured cost: 275-285 instructions per packet in Poll with rte_eth_tx_burst
@@ -442,10 +450,13 @@ void TxTask::CountResends(State& st, unsigned n) {
 // 53-77 TSC cycles per frame on this 2-vCPU VM (report.json
 // lcores[].tx_cycles_per_packet, TX only; the host's noise is the spread).
 // Against testpmd: tools/bench_vs_testpmd.sh, docs/benchmarks.md "Issue 13,
-// stage 2".
+// stage 2". Re-measured with the ended-stream branch (RC recovery after the
+// end) and the resend count in Generate: 275.8 instructions per packet,
+// 39.21 Mpps = 0.81x testpmd txonly at 78 B (docs/benchmarks.md "Issue 14").
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();
+  poll_tsc_ = now;
   // Streams sharing this queue take turns at going first, so when the PMD's
   // ring is the limit (several `max` streams) each gets an even share.
   const size_t nstreams = streams_.size();
@@ -583,6 +594,7 @@ unsigned TxTask::Recover(State& st, uint64_t now) {
 unsigned TxTask::PollRecovery() {
   unsigned sent = 0;
   const uint64_t now = ReadTsc();
+  poll_tsc_ = now;
   for (auto& st : streams_) {
     if (!st->gbn.empty() && st->done.load(std::memory_order_relaxed)) sent += Recover(*st, now);
   }

@@ -192,6 +192,7 @@ class TxTask : public PollTask {
   static uint64_t SegmentDue(const State& st, uint64_t t, bool final);
   static void CloseSegment(State& st, uint64_t t, bool final);
   size_t rr_ = 0;  // the stream that goes first this poll (streams sharing the queue take turns)
+  uint64_t poll_tsc_ = 0;  // the TSC at this lcore's last Poll (feedback's clock for go-back-N progress)
   void Control(size_t i, double pps, int mode);  // control thread
   uint16_t port_id_, queue_;
   rte_mempool* pool_;

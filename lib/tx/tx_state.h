@@ -79,6 +79,7 @@ struct alignas(64) TxTask::State {
   struct Gbn {
     uint32_t acked = 0, high = 0;
     uint32_t burst_k = 0;  // Generate's scratch: this flow's frames counted back in the burst
+    uint8_t behind = 0;    // its cursor is below high: what it sends now is resent
     uint64_t progress_tsc = 0;
   };
   std::vector<Gbn> gbn;
@@ -88,6 +89,7 @@ struct alignas(64) TxTask::State {
   std::vector<uint8_t> owed;
   uint64_t gbn_timeout = 0, gbn_tick = 0, gbn_next = 0;
   uint64_t gbn_rewinds = 0, gbn_timeouts = 0;
+  uint32_t flows_behind = 0;  // flows with Gbn::behind set (0: CountResends has nothing to count)
   uint64_t rp_cnps = 0;
   stats::LatencyHistogram rp_reaction;
   bool timeline_truncated = false;

@@ -227,6 +227,17 @@ def render(rep, out):
 
     d.h(2, SECTIONS[5])
     figures = 0
+    # The draft's connection initiation latency: each trial's QPs set up by CM
+    # MADs (frame.roce.connect: cm) before its data, from a QP's first REQ to its RTU.
+    setups = [(t["name"], tr) for t in tests for tr in t.get("trials", []) if tr.get("qp_setup")]
+    if setups:
+        d.h(3, "Connection initiation latency")
+        d.table(["test", "trial", "QPs", "method", "p50", "p99", "max", "all set up in", "set-up rate",
+                 "MADs sent again"],
+                [(name, tr["index"], tr["qp_setup"]["count"], "CM REQ/REP/RTU", fmt_ns(tr["qp_setup"]["p50_ns"]),
+                  fmt_ns(tr["qp_setup"]["p99_ns"]), fmt_ns(tr["qp_setup"]["max_ns"]),
+                  fmt_ns(tr["qp_setup"]["elapsed_ns"]), "%.0f QPs/s" % tr["qp_setup"]["setup_rate_per_s"],
+                  tr["qp_setup"]["mads_resent"]) for name, tr in setups])
     if by_kind["throughput"]:
         d.h(3, "Throughput")
         rows = []

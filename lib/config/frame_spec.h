@@ -98,6 +98,9 @@ struct RoceSpec {
   // stream (ports[].respond): go back to the PSN a NAK names, and to the
   // first unacknowledged one after `timeout` without progress.
   bool go_back_n = true;
+  // `connect: cm`: before data flows, each QP is set up by CM MADs on QP 1
+  // (REQ from the stream's port, REP from its responding rx_port, RTU).
+  bool connect_cm = false;
   int64_t retransmit_timeout_ns = 64'000'000;  // ConnectX-like (local ACK timeout 14: 4.096 us x 2^14)
 };
 

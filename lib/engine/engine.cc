@@ -284,6 +284,17 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
     if (p->nic_clock() != nullptr) p->nic_clock()->Calibrate(20, 500);
   }
 
+  // QPs set up by CM MADs (frame.roce.connect: cm), here before any lcore
+  // polls: nothing else is on the ports then.
+  {
+    auto setups = ConnectQps(ports, streams, r->clock_, options.qp_setup_timeout_ns);
+    if (!setups.ok()) {
+      r->finished_ = true;
+      return setups.status();
+    }
+    r->qp_setup_ = *std::move(setups);
+  }
+
   // Launch, then start every stream at the same instant a little ahead.
   const uint64_t start = ReadTsc() + r->clock_.FromNs(2'000'000);
   r->start_ = start;
@@ -754,6 +765,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     r.verify_payload = streams_[i].verify_payload;
     r.received = ports_[streams_[i].rx_port]->options().rx_queues > 0;
     r.set_pps = streams_[i].pps;
+    if (i < qp_setup_.size()) r.qp_setup = qp_setup_[i];
   }
   for (auto& t : txs_) {
     for (size_t i = 0; i < t->num_streams(); ++i) {

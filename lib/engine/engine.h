@@ -29,6 +29,7 @@
 #include "base/tsc.h"
 #include "endpoint/answers.h"
 #include "endpoint/responder.h"
+#include "engine/connect.h"
 #include "engine/placement.h"
 #include "engine/tester_limits.h"
 #include "port/eal.h"
@@ -60,6 +61,7 @@ inline constexpr size_t kAnswerQueue = 4096;
 
 struct TrialOptions {
   int64_t drain_ns = 100'000'000;
+  int64_t qp_setup_timeout_ns = 10'000'000'000;  // CM set-up of every connect: cm QP (connect.h)
   // Hard bound on the TX phase; 0: the longest stream duration + 1 s.
   int64_t max_duration_ns = 0;
   std::function<void(const Progress&)> on_progress;
@@ -154,6 +156,8 @@ struct StreamResult {
   // RC requesters that go back (roce.retransmit with a responder).
   bool retransmits = false;
   tx::RetransmitCounters retx;
+  // `frame.roce.connect: cm`: its QPs' set-up by CM MADs before the data.
+  std::optional<QpSetup> qp_setup;
   tx::DcqcnCounters rp;
   // TX packets never received once (stats::LostPackets; losses after the
   // last arrival included). Exact when the drain time covers the path delay.
@@ -344,6 +348,7 @@ class LiveRun {
   std::vector<std::unique_ptr<endpoint::AnswerQueue>> answer_queues_;
   std::vector<std::unique_ptr<endpoint::Responder>> responders_;
   std::vector<std::unique_ptr<endpoint::FeedbackSink>> feedback_;  // per worker with DCQCN flows
+  std::vector<std::optional<QpSetup>> qp_setup_;  // per stream: its CM set-up (connect: cm)
   Placement placement_;
   mutable std::mutex abandoned_mu_;
   mutable std::vector<std::unique_ptr<std::vector<rx::TopFlowsRequest>>> abandoned_;  // TopFlows timed out

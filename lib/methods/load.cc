@@ -109,6 +109,14 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   TrialRecord t;
   t.index = index;
   t.phase = phase;
+  for (const engine::StreamResult& s : r.streams) {
+    if (!s.qp_setup) continue;
+    if (!t.qp_setup) t.qp_setup.emplace();
+    t.qp_setup->setup.Merge(s.qp_setup->setup);
+    t.qp_setup->qps += s.qp_setup->qps;
+    t.qp_setup->resent += s.qp_setup->resent;
+    t.qp_setup->elapsed_ns = std::max(t.qp_setup->elapsed_ns, s.qp_setup->elapsed_ns);
+  }
   t.load = load;
   t.duration_s = duration_s;
   double tx_l1_bits = 0, tx_l2_bits = 0, rx_l1_bits = 0;

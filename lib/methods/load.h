@@ -14,6 +14,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,9 @@ struct TrialRecord {
   // packet and miss counters, and every non-zero xstat about pause/PFC
   // frames, drops, discards or errors. Keys "port.counter".
   std::vector<std::pair<std::string, uint64_t>> port_counters;
+  // The trial's QPs set up by CM (frame.roce.connect: cm) before its data:
+  // every such stream's together (empty: none connects).
+  std::optional<engine::QpSetup> qp_setup;
 };
 
 struct MethodOptions {

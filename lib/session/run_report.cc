@@ -150,6 +150,28 @@ void WriteDcqcn(report::JsonWriter& w, const engine::StreamResult& s) {
   w.EndObject();
 }
 
+// QP set-up by CM MADs (a connect: cm stream's, or a trial's): the draft's
+// connection initiation latency, per QP from its first REQ to its RTU, on
+// one clock; null without connect: cm.
+void WriteQpSetup(report::JsonWriter& w, const std::optional<engine::QpSetup>& setup) {
+  w.Key("qp_setup");
+  if (!setup) {
+    w.Null();
+    return;
+  }
+  const engine::QpSetup& q = *setup;
+  w.BeginObject();
+  w.Field("method", "cm");
+  w.Field("count", q.setup.count());
+  w.Field("p50_ns", q.setup.Percentile(50));
+  w.Field("p99_ns", q.setup.Percentile(99));
+  w.Field("max_ns", q.setup.max());
+  w.Field("elapsed_ns", q.elapsed_ns);
+  w.Field("setup_rate_per_s", q.elapsed_ns > 0 ? static_cast<double>(q.qps) * 1e9 / q.elapsed_ns : 0.0);
+  w.Field("mads_resent", q.resent);
+  w.EndObject();
+}
+
 void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r) {
   // Per worker lcore (VPP's show runtime): cycles are TSC cycles.
   w.Key("lcores");
@@ -284,6 +306,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("tx_rate_bps_l2", pps * 8.0 * s.frame_size);
     w.Field("tx_rate_bps_l1", pps * 8.0 * (s.frame_size + kEthL1Overhead));
     if (s.dcqcn) WriteDcqcn(w, s);
+    WriteQpSetup(w, s.qp_setup);
     if (s.delivers) {
       // Unique payload bytes the responder took in order, over the stream's sending time.
       w.Field("goodput_bps", s.tx_duration_ns > 0 ? static_cast<double>(s.responder.delivered_bytes) * 8e9 /
@@ -431,6 +454,18 @@ std::string RunSummary(const engine::TrialResult& r) {
         FormatDuration(static_cast<int64_t>(s.rp.reaction.Percentile(50))),
         FormatDuration(static_cast<int64_t>(s.rp.reaction.max())),
         s.rp.timeline_truncated ? "; rate timelines truncated (more points than kept)" : "");
+  }
+  for (const engine::StreamResult& s : r.streams) {
+    if (!s.qp_setup) continue;
+    const engine::QpSetup& q = *s.qp_setup;
+    out += absl::StrFormat(
+        "qp set-up of stream %s: %s QPs by CM (REQ, REP, RTU) in %s (%.0f QPs/s), each p50 %s, p99 %s, max %s; %s "
+        "MADs sent again\n",
+        s.name, FormatCount(q.setup.count()), FormatDuration(q.elapsed_ns),
+        q.elapsed_ns > 0 ? static_cast<double>(q.qps) * 1e9 / q.elapsed_ns : 0.0,
+        FormatDuration(static_cast<int64_t>(q.setup.Percentile(50))),
+        FormatDuration(static_cast<int64_t>(q.setup.Percentile(99))), FormatDuration(static_cast<int64_t>(q.setup.max())),
+        FormatCount(q.resent));
   }
   out += "latency: " + r.timestamp_source + "\n";
   for (const std::string& x : r.warnings) out += "warning: " + x + "\n";

@@ -27,6 +27,8 @@ void WriteReportHeader(report::JsonWriter& w, Session& session, const std::strin
 void WriteEalFields(report::JsonWriter& w, Session& session);
 // "tester_limits": [{kind, count, detail}, ...]
 void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLimit>& limits);
+// "qp_setup": {method, count, p50_ns, p99_ns, max_ns, elapsed_ns, setup_rate_per_s, mads_resent} or null.
+void WriteQpSetup(report::JsonWriter& w, const std::optional<engine::QpSetup>& setup);
 // A stream's per_flow list, and the top-level lcores list (show runtime).
 void WritePerFlow(report::JsonWriter& w, const engine::StreamResult& s);
 void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r);

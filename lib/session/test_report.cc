@@ -39,6 +39,7 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   w.BeginObject();
   for (const auto& [k, v] : t.port_counters) w.Field(k, v);
   w.EndObject();
+  WriteQpSetup(w, t.qp_setup);  // the trial's connection initiation latency (its QPs' CM set-up)
   w.EndObject();
 }
 

@@ -218,6 +218,17 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     if (s.frame.kind == config::FrameKind::kRoce) {
       c.dcqcn = s.frame.roce.dcqcn;
       c.retransmit_timeout_ns = s.frame.roce.retransmit_timeout_ns;
+      if (s.frame.roce.connect_cm) {
+        if (!plan.ports[s.rx_port].respond) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s:%d: streams[%d].frame.roce.connect: cm needs its rx_port '%s' to respond (ports[].respond): that "
+              "port answers each REQ as the QP's passive side",
+              plan.file, s.line, i, plan.ports[s.rx_port].name));
+        }
+        c.connect_cm = true;
+        c.cm_encap = s.frame.encap;
+        c.pmtu = s.frame.roce.pmtu;
+      }
     }
     if (const auto& respond = plan.ports[s.rx_port].respond) {
       FG_ASSIGN_OR_RETURN(auto answers, Answers::Compile(s.name, c.flow_id, c.program, s.frame, *respond,

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "config/plan.h"
 #include "stream/answers.h"
+#include "proto/frame.h"
 #include "stream/program.h"
 
 namespace fg::stream {
@@ -55,6 +56,12 @@ struct CompiledStream {
   // RC requester: go back after this long without an acknowledgement moving
   // (with answers->strict: a responder, roce.retransmit: go_back_n).
   int64_t retransmit_timeout_ns = 0;
+  // `frame.roce.connect: cm`: its QPs are set up by CM MADs before data
+  // (engine/connect): the frames' addresses (requester to responder) and the
+  // path MTU the REQ names.
+  bool connect_cm = false;
+  proto::Encap cm_encap;
+  uint32_t pmtu = 0;
   // The fraction of the stream's rate that `flows` (indices, empty: all)
   // carry: their count's share, or with per-flow rates their rates' share.
   double FlowShare(const std::vector<uint32_t>& some) const;

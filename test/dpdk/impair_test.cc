@@ -220,6 +220,30 @@ streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
   ExpectOnlyHostHoldUps(s);
 }
 
+// frame.roce.connect: cm on the ring pair: 1,000 QPs set up by REQ, REP and
+// RTU before the data (each timed, none sent again on a path that loses
+// nothing), then every QP carries its data.
+TEST(Responder, CmSetsUpEveryQpBeforeItsData) {
+  RingPath path("cm");
+  ASSERT_TRUE(path.ok()) << path.error();
+  auto res = path.RunPlan(R"(
+duration: 200 ms
+ports: [{name: a}, {name: b, respond: true}]
+streams: [{name: s, port: a, rx_port: b, rate: 50 kpps, flows: 1000,
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, dest_qp: 0x1000, connect: cm}}}]
+)", {});
+  ASSERT_TRUE(res.ok()) << res.status();
+  const StreamResult& s = res->streams[0];
+  ASSERT_TRUE(s.qp_setup.has_value());
+  EXPECT_EQ(s.qp_setup->setup.count(), 1000u);
+  EXPECT_EQ(s.qp_setup->resent, 0u);
+  EXPECT_GT(s.qp_setup->setup.max(), 0u);
+  EXPECT_GT(s.qp_setup->elapsed_ns, 0);
+  EXPECT_EQ(s.lost(), 0);
+  ASSERT_EQ(s.per_flow.size(), 1000u);
+  for (const FlowReport& f : s.per_flow) EXPECT_GT(f.rx.rx_packets, 0u) << f.index;
+}
+
 // The closed loop on the ring pair: the mover marks sequences 1000, 1100 and
 // 1200 of each of 2 flows CE; port b's notification point sends a CNP for
 // each (ms apart, beyond cnp_interval), and each CNP reaches the flow's owner, whose

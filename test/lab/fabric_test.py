@@ -366,6 +366,71 @@ class DcqcnTest(LabRun):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class CmSetupTest(LabRun):
+    """`frame.roce.connect: cm`: 1,000 RC QPs set up by CM MADs across the
+    fabric (REQ from a, REP from b's responder, RTU from a) before their data
+    flows. tcpdump on leaf0's end towards b sees every MAD both ways; tshark
+    decodes them as InfiniBand CM, zlib checks their ICRC."""
+
+    PLAN_TEXT = """
+duration: 2 s
+ports:
+  - {name: a, device: "net_af_packet0,iface=fga"}
+  - {name: b, device: "net_af_packet1,iface=fgb", respond: true}
+streams:
+  - {name: qps, port: a, rx_port: b, rate: 10 kpps, flows: 1000,
+     frame: {dst_ip: 198.19.0.1, roce: {op: WRITE, message: 1024, pmtu: 1024, dest_qp: 0x1000, connect: cm}}}
+""" + labtest.TWO_HOSTS_LAB
+    CAPTURES = (("leaf0", "b", 400),)  # a MAD frame is 322 B
+
+    def test_every_qp_is_set_up_by_req_rep_rtu_that_tshark_decodes_and_then_carries_data(self):
+        import subprocess
+        sys.path.insert(0, os.path.join(labtest.ROOT, "test", "cli"))
+        s = self.streams["qps"]
+        q = s["qp_setup"]
+        cap = self.truth["captures"]["leaf0-b"]
+        self.assertEqual(cap["kernel_dropped"], 0)
+        r = subprocess.run(["tshark", "-r", cap["pcap"], "-Y", "infiniband.mad.mgmtclass == 0x07", "-T", "fields",
+                            "-E", "separator=|", "-e", "infiniband.mad.attributeid", "-e", "infiniband.cm.req",
+                            "-e", "infiniband.cm.req.localqpn", "-e", "infiniband.cm.req.startpsn",
+                            "-e", "infiniband.cm.rep.remotecommid", "-e", "infiniband.cm.rep.localqpn",
+                            "-e", "infiniband.cm.rtu.localcommid", "-e", "ip.src", "-e", "ip.dst"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = [l.split("|") for l in r.stdout.splitlines()]
+        req = [x for x in rows if int(x[0], 16) == 0x10]
+        rep = [x for x in rows if int(x[0], 16) == 0x13]
+        rtu = [x for x in rows if int(x[0], 16) == 0x14]
+        self.say("tshark: %d CM MADs: %d REQ, %d REP, %d RTU; fabricgen: %d QPs set up in %.3f ms (%.0f QPs/s), "
+                 "p50 %.1f us, p99 %.1f us, max %.1f us, %d MADs sent again", len(rows), len(req), len(rep),
+                 len(rtu), q["count"], q["elapsed_ns"] / 1e6, q["setup_rate_per_s"], q["p50_ns"] / 1e3,
+                 q["p99_ns"] / 1e3, q["max_ns"] / 1e3, q["mads_resent"])
+        self.assertEqual(q["count"], 1000)
+        self.assertTrue(0 < q["p50_ns"] <= q["p99_ns"] <= q["max_ns"])
+        # Every QP once each way (more only where fabricgen says it sent a MAD again).
+        self.assertEqual(len(req) + len(rep) + len(rtu), 3000 + q["mads_resent"])
+        self.assertEqual(sorted(set(int(x[1], 16) for x in req)), list(range(1, 1001)))  # communication ids
+        self.assertEqual(sorted(set(int(x[2], 16) for x in req)), [0x801000 + i for i in range(1000)])  # requester QPs
+        self.assertEqual(sorted(set(int(x[5], 16) for x in rep)), [0x1000 + i for i in range(1000)])  # responder QPs
+        self.assertEqual(sorted(set(int(x[4], 16) for x in rep)), list(range(1, 1001)))
+        self.assertEqual(sorted(set(int(x[6], 16) for x in rtu)), list(range(1, 1001)))
+        self.assertTrue(all((x[7], x[8]) == ("198.18.0.1", "198.19.0.1") for x in req + rtu))
+        self.assertTrue(all((x[7], x[8]) == ("198.19.0.1", "198.18.0.1") for x in rep))
+        # The ICRC of every MAD, computed by zlib and scapy (independent of fabricgen).
+        from craft_decode_test import zlib_icrc
+        mads = [f for f in self.lab.pcap_frames(cap["pcap"]) if len(f) > 60 and f[12:14] == b"\x08\x00"
+                and f[23] == 17 and struct.unpack_from("!H", f, 36)[0] == 4791 and f[42] == 0x64]
+        self.assertEqual(len(mads), len(rows))
+        for f in mads:
+            computed, stored = zlib_icrc(f)
+            self.assertEqual(computed, stored)
+        # Then each QP carries its data, all of it.
+        self.assertEqual(len(s["per_flow"]), 1000)
+        self.assertTrue(all(f["rx_packets"] > 0 for f in s["per_flow"]))
+        self.assertEqual(s["lost_packets"], 0)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class LinkDownTest(LabRun):
     """configs/lab/link-down.yaml: leaf1's link to b is down for 300 ms
     (rtnetlink, acknowledged: the interval is known within its uncertainty);

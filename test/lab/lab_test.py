@@ -28,14 +28,7 @@ PORTS = """ports:
 
 
 def tbf_lab(rate, burst, limit):
-    return """lab:
-  spines: 0
-  leaves: 1
-  ipv6: false
-  hosts:
-    - {port: a, leaf: 0, prefixes: [198.18.0.0/24]}
-    - {port: b, leaf: 0, prefixes: [198.19.0.0/24]}
-  impairments:
+    return labtest.TWO_HOSTS_LAB + """  impairments:
     - {link: leaf0-b, shape: {rate: %d bps, burst: %d B, limit: %d B}}
 """ % (rate, burst, limit)
 

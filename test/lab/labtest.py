@@ -67,6 +67,17 @@ class LabRun(unittest.TestCase):
         sys.stderr.write("  " + (fmt % args) + "\n")
 
 
+# A lab of one leaf with tester ports a and b (append an `impairments:` list).
+TWO_HOSTS_LAB = """lab:
+  spines: 0
+  leaves: 1
+  ipv6: false
+  hosts:
+    - {port: a, leaf: 0, prefixes: [198.18.0.0/24]}
+    - {port: b, leaf: 0, prefixes: [198.19.0.0/24]}
+"""
+
+
 def binomial_interval(n, p, z=3.2905):
     """The 99.9 % interval of a binomial count (normal approximation, +/-0.5 continuity)."""
     sd = math.sqrt(n * p * (1 - p))

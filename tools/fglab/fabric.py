@@ -316,8 +316,9 @@ class Lab:
         on the leaf's end). Returns (CompletedProcess, truth dict);
         truth["captures"]["NODE-DEV"] holds the pcap file and the frames
         tcpdump's kernel buffer dropped."""
-        dumps = [Capture(self.ns(node), dev, os.path.join(self.workdir, "%s-%s.pcap" % (node, dev)))
-                 for node, dev in captures]
+        # (node, device) or (node, device, snaplen): 128 bytes of each frame unless asked.
+        dumps = [Capture(self.ns(c[0]), c[1], os.path.join(self.workdir, "%s-%s.pcap" % (c[0], c[1])), *c[2:])
+                 for c in captures]
         env = dict(os.environ if env is None else env)
         env["FABRICGEN_LAB"] = self.name
         env["PATH"] = TOOLS + os.pathsep + env.get("PATH", "")
@@ -385,10 +386,11 @@ class Lab:
 class Capture:
     """tcpdump on one interface of a namespace, started before the traffic."""
 
-    def __init__(self, ns, iface, pcap):
+    def __init__(self, ns, iface, pcap, snaplen=128):
         self.iface, self.pcap = iface, pcap
         self.name = os.path.basename(pcap)[:-len(".pcap")]
-        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", iface, "-n", "-s", "128", "--immediate-mode",
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", iface, "-n", "-s", str(snaplen),
+                                      "--immediate-mode",
                                       "-B", "16384", "-w", pcap], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()  # "tcpdump: listening on IFACE ..." once it captures

@@ -96,7 +96,7 @@ absl::StatusOr<DcqcnSpec> DcqcnFrom(const Node& n) {
 absl::Status ParseRoce(const Node& n, RoceSpec& r) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"op", "transport", "message", "pmtu", "dest_qp", "psn", "pkey", "va", "rkey", "imm",
                                   "qkey", "src_qp", "nak_code", "ack_credits", "ack_req", "icrc", "dcqcn",
-                                  "retransmit"}));
+                                  "retransmit", "connect"}));
   using Op = RoceSpec::Op;
   static constexpr std::pair<const char*, Op> kOps[] = {{"WRITE", Op::kWrite},
                                                         {"WRITE_IMM", Op::kWriteImm},
@@ -154,6 +154,13 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
     } else {
       FG_ASSIGN_OR_RETURN(std::string v, rt->OneOf({"go_back_n", "none"}));
       r.go_back_n = v == "go_back_n";
+    }
+  }
+  if (auto c = n.Optional("connect")) {
+    FG_ASSIGN_OR_RETURN(std::string v, c->OneOf({"cm", "none"}));
+    r.connect_cm = v == "cm";
+    if (r.connect_cm && (r.transport != Transport::kRc || !data || r.op == Op::kReadResponse)) {
+      return c->Error("connect: cm sets up RC QPs: an RC stream of WRITEs or SENDs");
     }
   }
   if (auto d = n.Optional("dcqcn")) {

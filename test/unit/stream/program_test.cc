@@ -290,6 +290,19 @@ TEST(Compile, ClosedLoopStreamsSharingQpsOnAPortAreRefused) {
   EXPECT_TRUE(Compile(*open, {10e9, 10e9}).ok());
 }
 
+// connect: cm needs a far end that answers the REQs.
+TEST(Compile, ConnectCmNeedsARespondingRxPort) {
+  auto plan = config::ParsePlan("c.yaml", "ports: [{name: a}, {name: b}]\n"
+                                "streams: [{name: s, port: a, rx_port: b, rate: 1 kpps,\n"
+                                "           frame: {roce: {op: WRITE, connect: cm}}}]\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto c = Compile(*plan, {10e9, 10e9});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(std::string(c.status().message()),
+            "c.yaml:2: streams[0].frame.roce.connect: cm needs its rx_port 'b' to respond (ports[].respond): that port "
+            "answers each REQ as the QP's passive side");
+}
+
 TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {
   auto p = Program::Compile(Frame("{roce: {op: SEND, message: 64, dest_qp: 0x100}}"), 10);
   ASSERT_TRUE(p.ok());

@@ -518,6 +518,10 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
       s.ce += v.ce;
     }
   }
+  // The responders' counters (each its owner lcore's, read relaxed).
+  for (const auto& resp : responders_) {
+    for (uint32_t i = 0; i < streams_.size(); ++i) out[i].responder += resp->counters(i);
+  }
   std::atomic_thread_fence(std::memory_order_acquire);  // the TX reads below stay below
   for (const auto& t : txs_) {
     for (size_t i = 0; i < t->num_streams(); ++i) {

@@ -273,6 +273,8 @@ class LiveRun {
     uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
     uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;  // gap_packets: sequence_gap_packets
     uint64_t tx_slots_skipped = 0;  // TX fell more than 1 ms behind the set rate: a tester limit
+    // Its RX port's responder so far (0 when the port does not respond).
+    endpoint::ResponderCounters responder;
     // Its frames carry a signature and its RX port receives: it has RX figures.
     bool rx_counted = true;
     bool retransmits = false;  // go-back-N: lost counts frames (stats::LostPackets)

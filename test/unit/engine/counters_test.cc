@@ -79,7 +79,7 @@ TEST(Counters, LostIsSentLessReceivedOnceEverywhere) {
   ASSERT_LT(gap, StreamCounters().size());
   EXPECT_EQ(Read(StreamCounters()[lost], s), 14);  // 1000 - (990 - 4)
   EXPECT_EQ(Read(StreamCounters()[gap], s), 15);   // every frame missing when its gap was seen
-  LiveRun::StreamLive l{1000, 0, 990, 0, 15, 4, 3, 0, 0};
+  LiveRun::StreamLive l{1000, 0, 990, 0, 15, 4, 3, 0, 0, {}};
   EXPECT_EQ(ReadLive(StreamCounters()[lost], l), 14);
   EXPECT_EQ(ReadLive(StreamCounters()[gap], l), 15);
   FlowReport f;
@@ -104,7 +104,10 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
   metrics::Hub hub;
   hub.SetPlan(*plan);
   metrics::RunCounts run;
-  run.streams.push_back({"s", 0, 0, LiveRun::StreamLive{101, 102, 103, 104, 105, 106, 107, 108, 109}, {}});
+  run.streams.push_back({"s", 0, 0, LiveRun::StreamLive{101, 102, 103, 104, 105, 106, 107, 108, 109,
+                                                         endpoint::ResponderCounters{110, 111, 112, 113, 114, 115,
+                                                                                     116, 117, 118, 119, 120}},
+                         {}});
   run.ports.push_back(LiveRun::PortLive{201, 202, 203, 204, 205});
   LcoreStats lc;
   lc.lcore = 3;
@@ -194,7 +197,7 @@ TEST(Counters, ObjectsNoRunCountedAreServedAtZero) {
   EXPECT_EQ(sample("fabricgen_stream_tx_packets_total", "t"), 0);
   EXPECT_EQ(sample("fabricgen_stream_tx_rate_pps", "t"), 0);
   metrics::RunCounts run;
-  run.streams.push_back({"s", 0, 0, LiveRun::StreamLive{5, 500, 5, 500, 0, 0, 0, 0, 0}, {}});
+  run.streams.push_back({"s", 0, 0, LiveRun::StreamLive{5, 500, 5, 500, 0, 0, 0, 0, 0, {}}, {}});
   run.ports.push_back(LiveRun::PortLive{5, 500, 5, 500, 0});
   hub.Fold(run);
   EXPECT_EQ(sample("fabricgen_stream_tx_packets_total", "s"), 5);

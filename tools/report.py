@@ -301,7 +301,8 @@ def render(rep, out):
                  "ended within", "lost", "CE marks", "CNPs sent / suppressed"],
                 [(p["m"], p["parameter_set"], len(p["runs"]), "yes" if p["converged"] else "no",
                   fmt_ns(p["convergence_ns"]) if p["converged"] else "-", fmt_bps(p["fair_share_bps"]),
-                  "%.1f %%" % (100 * p["runs"][0]["final_deviation"]) if p["runs"] else "-",
+                  "%.1f %%" % (100 * p["runs"][0]["final_deviation"])
+                  if p["runs"] and p["runs"][0]["final_deviation"] is not None else "-",
                   "%d of %d" % (p["runs"][0]["lost_packets"], p["runs"][0]["tx_packets"]) if p["runs"] else "-",
                   p["runs"][0]["ecn_ce_packets"] if p["runs"] else "-",
                   "%d / %d" % (p["runs"][0]["cnp_sent"], p["runs"][0]["cnp_suppressed"]) if p["runs"] else "-")

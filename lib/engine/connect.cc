@@ -50,14 +50,18 @@ class Exchange {
     if (qps_.empty()) return out;
     const uint64_t deadline = ReadTsc() + clock_.FromNs(static_cast<uint64_t>(timeout_ns));
     const uint64_t resend = clock_.FromNs(kResendNs);
-    size_t next = 0, done = 0;
+    // This exchange's communication ids start at a base of its own: a MAD left
+    // over from an earlier one (or another CM peer's) names none of its QPs.
+    base_ = static_cast<uint32_t>(ReadTsc() >> 4) & 0x3FFFFFFF;
+    if (base_ + qps_.size() >= kResponderCommBit) base_ = 0;
+    size_t done = 0, low = 0;  // low: no QP below it is still being set up
     while (done < qps_.size()) {
       const uint64_t now = ReadTsc();
       if (now > deadline) return Failure(timeout_ns);
       // New REQs while the window has room.
-      while (next < qps_.size() && next - done < kWindow) {
-        FG_RETURN_IF_ERROR(SendReq(next, now));
-        ++next;
+      while (next_ < qps_.size() && next_ < done + kWindow) {
+        FG_RETURN_IF_ERROR(SendReq(next_, now));
+        ++next_;
       }
       // What came back, on every RX queue of the ports involved.
       for (size_t pi = 0; pi < ports_.size(); ++pi) {
@@ -73,8 +77,10 @@ class Exchange {
           FG_RETURN_IF_ERROR(st);
         }
       }
-      // Lost MADs: a REQ without a REP, a REP without an RTU.
-      for (size_t k = 0; k < next; ++k) {
+      // Lost MADs: a REQ without a REP, a REP without an RTU (among the QPs
+      // sent and not yet set up: about the window).
+      while (low < next_ && qps_[low].done) ++low;
+      for (size_t k = low; k < next_; ++k) {
         Qp& p = qps_[k];
         if (p.done || now < p.sent_tsc + resend) continue;  // (sent_tsc may be after `now`: a REP sent on receipt)
         if (p.sends >= kMaxSends) continue;  // given up: the deadline names it
@@ -83,7 +89,12 @@ class Exchange {
       }
     }
     for (const stream::CompiledStream& s : streams_) {
-      if (out[s.index]) out[s.index]->elapsed_ns = static_cast<int64_t>(clock_.ToNs(last[s.index] - first[s.index]));
+      if (!out[s.index]) continue;
+      QpSetup& q = *out[s.index];
+      q.elapsed_ns = static_cast<int64_t>(clock_.ToNs(last[s.index] - first[s.index]));
+      q.first_ns = clock_.ToNs(first[s.index]);
+      q.last_ns = clock_.ToNs(last[s.index]);
+      q.other_frames = other_;  // the exchange's, not one stream's: every connecting stream shows them
     }
     return out;
   }
@@ -105,9 +116,9 @@ class Exchange {
     }
     return e;
   }
-  uint32_t ResponderQpn(const Qp& p) const { return (streams_[p.stream].program.key_base() + p.flow) & 0xFFFFFF; }
-  // The requester's own QP number: the responder's with the top bit set.
-  uint32_t RequesterQpn(const Qp& p) const { return ResponderQpn(p) ^ 0x800000; }
+  // The QP's number, at both ends: the data's destination QP, which its ACKs,
+  // NAKs and CNPs also carry (a QP number is each node's own).
+  uint32_t Qpn(const Qp& p) const { return (streams_[p.stream].program.key_base() + p.flow) & 0xFFFFFF; }
 
   absl::Status Send(size_t port, const std::vector<uint8_t>& frame) {
     port::Port* p = ports_[port];
@@ -131,11 +142,11 @@ class Exchange {
 
   // QP k's MAD of kind `attr`: its transaction, and its communication ids
   // (the requester's k + 1; the passive side's with the top bit set).
-  static proto::cm::Message Mad(uint16_t attr, size_t k) {
+  proto::cm::Message Mad(uint16_t attr, size_t k) const {
     proto::cm::Message m;
     m.attr = attr;
-    m.transaction_id = k + 1;
-    const uint32_t requester = static_cast<uint32_t>(k + 1);
+    m.transaction_id = base_ + k + 1;
+    const uint32_t requester = static_cast<uint32_t>(base_ + k + 1);
     m.local_comm_id = attr == proto::cm::kRep ? requester | kResponderCommBit : requester;
     m.remote_comm_id = attr == proto::cm::kRep ? requester : requester | kResponderCommBit;
     return m;
@@ -146,7 +157,8 @@ class Exchange {
     const stream::CompiledStream& s = streams_[p.stream];
     proto::cm::Message m = Mad(proto::cm::kReq, k);
     m.remote_comm_id = 0;
-    m.local_qpn = RequesterQpn(p);
+    m.local_qpn = Qpn(p);
+    m.pkey = s.cm_pkey;
     m.start_psn = s.program.psn_start();
     m.service_id = 0x0000000001060000ull + proto::roce::kUdpPort;  // RDMA CM's TCP port space, port 4791
     m.pmtu_code = proto::cm::MtuCode(s.pmtu);
@@ -161,7 +173,7 @@ class Exchange {
     Qp& p = qps_[k];
     const stream::CompiledStream& s = streams_[p.stream];
     proto::cm::Message m = Mad(proto::cm::kRep, k);
-    m.local_qpn = ResponderQpn(p);
+    m.local_qpn = Qpn(p);
     m.start_psn = 0;
     m.local_ca_guid = proto::cm::GuidOfMac(s.cm_encap.dst_mac);
     p.sent_tsc = now;
@@ -174,10 +186,11 @@ class Exchange {
     const uint64_t now = ReadTsc();
     const auto* d = rte_pktmbuf_mtod(mb, const uint8_t*);
     const auto m = proto::cm::Parse(std::span<const uint8_t>(d, rte_pktmbuf_data_len(mb)));
-    // Whose: the requester's communication id (REP names it as the remote one).
+    // Whose: the requester's communication id (REP names it as the remote
+    // one), of a QP whose REQ this exchange sent, in its transaction.
     uint64_t k = 0;
-    if (m) k = (m->attr == proto::cm::kRep ? m->remote_comm_id : m->local_comm_id);
-    if (!m || k == 0 || k > qps_.size()) {
+    if (m) k = uint64_t{m->attr == proto::cm::kRep ? m->remote_comm_id : m->local_comm_id} - base_;
+    if (!m || k == 0 || k > next_ || m->transaction_id != base_ + k) {
       ++other_;
       return absl::OkStatus();
     }
@@ -217,7 +230,7 @@ class Exchange {
       if (p.done) continue;
       (p.rep ? no_rtu : no_rep) += 1;
       if (first.empty()) {
-        first = absl::StrFormat("stream %s QP %#x", streams_[p.stream].name, ResponderQpn(p));
+        first = absl::StrFormat("stream %s QP %#x", streams_[p.stream].name, Qpn(p));
       }
     }
     return absl::DeadlineExceededError(absl::StrFormat(
@@ -230,6 +243,8 @@ class Exchange {
   const std::vector<stream::CompiledStream>& streams_;
   const TscClock& clock_;
   std::vector<Qp> qps_;
+  size_t next_ = 0;    // REQs sent for qps_[0 .. next_)
+  uint32_t base_ = 0;  // communication ids: base_ + 1 ..
   uint64_t other_ = 0;
 };
 

@@ -28,7 +28,10 @@ struct QpSetup {
   uint64_t qps = 0;
   uint64_t resent = 0;       // REQs and REPs sent again (a MAD lost or late)
   int64_t elapsed_ns = 0;    // the stream's first REQ to its last RTU
-  uint64_t other_frames = 0;  // frames that came meanwhile and were not its MADs (freed)
+  uint64_t first_ns = 0, last_ns = 0;  // those two instants (TSC ns): a trial's span over its streams
+  // Frames that came during the exchange and were none of its MADs (freed,
+  // not counted anywhere else): the exchange's, shown by each connecting stream.
+  uint64_t other_frames = 0;
 };
 
 // Sets up every QP of the streams with connect_cm; fails naming the QPs that

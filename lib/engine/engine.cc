@@ -293,6 +293,11 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
       return setups.status();
     }
     r->qp_setup_ = *std::move(setups);
+    // The ports' own counts (and the kernel's) start after it: the MADs are
+    // the set-up's, not the trial's (qp_setup counts them and what else came).
+    if (std::any_of(r->qp_setup_.begin(), r->qp_setup_.end(), [](const auto& q) { return q.has_value(); })) {
+      for (port::Port* p : ports) p->ResetStats();
+    }
   }
 
   // Launch, then start every stream at the same instant a little ahead.

@@ -279,6 +279,8 @@ class DcqcnConvergence final : public TestKind {
           ConvergenceRun run = JudgeConvergence(tl, t.t0_ns, t.trial_duration_ns, t.tolerance, t.hold_ns,
                                                 t.bottleneck_bps);
           run.trial = rec.index;
+          // No reaction point: the QPs' rates are their set ones, not a measurement.
+          if (!t.parameter_sets[k]) run.final_deviation = std::nan("");
           for (const engine::StreamResult& sr : r->streams) {
             run.tx_packets += sr.tx.packets;
             run.lost_packets += sr.lost();
@@ -382,7 +384,12 @@ class DcqcnConvergence final : public TestKind {
         }
         w.Field("fair_share_bps", run.fair_share_bps);
         w.Field("fair_share_measured", run.fair_share_measured);
-        w.Field("final_deviation", run.final_deviation);
+        w.Key("final_deviation");  // null for `none`: no rate of its own to judge
+        if (std::isnan(run.final_deviation)) {
+          w.Null();
+        } else {
+          w.Double(run.final_deviation);
+        }
         w.Field("tx_packets", run.tx_packets);
         w.Field("lost_packets", run.lost_packets);
         w.Field("ecn_ce_packets", run.ecn_ce_packets);
@@ -427,8 +434,11 @@ class DcqcnConvergence final : public TestKind {
                              FormatBitRate(p.fair_share_bps));
       if (!p.runs.empty()) {
         const ConvergenceRun& run = p.runs.front();
-        out += absl::StrFormat("; ended within %.1f %% of it; lost %s of %s frames, %s CE marks, %s CNPs sent",
-                               run.final_deviation * 100, FormatCount(static_cast<uint64_t>(run.lost_packets)),
+        out += absl::StrFormat("; %s; lost %s of %s frames, %s CE marks, %s CNPs sent (first repetition)",
+                               std::isnan(run.final_deviation)
+                                   ? std::string("no reaction point: each QP at its set rate")
+                                   : absl::StrFormat("ended within %.1f %% of it", run.final_deviation * 100),
+                               FormatCount(static_cast<uint64_t>(run.lost_packets)),
                                FormatCount(run.tx_packets), FormatCount(run.ecn_ce_packets),
                                FormatCount(run.cnp_sent));
       }

@@ -49,7 +49,8 @@ struct ConvergenceRun {
   double fair_share_bps = 0;
   bool fair_share_measured = false;
   // The largest deviation from the fair share of a QP's mean rate over the
-  // trial's last fifth (|mean / fair - 1|): how far from fair it ended.
+  // last fifth of [t0, end] (|mean / fair - 1|): how far from fair it ended
+  // (NaN, null in the report, for the `none` set).
   double final_deviation = 0;
   // The trial's two streams together: frames sent, lost (the wire's), CE
   // marks seen at the responder, CNPs it sent, suppressed (cnp_interval) and

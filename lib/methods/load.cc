@@ -115,7 +115,13 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
     t.qp_setup->setup.Merge(s.qp_setup->setup);
     t.qp_setup->qps += s.qp_setup->qps;
     t.qp_setup->resent += s.qp_setup->resent;
-    t.qp_setup->elapsed_ns = std::max(t.qp_setup->elapsed_ns, s.qp_setup->elapsed_ns);
+    t.qp_setup->other_frames = s.qp_setup->other_frames;  // the one exchange's
+    // The trial's span: its first REQ to its last RTU over every stream.
+    if (t.qp_setup->first_ns == 0 || s.qp_setup->first_ns < t.qp_setup->first_ns) {
+      t.qp_setup->first_ns = s.qp_setup->first_ns;
+    }
+    t.qp_setup->last_ns = std::max(t.qp_setup->last_ns, s.qp_setup->last_ns);
+    t.qp_setup->elapsed_ns = static_cast<int64_t>(t.qp_setup->last_ns - t.qp_setup->first_ns);
   }
   t.load = load;
   t.duration_s = duration_s;

@@ -57,7 +57,7 @@ void WriteMessage(uint8_t* d, const Encap& e, const Message& m) {
     d[43] = static_cast<uint8_t>(20 << 3 | 0 << 1 | 1);
     Put24(d + 44, m.start_psn);
     d[47] = static_cast<uint8_t>(20 << 3 | 7);  // local CM response timeout 20 | retry count 7
-    Put16(d + 48, 0xFFFF);                      // partition key
+    Put16(d + 48, m.pkey);                      // partition key
     d[50] = static_cast<uint8_t>(m.pmtu_code << 4 | 0 << 3 | 7);  // path MTU | RDC exists 0 | RNR retry 7
     d[51] = static_cast<uint8_t>(15 << 4);                        // max CM retries 15 | SRQ 0 | ext 0
     // Primary path: LIDs permissive (RoCE routes by GID), the GIDs, the IP header's class and hop limit.
@@ -65,7 +65,7 @@ void WriteMessage(uint8_t* d, const Encap& e, const Message& m) {
     Put16(d + 54, 0xFFFF);
     PutGid(d + 56, e.l3, true);
     PutGid(d + 72, e.l3, false);
-    Put32(d + 88, (e.l3.flow_label & 0xFFFFF) << 12 | 0x03);  // flow label | packet rate 3 (2.5 Gb/s)
+    Put32(d + 88, (e.l3.flow_label & 0xFFFFF) << 12 | 0x03);  // flow label | packet rate 3 (10 Gb/s)
     d[92] = static_cast<uint8_t>(e.l3.dscp << 2);              // traffic class
     d[93] = e.l3.ttl;                                          // hop limit
     d[94] = 0;                                                 // SL 0 | subnet local 0
@@ -165,6 +165,7 @@ std::optional<Message> Parse(std::span<const uint8_t> f) {
       m.local_ca_guid = Get64(d + 16);
       m.local_qpn = Get24(d + 32);
       m.start_psn = Get24(d + 44);
+      m.pkey = static_cast<uint16_t>(d[48] << 8 | d[49]);
       m.pmtu_code = static_cast<uint8_t>(d[50] >> 4);
       break;
     case kRep:

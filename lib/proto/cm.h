@@ -35,6 +35,7 @@ struct Message {
   uint32_t start_psn = 0;       // REQ, REP (24 bits)
   uint64_t service_id = 0;      // REQ
   uint8_t pmtu_code = 3;        // REQ: path MTU, 1 = 256 .. 5 = 4096 (IBA MTU encoding)
+  uint16_t pkey = 0xFFFF;       // REQ: the partition key
   uint64_t local_ca_guid = 0;   // REQ, REP
 };
 

@@ -169,6 +169,7 @@ void WriteQpSetup(report::JsonWriter& w, const std::optional<engine::QpSetup>& s
   w.Field("elapsed_ns", q.elapsed_ns);
   w.Field("setup_rate_per_s", q.elapsed_ns > 0 ? static_cast<double>(q.qps) * 1e9 / q.elapsed_ns : 0.0);
   w.Field("mads_resent", q.resent);
+  w.Field("other_frames", q.other_frames);
   w.EndObject();
 }
 

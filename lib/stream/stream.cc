@@ -136,7 +136,7 @@ double CompiledStream::FlowShare(const std::vector<uint32_t>& some) const {
 // Feedback (ACK, NAK, CNP, UET NACK) finds its flow by its QP (or PDC) at
 // the port it arrives on, as a NIC's QP numbers are its own: two streams
 // whose feedback comes to one port with the same key could not be told
-// apart. For a closed-loop stream (answered, or with DCQCN) that would act on
+// apart. For a closed-loop stream (DCQCN, or go-back-N) that would act on
 // the wrong QP: refused. (Open-loop streams sharing keys count such feedback
 // on the first of them.)
 absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<CompiledStream>& streams) {
@@ -146,7 +146,9 @@ absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<Compi
     for (size_t i = 0; i < j; ++i) {
       const CompiledStream& a = streams[i];
       if (a.program.key_kind() != b.program.key_kind()) continue;
-      const bool closed = a.answers != nullptr || b.answers != nullptr || a.dcqcn || b.dcqcn;
+      // What acts on its feedback: a reaction point, or a go-back-N requester.
+      auto acts = [](const CompiledStream& x) { return x.dcqcn.has_value() || (x.answers && x.answers->strict); };
+      const bool closed = acts(a) || acts(b);
       if (!closed) continue;
       size_t port = SIZE_MAX;  // a port where both streams' feedback arrives
       for (size_t p : {b.rx_port, b.tx_port}) {  // the requester's port last: it names that one
@@ -157,7 +159,7 @@ absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<Compi
       if (a1 <= b0 || b1 <= a0) continue;
       const bool qp = b.program.key_kind() == KeyKind::kRoceQp;
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: streams[%d].frame.%s: stream %s's %s %d..%d are stream %s's too (%d..%d) on port '%s': their "
+          "%s:%d: streams[%d].frame.%s: stream %s's %s %#x..%#x overlap stream %s's (%#x..%#x) on port '%s': their "
           "feedback (%s) could not be told apart; give one of them other %s (e.g. %s: 0x%x)",
           plan.file, plan.streams[j].line, j, qp ? "roce.dest_qp" : "uet.spdcid", b.name, qp ? "QPs" : "PDCs", b0,
           b1 - 1, a.name, a0, a1 - 1, plan.ports[port].name, qp ? "ACKs, NAKs, CNPs" : "ACKs, NACKs",
@@ -225,9 +227,16 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
               "port answers each REQ as the QP's passive side",
               plan.file, s.line, i, plan.ports[s.rx_port].name));
         }
+        if (plan.ports[s.port].rx_queues == 0) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s:%d: streams[%d].frame.roce.connect: cm needs port '%s' to receive (rx_queues above 0): the REPs "
+              "come back there",
+              plan.file, s.line, i, plan.ports[s.port].name));
+        }
         c.connect_cm = true;
         c.cm_encap = s.frame.encap;
         c.pmtu = s.frame.roce.pmtu;
+        c.cm_pkey = s.frame.roce.pkey;
       }
     }
     if (const auto& respond = plan.ports[s.rx_port].respond) {

@@ -62,6 +62,7 @@ struct CompiledStream {
   bool connect_cm = false;
   proto::Encap cm_encap;
   uint32_t pmtu = 0;
+  uint16_t cm_pkey = 0xFFFF;
   // The fraction of the stream's rate that `flows` (indices, empty: all)
   // carry: their count's share, or with per-flow rates their rates' share.
   double FlowShare(const std::vector<uint32_t>& some) const;

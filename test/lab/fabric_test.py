@@ -360,7 +360,7 @@ class DcqcnTest(LabRun):
         self.assertGreater(drops, len(open_rows) // 2)
         self.assertGreater(sum(1 for r in last_s if r["action"] == "drop"), len(last_s) // 2)
         self.assertEqual(open_run["lost_packets"], sum(1 for r in open_rows if r["action"].startswith("drop")))
-        self.assertGreater(open_run["final_deviation"], 2)  # each QP at its 50 Mbit/s: 4 x the fair share
+        self.assertIsNone(open_run["final_deviation"])  # no reaction point: no rate of its own to judge
         self.assertFalse(self.runs()["none"][0]["converged"])
         self.assertLess(run["lost_packets"] * 100, open_run["lost_packets"])  # the contrast
 
@@ -409,11 +409,12 @@ streams:
         self.assertTrue(0 < q["p50_ns"] <= q["p99_ns"] <= q["max_ns"])
         # Every QP once each way (more only where fabricgen says it sent a MAD again).
         self.assertEqual(len(req) + len(rep) + len(rtu), 3000 + q["mads_resent"])
-        self.assertEqual(sorted(set(int(x[1], 16) for x in req)), list(range(1, 1001)))  # communication ids
-        self.assertEqual(sorted(set(int(x[2], 16) for x in req)), [0x801000 + i for i in range(1000)])  # requester QPs
+        comm = sorted(set(int(x[1], 16) for x in req))  # communication ids: the exchange's base + 1 ..
+        self.assertEqual(comm, list(range(comm[0], comm[0] + 1000)))
+        self.assertEqual(sorted(set(int(x[2], 16) for x in req)), [0x1000 + i for i in range(1000)])  # the QPs
         self.assertEqual(sorted(set(int(x[5], 16) for x in rep)), [0x1000 + i for i in range(1000)])  # responder QPs
-        self.assertEqual(sorted(set(int(x[4], 16) for x in rep)), list(range(1, 1001)))
-        self.assertEqual(sorted(set(int(x[6], 16) for x in rtu)), list(range(1, 1001)))
+        self.assertEqual(sorted(set(int(x[4], 16) for x in rep)), comm)
+        self.assertEqual(sorted(set(int(x[6], 16) for x in rtu)), comm)
         self.assertTrue(all((x[7], x[8]) == ("198.18.0.1", "198.19.0.1") for x in req + rtu))
         self.assertTrue(all((x[7], x[8]) == ("198.19.0.1", "198.18.0.1") for x in rep))
         # The ICRC of every MAD, computed by zlib and scapy (independent of fabricgen).

@@ -28,6 +28,7 @@ TEST(Cm, ReqCarriesItsFieldsAtTheIbaOffsetsInAUdSendToQp1) {
   m.start_psn = 0x000777;
   m.service_id = 0x0000000001060000ull + 4791;
   m.pmtu_code = MtuCode(1024);
+  m.pkey = 0x8001;
   m.local_ca_guid = GuidOfMac(MacAddr{{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}});
   const std::vector<uint8_t> f = BuildFrame(TestEncap(), m, 5);
   // Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4.
@@ -58,6 +59,7 @@ TEST(Cm, ReqCarriesItsFieldsAtTheIbaOffsetsInAUdSendToQp1) {
   EXPECT_EQ(d[20], 0xFE);
   EXPECT_EQ((d[32] << 16) | (d[33] << 8) | d[34], 0x800123);  // local QPN
   EXPECT_EQ((d[44] << 16) | (d[45] << 8) | d[46], 0x000777);  // starting PSN
+  EXPECT_EQ((d[48] << 8) | d[49], 0x8001);                    // partition key
   EXPECT_EQ(d[50] >> 4, 3);                                   // path MTU 1024
   EXPECT_EQ(d[43] & 0x06, 0);                                 // transport service type RC
   EXPECT_EQ(d[56 + 10], 0xFF);                                // local GID ::ffff:198.18.0.1
@@ -76,6 +78,7 @@ TEST(Cm, ReqCarriesItsFieldsAtTheIbaOffsetsInAUdSendToQp1) {
   EXPECT_EQ(back->start_psn, m.start_psn);
   EXPECT_EQ(back->service_id, m.service_id);
   EXPECT_EQ(back->pmtu_code, 3);
+  EXPECT_EQ(back->pkey, 0x8001);
   EXPECT_EQ(back->local_ca_guid, m.local_ca_guid);
 }
 

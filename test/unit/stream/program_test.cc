@@ -279,8 +279,8 @@ TEST(Compile, ClosedLoopStreamsSharingQpsOnAPortAreRefused) {
   auto c = Compile(*shared, {10e9, 10e9});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(std::string(c.status().message()),
-            "q.yaml:4: streams[1].frame.roce.dest_qp: stream y's QPs 258..261 are stream x's too (256..259) on port "
-            "'a': their feedback (ACKs, NAKs, CNPs) could not be told apart; give one of them other QPs (e.g. "
+            "q.yaml:4: streams[1].frame.roce.dest_qp: stream y's QPs 0x102..0x105 overlap stream x's (0x100..0x103) on "
+            "port 'a': their feedback (ACKs, NAKs, CNPs) could not be told apart; give one of them other QPs (e.g. "
             "dest_qp: 0x104)");
   auto apart = plan_with("{roce: {dest_qp: 0x104}}", ", respond: true");
   ASSERT_TRUE(apart.ok());

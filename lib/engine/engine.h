@@ -323,6 +323,10 @@ class LiveRun {
           const std::vector<stream::CompiledStream>& streams, const TrialOptions& options);
   void Background();
   void TakeSample(uint64_t now);
+  // The closed loop's wiring (closed_loop.cc), in Start: responders on the
+  // workers that own answered flows, and the feedback sinks to the senders.
+  absl::Status SetUpResponders(const std::vector<unsigned>& workers, int tag_off);
+  void SetUpFeedback();
   // Every shard of a stream: (task, index in the task, share of the stream's rate).
   struct ShardRef {
     tx::TxTask* task;

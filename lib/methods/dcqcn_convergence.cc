@@ -100,6 +100,17 @@ ConvergenceRun JudgeConvergence(const std::vector<std::vector<tx::RatePoint>>& t
 
 namespace {
 
+// `converged` and `convergence_ns` (null when it did not converge).
+void WriteConvergence(report::JsonWriter& w, bool converged, int64_t ns) {
+  w.Field("converged", converged);
+  w.Key("convergence_ns");
+  if (converged) {
+    w.Int(ns);
+  } else {
+    w.Null();
+  }
+}
+
 class DcqcnConvergence final : public TestKind {
  public:
   std::string_view key() const override { return "dcqcn_convergence"; }
@@ -362,26 +373,14 @@ class DcqcnConvergence final : public TestKind {
       w.BeginObject();
       w.Field("m", p.m);
       w.Field("parameter_set", p.parameter_set);
-      w.Field("converged", p.converged);
-      w.Key("convergence_ns");
-      if (p.converged) {
-        w.Int(p.convergence_ns);
-      } else {
-        w.Null();
-      }
+      WriteConvergence(w, p.converged, p.convergence_ns);
       w.Field("fair_share_bps", p.fair_share_bps);
       w.Key("runs");
       w.BeginArray();
       for (const ConvergenceRun& run : p.runs) {
         w.BeginObject();
         w.Field("trial", run.trial);
-        w.Field("converged", run.converged);
-        w.Key("convergence_ns");
-        if (run.converged) {
-          w.Int(run.convergence_ns);
-        } else {
-          w.Null();
-        }
+        WriteConvergence(w, run.converged, run.convergence_ns);
         w.Field("fair_share_bps", run.fair_share_bps);
         w.Field("fair_share_measured", run.fair_share_measured);
         w.Key("final_deviation");  // null for `none`: no rate of its own to judge

@@ -346,6 +346,29 @@ absl::Status Shell::SetRate(const Args& a, const Rate& rate, std::ostream& out) 
   FG_ASSIGN_OR_RETURN(const size_t i, StreamIndex(a[1]));
   stream::CompiledStream& s = streams_[i];
   if (s.burst_frames != 0) return absl::FailedPreconditionError("rate: the stream has a burst schedule, not a rate");
+  if (s.read_response()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "rate: a READ's responses go as their requests come; set the rate of stream %s (the READ data's)",
+        streams_[s.read_requests].name));
+  }
+  if (s.read_request()) {
+    // A READ's rate is its data's: the responses', back from the responding port.
+    stream::CompiledStream& d = streams_[s.read_responses];
+    const double back = session_->ports()[d.tx_port]->capabilities().line_bps();
+    const double data_pps = rate.ToPps(d.frame_size, back);
+    FG_RETURN_IF_ERROR(CheckRate(static_cast<size_t>(s.read_responses), data_pps, back));
+    const double was = (live_ != nullptr ? live_->state(i).pps : s.pps) * s.read_packets;
+    s.pps = data_pps / s.read_packets;
+    d.pps = data_pps;
+    if (live_ != nullptr) FG_RETURN_IF_ERROR(live_->SetRate(i, s.pps));
+    auto show = [](double v) { return std::isfinite(v) ? FormatPacketRate(v) : std::string("max"); };
+    out << absl::StrFormat("%s: READ data %s of responses (was %s)%s, %s of requests\n", s.name, show(data_pps),
+                           show(was),
+                           std::isfinite(data_pps) ? absl::StrFormat(", %s L2", FormatBitRate(data_pps * d.frame_size * 8))
+                                                   : "",
+                           show(s.pps));
+    return absl::OkStatus();
+  }
   const double line = session_->ports()[s.tx_port]->capabilities().line_bps();
   const double pps = rate.ToPps(s.frame_size, line);
   FG_RETURN_IF_ERROR(CheckRate(i, pps, line));

@@ -76,21 +76,7 @@ void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
   const stream::Answers& g = *groups_[group];
   GroupCounters& n = counters_[group];
   Qp& q = qps_[slot];
-  if (ce) {
-    n.ce_seen.Add(1);
-    // Signed: a frame received before the last CNP's (one flow on two
-    // queues, a NIC stamp beside a handed-off record) is within the interval.
-    const int64_t since = static_cast<int64_t>(rx_ns - q.last_cnp_ns);
-    if (!q.cnp_sent || since >= g.spec.cnp_interval_ns) {
-      if (Emit(g, Answer::kCnp, slot, 0, 0)) {
-        q.cnp_sent = true;
-        q.last_cnp_ns = rx_ns;
-        n.cnp_sent.Add(1);
-      }
-    } else {
-      n.cnp_suppressed.Add(1);
-    }
-  }
+  if (ce) Notify(g, n, q, slot, rx_ns);
   if (!g.reliable) return;
   const uint32_t psn = (g.psn_start + seq * g.psn_step) & proto::roce::kPsnMask;
   const uint32_t ahead = (psn - q.epsn) & proto::roce::kPsnMask;
@@ -134,6 +120,49 @@ void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
     q.ack_due = true;
     due_.push_back(slot);
   }
+}
+
+void Responder::Notify(const stream::Answers& g, GroupCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns) {
+  n.ce_seen.Add(1);
+  // Signed: a frame received before the last CNP's (one flow on two
+  // queues, a NIC stamp beside a handed-off record) is within the interval.
+  const int64_t since = static_cast<int64_t>(rx_ns - q.last_cnp_ns);
+  if (!q.cnp_sent || since >= g.spec.cnp_interval_ns) {
+    if (Emit(g, Answer::kCnp, slot, 0, 0)) {
+      q.cnp_sent = true;
+      q.last_cnp_ns = rx_ns;
+      n.cnp_sent.Add(1);
+    }
+  } else {
+    n.cnp_suppressed.Add(1);
+  }
+}
+
+uint32_t Responder::OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, bool ce) {
+  const uint32_t group = owned_[slot].group;
+  const stream::Answers& g = *groups_[group];
+  GroupCounters& n = counters_[group];
+  Qp& q = qps_[slot];
+  if (ce) Notify(g, n, q, slot, rx_ns);
+  // Requests step the PSN by their response packets: the distance in
+  // requests is the PSN distance over that step (a division per request,
+  // none when each request is one packet).
+  const uint32_t step = g.psn_step;
+  const uint32_t ahead = (psn - q.epsn) & proto::roce::kPsnMask;
+  if (ahead >= (proto::roce::kPsnMask + 1) / 2) {  // behind: a duplicate, not executed again
+    const uint32_t back = (proto::roce::kPsnMask + 1) - ahead;
+    n.duplicates.Add(1);
+    return q.rseq - (step == 1 ? back : (back + step - 1) / step);
+  }
+  const uint32_t seq = q.rseq + (step == 1 ? ahead : ahead / step);
+  if (ahead != 0) n.out_of_sequence.Add(1);  // requests before it were lost
+  q.epsn = (psn + step) & proto::roce::kPsnMask;
+  q.rseq = seq + 1;
+  n.delivered_packets.Add(1);
+  n.delivered_bytes.Add(g.read_bytes);
+  q.msn = (q.msn + 1) & proto::roce::kPsnMask;
+  if (read_ != nullptr) read_->OnRead(slot, seq);
+  return seq;
 }
 
 void Responder::FlushSlow() {

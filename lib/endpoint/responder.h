@@ -15,8 +15,15 @@
 //   item 4), so the responder then resynchronises on that packet (counted as
 //   out of sequence) instead of waiting for a resend that never comes. A
 //   packet behind the expected PSN (a duplicate) is acknowledged again.
-// - READ, UC, UD: no ACK or NAK (READ responses are not implemented yet; a
-//   requester never acknowledges them).
+// - RC READ: each request (no signature: RX knows it by its QP and PSN,
+//   OnReadRequest) is executed: the responder asks its ReadSink to send the
+//   request's responses (the READ's responses stream, stream.h) and counts
+//   the message as delivered. A request ahead of the expected PSN (requests
+//   were lost) is executed all the same, and the ones skipped are the
+//   requests' loss: fabricgen's requester does not re-issue READs, so no NAK
+//   asks it to. One behind it (a duplicate) is counted and not executed
+//   again. READ responses are never acknowledged.
+// - UC, UD: no ACK or NAK.
 // - Every transport: a CE-marked frame of a QP makes a CNP to it, at most one
 //   per QP per `cnp_interval`; the others are suppressed, so
 //   ce_seen = cnp_sent + cnp_suppressed + cnp_dropped exactly (dropped: the
@@ -63,6 +70,17 @@ struct ResponderCounters {
   ResponderCounters& operator+=(const ResponderCounters& o);
 };
 
+// Where an executed READ request's responses are sent from: the owner's TX
+// task of the READ's responses stream (the engine connects it).
+class ReadSink {
+ public:
+  virtual ~ReadSink() = default;
+  // On the owner lcore: the request `seq` of the flow in `slot` was
+  // executed; its responses are that flow's response packets
+  // seq x k .. seq x k + k - 1 (k: the READ's packets per request).
+  virtual void OnRead(uint32_t slot, uint32_t seq) = 0;
+};
+
 class Responder {
  public:
   // `groups[g]`: stream g's answers (CompiledStream::answers), or nullptr when it is not answered;
@@ -76,6 +94,11 @@ class Responder {
   bool answers(uint32_t group) const { return group < groups_.size() && groups_[group] != nullptr; }
   // A data frame of the flow in `slot` (its signature's sequence, its RX time, CE).
   void OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce);
+  // A READ request of the flow in `slot` with BTH PSN `psn`: executed
+  // (ReadSink) when not a duplicate; returns its sequence number (its
+  // place among the flow's requests, counting on past PSN wraps).
+  uint32_t OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, bool ce);
+  void SetReadSink(ReadSink* s) { read_ = s; }
   // The ACKs due (once per QP), into the answer queue.
   void Flush() {
     if (!due_.empty()) FlushSlow();
@@ -94,6 +117,7 @@ class Responder {
     uint32_t msn = 0;      // messages completed (24 bits on the wire)
     uint32_t pos = 0;      // packet index inside the message being received
     uint32_t unacked = 0;  // accepted since the last ACK
+    uint32_t rseq = 0;     // READ: the sequence of the request expected next
     uint64_t last_cnp_ns = 0;
     bool cnp_sent = false, ack_due = false, nak_sent = false;
     bool ack_vars = false;  // ack_vars_[slot] holds the ACK program's FlowVars of this QP
@@ -103,6 +127,8 @@ class Responder {
         answers_dropped, delivered_packets, delivered_bytes;
   };
   void FlushSlow();
+  // A CE mark on the flow in `slot`: a CNP, or suppressed within cnp_interval.
+  void Notify(const stream::Answers& g, GroupCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns);
   // Queues one answer; false (counted in answers_dropped) when the ring is full.
   bool Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot, uint32_t psn, uint32_t msn);
 
@@ -115,6 +141,7 @@ class Responder {
   std::vector<uint32_t> due_;  // slots with an ACK due (capacity: every slot)
   std::unique_ptr<GroupCounters[]> counters_;
   AnswerQueue* out_;
+  ReadSink* read_ = nullptr;
 };
 
 }  // namespace fg::endpoint

@@ -40,6 +40,7 @@ absl::Status LiveRun::SetUpResponders(const std::vector<unsigned>& workers, int 
     answer_queues_.push_back(std::make_unique<endpoint::AnswerQueue>(kAnswerQueue));
     responders_.push_back(std::make_unique<endpoint::Responder>(answers, flows, answer_queues_.back().get()));
     tables_[w]->SetResponder(responders_.back().get());
+    work[w].responder = responders_.back().get();
     work[w].answers = answer_queues_.back().get();
     work[w].tag_off = tag_off;
     work[w].answer_ports = std::vector<AnswerPort>(ports.size());
@@ -59,14 +60,15 @@ void LiveRun::SetUpFeedback() {
   auto& work = work_;
   const Placement& pl = placement_;
   const uint32_t nw = static_cast<uint32_t>(work.size());
+  // A FlowTable slot's sender: the TX task and shard flow.
+  struct Target {
+    tx::TxTask* task = nullptr;
+    uint32_t shard = 0, flow = 0;
+  };
   // Feedback to the senders: on each worker, a CNP for a DCQCN flow, and an
   // ACK or NAK for an RC requester that goes back, goes from its FlowTable
   // slot to the TX task and shard flow that send it.
   struct ToSender : endpoint::FeedbackSink {
-    struct Target {
-      tx::TxTask* task = nullptr;
-      uint32_t shard = 0, flow = 0;
-    };
     std::vector<Target> by_slot;
     void OnFeedback(uint32_t slot, const endpoint::Feedback& f) override {
       const Target& t = by_slot[slot];
@@ -91,6 +93,33 @@ void LiveRun::SetUpFeedback() {
     if (!any) continue;
     tables_[w]->SetFeedbackSink(sink.get());
     feedback_.push_back(std::move(sink));
+  }
+  // READ: a request the responder executed, from its slot (the request
+  // flow's) to the shard flow of the same worker that sends its responses.
+  struct ToResponses : endpoint::ReadSink {
+    std::vector<Target> by_slot;
+    void OnRead(uint32_t slot, uint32_t seq) override {
+      const Target& t = by_slot[slot];
+      if (t.task != nullptr) t.task->OnRead(t.shard, t.flow, seq);
+    }
+  };
+  for (uint32_t w = 0; w < nw; ++w) {
+    if (work[w].responder == nullptr) continue;
+    auto sink = std::make_unique<ToResponses>();
+    for (tx::TxTask* t : work[w].tx) {
+      for (size_t i = 0; i < t->num_streams(); ++i) {
+        if (!t->responds(i)) continue;
+        const stream::CompiledStream& requests = streams_[t->stream(i).read_requests];
+        if (sink->by_slot.empty()) sink->by_slot.assign(tables_[w]->size(), {});
+        const std::vector<uint32_t>& fl = t->flows(i);
+        for (uint32_t f = 0; f < fl.size(); ++f) {
+          sink->by_slot[pl.slot[requests.flow_id + fl[f]]] = {t, static_cast<uint32_t>(i), f};
+        }
+      }
+    }
+    if (sink->by_slot.empty()) continue;
+    work[w].responder->SetReadSink(sink.get());
+    read_sinks_.push_back(std::move(sink));
   }
 
 }

@@ -183,6 +183,14 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
                         rx::PortDispatch::Target{pl.owner[g], pl.slot[g]});
       }
     }
+    // READ requests answered here (no signature: known by their QP).
+    for (const auto& s : streams) {
+      if (!s.read_request() || s.rx_port != pi) continue;
+      for (uint32_t f = 0; f < s.flows; ++f) {
+        const uint32_t g = s.flow_id + f;
+        d->reads.emplace(s.program.key_base() + f, rx::PortDispatch::Target{pl.owner[g], pl.slot[g]});
+      }
+    }
     for (uint16_t q = 0; q < ports[pi]->options().rx_queues; ++q) {
       const uint32_t w = q % nw;
       std::vector<rx::HandoffRing*> out(nw, nullptr);
@@ -346,6 +354,11 @@ absl::Status LiveRun::SetRate(size_t stream, double pps) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "stream %s: its QPs' rates are DCQCN's (frame.roce.dcqcn); set its rate in the plan", streams_[stream].name));
   }
+  if (streams_[stream].read_response()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "stream %s: a READ's responses go as their requests come; set the rate of stream %s",
+        streams_[stream].name, streams_[streams_[stream].read_requests].name));
+  }
   if (!(pps > 0)) return absl::InvalidArgumentError("a rate must be > 0");
   // Shards with per-flow rates keep their flows' current proportions (set
   // live flow by flow); the others their share of the stream's flows.
@@ -438,7 +451,8 @@ LiveRun::StreamState LiveRun::state(size_t stream) const {
 std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
   std::vector<StreamLive> out(streams_.size());
   for (size_t i = 0; i < streams_.size(); ++i) {
-    out[i].rx_counted = streams_[i].program.signed_frames() && ports_[streams_[i].rx_port]->options().rx_queues > 0;
+    out[i].rx_counted = (streams_[i].program.signed_frames() || streams_[i].read_request()) &&
+                        ports_[streams_[i].rx_port]->options().rx_queues > 0;
   }
   // RX first, then TX: a frame counted received was sent before it, so lost()
   // (tx - unique rx) reads the frames in flight rather than going negative
@@ -707,6 +721,10 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     r.received = ports_[streams_[i].rx_port]->options().rx_queues > 0;
     r.set_pps = streams_[i].pps;
     if (i < qp_setup_.size()) r.qp_setup = qp_setup_[i];
+    r.read_requests = streams_[i].read_requests;
+    r.read_responses = streams_[i].read_responses;
+    r.read_packets = streams_[i].read_packets;
+    if (streams_[i].read_request()) r.signed_frames = true;  // counted by their QP and PSN
   }
   for (auto& t : txs_) {
     for (size_t i = 0; i < t->num_streams(); ++i) {

@@ -159,6 +159,12 @@ struct StreamResult {
   // `frame.roce.connect: cm`: its QPs' set-up by CM MADs before the data.
   std::optional<QpSetup> qp_setup;
   tx::DcqcnCounters rp;
+  // READ (stream::CompiledStream::read_*): the other half's position in
+  // TrialResult::streams (-1: not a READ), and response packets per request.
+  // The requests' stream has no latency (no signature); the responses'
+  // tx.due is what its requests asked for.
+  int32_t read_requests = -1, read_responses = -1;
+  uint32_t read_packets = 0;
   // TX packets never received once (stats::LostPackets; losses after the
   // last arrival included). Exact when the drain time covers the path delay.
   int64_t lost() const { return stats::LostPackets(tx.packets, rx.packets, analysis.duplicate, retransmits); }
@@ -354,6 +360,7 @@ class LiveRun {
   std::vector<std::unique_ptr<endpoint::AnswerQueue>> answer_queues_;
   std::vector<std::unique_ptr<endpoint::Responder>> responders_;
   std::vector<std::unique_ptr<endpoint::FeedbackSink>> feedback_;  // per worker with DCQCN flows
+  std::vector<std::unique_ptr<endpoint::ReadSink>> read_sinks_;    // per worker answering READs
   std::vector<std::optional<QpSetup>> qp_setup_;  // per stream: its CM set-up (connect: cm)
   Placement placement_;
   mutable std::mutex abandoned_mu_;

@@ -39,6 +39,14 @@ Placement Place(const std::vector<stream::CompiledStream>& streams, uint32_t wor
     const uint32_t usable =
         std::max<uint32_t>(1, std::min<uint32_t>(pl.workers, s.tx_port < tx_queues.size() ? tx_queues[s.tx_port] : 1));
     if (usable != pl.workers || s.burst_frames != 0) modulo = false;
+    if (s.read_response()) {
+      // A READ's responses are sent by the owner of its requests (its
+      // responder executes them): their flows go with the requests' flows.
+      modulo = false;
+      const stream::CompiledStream& q = streams[s.read_requests];
+      for (uint32_t f = 0; f < s.flows; ++f) pl.owner[s.flow_id + f] = pl.owner[q.flow_id + f];
+      continue;
+    }
     for (uint32_t f = 0; f < s.flows; ++f) {
       const uint32_t g = s.flow_id + f;
       uint32_t w = 0;

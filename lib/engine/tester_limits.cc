@@ -106,6 +106,21 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::stri
 void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::vector<std::string>& warnings) {
   std::vector<TesterLimit>& out = s.tester_limits;
   const tx::TxCounters& t = s.tx;
+  if (s.read_requests >= 0) {
+    // A READ's responses: every packet its executed requests asked for is
+    // owed (no pacing slack); one not sent is the tester's, never the wire's.
+    if (t.shortfall() != 0) {
+      out.push_back({kTxShortfall, t.shortfall(),
+                     absl::StrFormat("the responder sent %s of the %s READ response packets its executed requests "
+                                     "asked for (the rest were still queued when the drain ended, or its queue of "
+                                     "%s requests was full)",
+                                     FormatCount(t.packets), FormatCount(t.due), FormatCount(tx::kReadJobsPerShard))});
+    }
+    if (t.alloc_failures != 0) {
+      out.push_back({kTxError, t.alloc_failures, "the mbuf pool was empty when the responder needed a burst (times)"});
+    }
+    return;
+  }
   const bool short_of_rate =
       (t.paced && t.shortfall() > ShortfallTolerance(t.due)) || t.credit_dropped != 0 || t.late_burst_frames != 0;
   if (const uint64_t pause = PauseReceived(ports[s.tx_port]); pause != 0 && short_of_rate) {

@@ -15,6 +15,7 @@
 #include "base/counter.h"
 #include "base/tsc.h"
 #include "endpoint/answers.h"
+#include "endpoint/responder.h"
 #include "rx/rx.h"
 #include "tx/tx.h"
 
@@ -44,6 +45,7 @@ struct LcoreWork {
   // The answers of the responder on this worker's flows (null: none), sent
   // on its TX queue of each answer's port, in the run and in the drain.
   endpoint::AnswerQueue* answers = nullptr;
+  endpoint::Responder* responder = nullptr;  // this worker's (null: none)
   std::vector<AnswerPort> answer_ports;  // per plan port
   int tag_off = -1;                      // TX template tag: cleared in every answer mbuf
   std::vector<std::string> names;

@@ -22,10 +22,18 @@ absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vec
       return absl::InvalidArgumentError(absl::StrFormat(
           "test %s: stream %s has a burst schedule; this test paces its streams at a load", test.name, s.name));
     }
+    // A READ runs as its two halves (stream.h); its load is its data's, at the port that sends the responses.
+    const size_t first = r.base_.size();
     r.base_.push_back(s);
-    r.base_.back().index = static_cast<uint32_t>(r.base_.size() - 1);  // the engine indexes results by it
-    ++r.per_port_[s.tx_port];
-    r.names_.push_back(s.name);
+    if (s.read_request()) r.base_.push_back(streams.at(static_cast<size_t>(s.read_responses)));
+    for (size_t k = first; k < r.base_.size(); ++k) {
+      stream::CompiledStream& b = r.base_[k];
+      b.index = static_cast<uint32_t>(k);  // the engine indexes results by it
+      if (b.read_request()) b.read_responses = static_cast<int32_t>(k + 1);
+      if (b.read_response()) b.read_requests = static_cast<int32_t>(k - 1);
+      if (!b.read_request()) ++r.per_port_[b.tx_port];
+      r.names_.push_back(b.name);
+    }
   }
   if (r.base_.empty()) return absl::InvalidArgumentError(absl::StrFormat("test %s: no streams", test.name));
   for (const auto& [port_index, n] : r.per_port_) {
@@ -38,8 +46,13 @@ absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vec
     r.line_l1_bps_ += line;
   }
   double sum = 0;
-  for (const auto& s : r.base_) sum += s.frame_size;
-  r.mean_frame_size_ = sum / static_cast<double>(r.base_.size());
+  int carriers = 0;
+  for (const auto& s : r.base_) {
+    if (s.read_request()) continue;  // a READ's frames are its responses
+    sum += s.frame_size;
+    ++carriers;
+  }
+  r.mean_frame_size_ = sum / std::max(1, carriers);
   return r;
 }
 
@@ -62,8 +75,13 @@ absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration
                                                     const MethodOptions& options) const {
   std::vector<stream::CompiledStream> ts = base_;
   for (stream::CompiledStream& s : ts) {
+    if (s.read_request()) continue;  // after its responses
     const double line = ports_[s.tx_port]->capabilities().line_bps();
     s.pps = load * line / per_port_.at(s.tx_port) / ((s.frame_size + kL1OverheadBytes) * 8);
+  }
+  for (stream::CompiledStream& s : ts) {
+    // A READ's requests ask for its data at the load: one per read_packets responses.
+    if (s.read_request()) s.pps = ts[static_cast<size_t>(s.read_responses)].pps / s.read_packets;
     s.count = 0;
     s.duration_ns = static_cast<int64_t>(duration_s * 1e9);
     if (s.start_ns >= s.duration_ns) {
@@ -82,6 +100,11 @@ absl::StatusOr<engine::TrialResult> LoadRunner::RunBursts(uint32_t frames, int r
   std::vector<stream::CompiledStream> ts = base_;
   int64_t longest = 0;
   for (stream::CompiledStream& s : ts) {
+    if (s.read_request() || s.read_response()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "stream %s is a READ, whose data the responder sends as requests come: it has no bursts to send",
+          s.name));
+    }
     const double line = ports_[s.tx_port]->capabilities().line_bps();
     s.burst_frame_ns = (s.frame_size + kL1OverheadBytes) * 8 / line * 1e9;
     s.burst_frames = frames;
@@ -128,17 +151,25 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   double tx_l1_bits = 0, tx_l2_bits = 0, rx_l1_bits = 0;
   std::map<size_t, double> port_bits;
   for (const engine::StreamResult& s : r.streams) {
+    // A READ counts as its data: the response packets its requests asked
+    // for (a request lost on the way loses them all) against the unique
+    // ones that reached the requester; its requests are not counted apart.
+    if (s.read_responses >= 0) continue;
     // Frames that count as received: once per frame sent, i.e. unique ones;
     // for a resending stream (go-back-N) every arrival (its resends are the
     // duplicates), so the trial's loss is the wire's (stats::LostPackets).
     const uint64_t unique =
         s.retransmits ? s.rx.packets : s.rx.packets - std::min(s.rx.packets, s.analysis.duplicate);
-    t.tx_frames += s.tx.packets;
+    const uint64_t sent =
+        s.read_requests >= 0 ? r.streams[s.read_requests].tx.packets * s.read_packets : s.tx.packets;
+    const uint64_t sent_bytes =
+        s.read_requests >= 0 ? static_cast<uint64_t>(std::llround(static_cast<double>(sent) * s.frame_size)) : s.tx.bytes;
+    t.tx_frames += sent;
     t.rx_frames += unique;
-    const double l1 = static_cast<double>(s.tx.bytes + s.tx.packets * static_cast<uint64_t>(kL1OverheadBytes)) * 8;
+    const double l1 = static_cast<double>(sent_bytes + sent * static_cast<uint64_t>(kL1OverheadBytes)) * 8;
     tx_l1_bits += l1;
     port_bits[s.tx_port] += l1;
-    tx_l2_bits += static_cast<double>(s.tx.bytes) * 8;
+    tx_l2_bits += static_cast<double>(sent_bytes) * 8;
     rx_l1_bits += static_cast<double>(unique) * (s.frame_size + kL1OverheadBytes) * 8;
     t.set_fps += s.set_pps;
   }

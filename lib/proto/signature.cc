@@ -59,11 +59,14 @@ Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse
     type = Load16(frame + off);
   }
   off += 2;
+  uint8_t ecn = 0;
   if (type == kEtherTypeIpv4) {
     if (len < off + kIpv4HeaderLen || frame[off + 9] != kIpProtoUdp) return fb;
+    ecn = frame[off + 1] & 3;
     off += (frame[off] & 0x0F) * 4u;
   } else if (type == kEtherTypeIpv6) {
     if (len < off + kIpv6HeaderLen || frame[off + 6] != kIpProtoUdp) return fb;
+    ecn = (frame[off + 1] >> 4) & 3;
     off += kIpv6HeaderLen;
   } else {
     return fb;
@@ -76,6 +79,11 @@ Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse
     if (op == roce::kOpcodeCnp) {
       fb.kind = Feedback::Kind::kRoceCnp;
       fb.key = Load24(frame + off + 5);
+    } else if (op == 0x0C && len >= off + roce::kBthLen + roce::kRethLen) {  // RC RDMA READ request
+      fb.kind = Feedback::Kind::kRoceReadRequest;
+      fb.key = Load24(frame + off + 5);
+      fb.psn = Load24(frame + off + 9);
+      fb.ce = ecn == 3;
     } else if (op == 0x11 && len >= off + roce::kBthLen + roce::kAethLen) {
       const uint8_t syndrome = frame[off + roce::kBthLen];
       if ((syndrome & 0x60) == 0x60 || (syndrome & 0x60) == 0) {

@@ -80,12 +80,15 @@ struct SignatureParse {
 // What a frame without a signature may still be: congestion and loss
 // feedback addressed to one of our flows.
 struct Feedback {
-  enum class Kind : uint8_t { kNone, kRoceCnp, kRoceNak, kUetNack, kRoceAck };
+  // kRoceReadRequest: an RC READ request, which has no payload and so no
+  // signature; the responder knows it by its QP and PSN.
+  enum class Kind : uint8_t { kNone, kRoceCnp, kRoceNak, kUetNack, kRoceAck, kRoceReadRequest };
   Kind kind = Kind::kNone;
   uint32_t key = 0;  // RoCEv2: destination QP; UET: DPDCID (the initiator's PDC)
   uint8_t code = 0;  // NAK syndrome code or UET NACK code
-  uint32_t psn = 0;  // RoCEv2 ACK, NAK: the BTH PSN (the last PSN acknowledged; a NAK's expected PSN)
+  uint32_t psn = 0;  // RoCEv2 ACK, NAK: the BTH PSN (the last PSN acknowledged; a NAK's expected PSN); READ: its PSN
   uint32_t msn = 0;  // RoCEv2 ACK, NAK: the AETH MSN
+  bool ce = false;   // the IP header's ECN bits are CE (11)
 };
 Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse& opt = {});
 

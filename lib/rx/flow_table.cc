@@ -31,6 +31,16 @@ void FlowTable::Deliver(const Handoff* recs, size_t n) {
   Flush(done);
 }
 
+void FlowTable::ObserveRead(const Handoff& h) {
+  if (responder_ == nullptr) return;  // (the port's dispatch names only answered READs)
+  const OwnedFlow o = owned_[h.slot];
+  const bool ce = (h.flags & Handoff::kCe) != 0;
+  const uint32_t seq = responder_->OnReadRequest(h.slot, h.seq, h.rx_ns, ce);
+  stats::ObserveFlow(flows_[h.slot], log_, o.flow, seq, h.rx_ns, h.rx_ns, ce, &events_[o.group], h.bytes);
+  live_[o.group].packets.Add(1);
+  live_[o.group].bytes.Add(h.bytes);
+}
+
 void FlowTable::Flush(Run& run) {
   if (run.n != 0) groups_[run.group].latency.Record(run.latency, run.n);
   if (run.packets != 0) {

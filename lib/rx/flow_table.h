@@ -38,7 +38,8 @@ inline constexpr uint32_t kPerFlowLatencyFlows = 4096;
 
 // One received frame or feedback packet for the owner of its flow (32 B).
 struct Handoff {
-  enum Kind : uint8_t { kData = 0, kCnp = 1, kRoceNak = 2, kUetNack = 3, kRoceAck = 4 };
+  // kReadRequest: a READ request this port answers (seq: its PSN).
+  enum Kind : uint8_t { kData = 0, kCnp = 1, kRoceNak = 2, kUetNack = 3, kRoceAck = 4, kReadRequest = 5 };
   enum Flags : uint8_t { kCe = 1, kPayloadError = 2 };
   uint32_t slot = 0;  // in the owner's table
   uint32_t seq = 0;
@@ -176,6 +177,9 @@ class FlowTable {
     Counter packets, bytes;
   };
   void ServeSlow();
+  // A READ request: data of its flow, its sequence from its PSN (the
+  // responder's view of the QP), no latency (it carries no TX stamp).
+  void ObserveRead(const Handoff& h);
   std::vector<OwnedFlow> owned_;
   std::vector<stats::FlowState> flows_;           // per slot
   std::vector<stats::FlowLatency> flow_latency_;  // per slot, when kept
@@ -193,6 +197,10 @@ class FlowTable {
 };
 
 [[gnu::always_inline]] inline void FlowTable::ObserveFeedback(const Handoff& h) {
+  if (h.kind == Handoff::kReadRequest) {
+    ObserveRead(h);
+    return;
+  }
   stats::FlowState& f = flows_[h.slot];
   if (h.kind == Handoff::kCnp) {
     ++f.cnp;

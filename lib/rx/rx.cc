@@ -73,9 +73,31 @@ bool RxTask::FlushWaiting() {
 }
 
 // Off the fast path: control frames are few.
-void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
+bool RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns, uint32_t bytes) {
   const proto::Feedback fb = proto::ClassifyFeedback(frame, len);
-  if (fb.kind == proto::Feedback::Kind::kNone) return;
+  if (fb.kind == proto::Feedback::Kind::kNone) return false;
+  // To the flow's owner: observed here, or handed over.
+  auto route = [this](const PortDispatch::Target& t, Handoff& h) {
+    h.slot = t.slot;
+    if (t.owner == self_) {
+      table_->ObserveFeedback(h);
+    } else {
+      EmitRemote(t.owner, h);
+    }
+  };
+  if (fb.kind == proto::Feedback::Kind::kRoceReadRequest) {
+    // Data of a READ stream this port answers (else an unknown frame).
+    auto r = dispatch_->reads.find(fb.key);
+    if (r == dispatch_->reads.end()) return false;
+    Handoff h;
+    h.kind = Handoff::kReadRequest;
+    h.seq = fb.psn;  // the owner's responder turns it into the request's sequence
+    h.rx_ns = rx_ns;
+    h.bytes = bytes;
+    h.flags = fb.ce ? Handoff::kCe : 0;
+    route(r->second, h);
+    return true;
+  }
   const PortDispatch::KeyKind kind =
       fb.kind == proto::Feedback::Kind::kUetNack ? PortDispatch::KeyKind::kUetPdc : PortDispatch::KeyKind::kRoceQp;
   using K = proto::Feedback::Kind;
@@ -84,7 +106,7 @@ void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
   auto it = dispatch_->keys.find(uint64_t{static_cast<uint8_t>(kind)} << 32 | fb.key);
   if (it == dispatch_->keys.end()) {
     fb_unmatched_.Add(1);
-    return;
+    return false;
   }
   Handoff h;
   h.kind = fb.kind == K::kRoceCnp   ? Handoff::kCnp
@@ -95,12 +117,8 @@ void RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns) {
   h.tx_ns = fb.msn | uint64_t{fb.code} << 32;  // ACK, NAK: the responder's MSN; a NAK's code above it
   h.rx_ns = rx_ns;
   h.bytes = len + kEthFcsLen;
-  h.slot = it->second.slot;
-  if (it->second.owner == self_) {
-    table_->ObserveFeedback(h);
-  } else {
-    EmitRemote(it->second.owner, h);
-  }
+  route(it->second, h);
+  return false;
 }
 
 unsigned RxTask::Poll() { return ts_offset_ >= 0 ? PollImpl<true>() : PollImpl<false>(); }
@@ -221,9 +239,13 @@ unsigned RxTask::PollImpl() {
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint32_t bytes = m->pkt_len + kEthFcsLen;  // PMDs strip the FCS
     if (tgt[i].owner == kNoSlot) {
-      ++unknown_packets;
-      unknown_bytes += bytes;
-      if (sig[i] < 0) CountFeedback(d, m->data_len, rx_ns);
+      if (sig[i] < 0 && CountFeedback(d, m->data_len, rx_ns, bytes)) {
+        ++data_packets;  // a READ request
+        data_bytes += bytes;
+      } else {
+        ++unknown_packets;
+        unknown_bytes += bytes;
+      }
       continue;
     }
     const uint8_t* s = d + sig[i];

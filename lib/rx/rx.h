@@ -65,6 +65,8 @@ struct PortDispatch {
   // Feedback returning here (to the streams' TX port): (KeyKind << 32 | key) -> target.
   enum class KeyKind : uint8_t { kNone, kRoceQp, kUetPdc };
   absl::flat_hash_map<uint64_t, Target> keys;
+  // READ requests this port answers (no signature: known by their QP): QP -> target.
+  absl::flat_hash_map<uint32_t, Target> reads;
   // Groups (streams) whose payload is checked byte by byte.
   std::vector<uint8_t> verify;  // by group
   std::vector<uint32_t> group_of;  // by flow id (payload checks only)
@@ -160,7 +162,9 @@ class RxTask : public PollTask {
   uint64_t stall_ticks_;
 
   // A frame without a signature: feedback for one of our flows, or nothing we know.
-  void CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns);
+  // A frame without a signature: feedback (counted, and handed to its flow's
+  // owner), or a READ request this port answers (true: data of its stream).
+  bool CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns, uint32_t bytes);
   [[gnu::noinline]] void EmitRemote(uint32_t owner, const Handoff& h);
   void ServeRequest();
   void CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns);

@@ -150,6 +150,37 @@ void WriteDcqcn(report::JsonWriter& w, const engine::StreamResult& s) {
   w.EndObject();
 }
 
+// READ (engine::StreamResult::read_*): on the requests, what the responder
+// executed; on the responses, what the requests asked for and what arrived.
+void WriteRead(report::JsonWriter& w, const engine::TrialResult& r, const engine::StreamResult& s) {
+  if (s.read_responses < 0 && s.read_requests < 0) return;
+  w.Key("read");
+  w.BeginObject();
+  w.Field("packets_per_request", s.read_packets);
+  if (s.read_responses >= 0) {
+    w.Field("responses", r.streams[s.read_responses].name);
+    w.Field("requests_executed", s.responder.delivered_packets);
+    w.Field("requests_skipped", s.responder.out_of_sequence);
+    w.Field("duplicate_requests", s.responder.duplicates);
+    w.Field("data_bytes", s.responder.delivered_bytes);
+  } else {
+    const engine::StreamResult& q = r.streams[s.read_requests];
+    w.Field("requests", q.name);
+    w.Field("asked_packets", s.tx.due);
+    // The READ data that reached the requester: each response packet once,
+    // at the message's mean payload per packet (exact over whole messages).
+    const uint64_t unique = s.rx.packets - std::min(s.rx.packets, s.analysis.duplicate);
+    const double message = q.responder.delivered_packets == 0 ? 0
+                           : static_cast<double>(q.responder.delivered_bytes) /
+                                 static_cast<double>(q.responder.delivered_packets);
+    const double per_packet = s.read_packets == 0 ? 0 : message / s.read_packets;
+    w.Field("goodput_bps", s.tx_duration_ns > 0 ? static_cast<double>(unique) * per_packet * 8e9 /
+                                                      static_cast<double>(s.tx_duration_ns)
+                                                : 0.0);
+  }
+  w.EndObject();
+}
+
 // QP set-up by CM MADs (a connect: cm stream's, or a trial's): the draft's
 // connection initiation latency, per QP from its first REQ to its RTU, on
 // one clock; null without connect: cm.
@@ -287,6 +318,9 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
       w.Field("reorder_extent_max_packets", a.max_extent);
       w.Field("loss_duration_max_ns", a.loss_ns_max);
       w.Key("latency");
+      if (s.read_responses >= 0) {
+        w.Null();  // READ requests carry no TX stamp: their responses' latency is the READ's
+      } else {
       w.BeginObject();
       w.Field("observation_point", r.timestamp_source);
       w.Field("samples", a.latency.count());
@@ -300,6 +334,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
       w.Field("jitter_mean_ns", a.jitter_ns_mean);
       w.Field("jitter_max_ns", a.jitter_ns_max);
       w.EndObject();
+      }
     }
     w.Field("duration_ns", s.tx_duration_ns);
     const double pps = TxPps(s);
@@ -314,6 +349,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
                                                         static_cast<double>(s.tx_duration_ns)
                                                   : 0.0);
     }
+    WriteRead(w, r, s);
     if (s.retransmits) {
       w.Field("retransmit_rate_pps", s.tx_duration_ns > 0 ? static_cast<double>(s.retx.retransmitted_packets) * 1e9 /
                                                                 static_cast<double>(s.tx_duration_ns)
@@ -420,6 +456,11 @@ std::string RunSummary(const engine::TrialResult& r) {
     auto bps = [&](uint64_t bytes) {
       return s.tx_duration_ns > 0 ? static_cast<double>(bytes) * 8e9 / static_cast<double>(s.tx_duration_ns) : 0;
     };
+    if (s.read_responses >= 0 && s.received) {
+      // READ requests: counted by QP and PSN, no TX stamp (their responses carry the latency).
+      out += absl::StrFormat(" %15s %10s %10s %10s %10s\n", FormatBitRate(bps(s.rx.bytes)), "-", "-", "-", "-");
+      continue;
+    }
     if (!s.signed_frames || !s.received) {
       // No RX figures: what TX sent, and why.
       out += absl::StrFormat(" %15s %s\n", FormatBitRate(bps(s.tx.bytes)) + " tx",
@@ -445,6 +486,15 @@ std::string RunSummary(const engine::TrialResult& r) {
       }
     }
     out += absl::StrFormat("responder of stream %s on port %s: %s\n", s.name, r.ports[s.rx_port].name, figures);
+    if (s.read_responses >= 0) {
+      const engine::StreamResult& d = r.streams[s.read_responses];
+      out += absl::StrFormat(
+          "read of stream %s: %s requests executed (%s skipped past, %s duplicates), %s B of data asked for in %s "
+          "responses of stream %s (%d per request), %s sent, %s received\n",
+          s.name, FormatCount(s.responder.delivered_packets), FormatCount(s.responder.out_of_sequence),
+          FormatCount(s.responder.duplicates), FormatCount(s.responder.delivered_bytes), FormatCount(d.tx.due),
+          d.name, s.read_packets, FormatCount(d.tx.packets), FormatCount(d.rx.packets));
+    }
   }
   for (const engine::StreamResult& s : r.streams) {
     if (!s.dcqcn) continue;

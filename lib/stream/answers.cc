@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<Answers>> Answers::Compile(const std::string& str
   p->spec = spec;
   p->port = port;
   // RC SEND and WRITE are acknowledged; READ responses never are, and a
-  // READ request is answered by its responses (not implemented yet).
+  // READ request is answered by its responses (the responder executes it).
   p->reliable = data.roce.transport == proto::roce::Transport::kRc && data.roce.op != Op::kReadResponse &&
                 data.roce.op != Op::kReadRequest;
   p->first_flow_id = first_flow_id;
@@ -53,6 +53,8 @@ absl::StatusOr<std::unique_ptr<Answers>> Answers::Compile(const std::string& str
   p->ppm = data_program.packets_per_message();
   p->ack_req = data.roce.ack_req;
   p->strict = p->reliable && data.roce.go_back_n;
+  p->read = data.roce.op == Op::kReadRequest && data.roce.transport == proto::roce::Transport::kRc;
+  p->read_bytes = data.roce.message;
   for (size_t k = 0; k < data_program.kinds().size() && k < 3; ++k) {
     p->payload[k] = data_program.kinds()[k].t.payload_len;
   }

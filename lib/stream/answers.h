@@ -39,6 +39,10 @@ struct Answers {
   // resynchronises on the packet that revealed the gap.
   bool strict = false;
   uint32_t payload[3] = {};  // payload bytes per packet kind (only; or first, middle, last)
+  // READ requests: each is executed (its responses sent, stream.h) rather
+  // than acknowledged; `read_bytes` of data each (the message).
+  bool read = false;
+  uint64_t read_bytes = 0;
   Program ack, nak, cnp;
 
   // Null when the stream is not answered (not RoCEv2 data: UDP, UET, or a

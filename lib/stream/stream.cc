@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
@@ -107,13 +108,15 @@ absl::Status CheckPortLoads(const config::Plan& plan, const std::vector<Compiled
     double sum = 0;
     std::vector<std::string> parts;
     for (const CompiledStream& c : streams) {
-      const config::StreamSpec& s = plan.streams[c.index];
+      // A READ's responses load the port that sends them, at its plan stream's rate.
+      const uint32_t at = c.read_response() ? streams[c.read_requests].index : c.index;
+      const config::StreamSpec& s = plan.streams[at];
       if (c.tx_port != p || s.burst.frames != 0 || !std::isfinite(c.pps)) continue;
       const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
       sum += l1;
       parts.push_back(absl::StrFormat("'%s' %s = %s L1", c.name, FormatRate(s.rate), FormatBitRate(l1)));
       if (sum > line_bps[p] * 1.000001) {  // named at the stream that takes the port past its line rate
-        return ErrorAt(plan, nullptr, c.index, "rate",
+        return ErrorAt(plan, nullptr, at, "rate",
                        absl::StrFormat("the streams sent on port '%s' add up to %s at L1 (%s), above its line rate "
                                        "of %s; lower their rates (rate: max streams are not counted)",
                                        plan.ports[p].name, FormatBitRate(sum), absl::StrJoin(parts, " + "),
@@ -133,6 +136,122 @@ double CompiledStream::FlowShare(const std::vector<uint32_t>& some) const {
   return all > 0 ? part / all : 0;
 }
 
+namespace {
+
+bool IsAnsweredRead(const config::Plan& plan, const config::StreamSpec& s) {
+  return s.frame.kind == config::FrameKind::kRoce && s.frame.roce.op == config::RoceSpec::Op::kReadRequest &&
+         plan.ports[s.rx_port].respond.has_value();
+}
+
+// The responses' stream of each answered READ (stream.h), after the plan's
+// streams; the requests then go at the data's rate over the response
+// packets each asks for.
+absl::Status AddReadResponses(const config::Plan& plan, const std::vector<double>& line_bps, uint32_t next_flow,
+                              std::vector<CompiledStream>& out) {
+  const size_t planned = out.size();
+  for (size_t i = 0; i < planned; ++i) {
+    const config::StreamSpec& s = plan.streams[out[i].index];
+    if (!IsAnsweredRead(plan, s)) continue;
+    if (s.frame.roce.transport != proto::roce::Transport::kRc) {
+      return ErrorAt(plan, nullptr, i, "frame.roce.transport", "READ is an RC operation; use transport: RC");
+    }
+    if (s.burst.frames != 0) {
+      return ErrorAt(plan, nullptr, i, "burst",
+                     "a READ's data is sent by the responder as its requests arrive; give it a rate, not a burst");
+    }
+    config::FrameSpec rf =
+        Answers::AnswerFrame(s.frame, config::RoceSpec::Op::kReadResponse, *plan.ports[s.rx_port].respond);
+    rf.encap.l3.ecn = s.frame.encap.l3.ecn;  // data: as ECN-capable as the requests
+    const config::PortSpec& back = plan.ports[s.rx_port];
+    if (auto f = config::CheckFrame(rf, back.mtu, back.name); !f.ok()) {
+      return ErrorAt(plan, nullptr, i, "frame", absl::StrCat("its READ responses, sent back from port '", back.name,
+                                                              "': ", f.message()));
+    }
+    CompiledStream r;
+    r.index = static_cast<uint32_t>(out.size());
+    r.name = s.name + ".responses";
+    r.flow_id = next_flow;
+    r.flows = out[i].flows;
+    next_flow += r.flows;
+    r.verify_payload = out[i].verify_payload;
+    auto program = Program::Compile(rf, r.flow_id);
+    if (!program.ok()) return ErrorAt(plan, nullptr, i, "frame", program.status().message());
+    r.program = *std::move(program);
+    r.frame_size = r.program.mean_frame_size();
+    const uint32_t k = r.program.packets_per_message();
+    if (k != out[i].program.psn_step()) {
+      return absl::InternalError(absl::StrFormat("stream %s: %d READ response packets, but its requests step "
+                                                 "their PSN by %d",
+                                                 s.name, k, out[i].program.psn_step()));
+    }
+    const double line = s.rx_port < line_bps.size() ? line_bps[s.rx_port] : 0;
+    if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {
+      return ErrorAt(plan, nullptr, i, "rate",
+                     absl::StrFormat("'%s' of READ data needs the line rate of port '%s', which sends it and "
+                                     "reports no link speed; give the rate in pps or bit/s",
+                                     FormatRate(s.rate), back.name));
+    }
+    r.pps = s.rate.ToPps(r.frame_size, line);
+    const double l1 = r.pps * 8.0 * (r.frame_size + kEthL1Overhead);
+    if (line > 0 && std::isfinite(l1) && l1 > line * 1.000001) {
+      return ErrorAt(plan, nullptr, i, "rate",
+                     absl::StrFormat("%s of READ data in %.1f B responses is %s at L1, above the %s line rate of "
+                                     "port '%s', which sends them",
+                                     FormatRate(s.rate), r.frame_size, FormatBitRate(l1), FormatBitRate(line),
+                                     back.name));
+    }
+    CompiledStream& q = out[i];
+    q.pps = r.pps / k;
+    FG_RETURN_IF_ERROR(CheckMinRate(plan, nullptr, i, q.pps, q.frame_size));
+    r.duration_ns = q.duration_ns;
+    r.start_ns = q.start_ns;
+    r.tx_port = q.rx_port;
+    r.rx_port = q.tx_port;
+    r.read_requests = static_cast<int32_t>(i);
+    q.read_responses = static_cast<int32_t>(r.index);
+    q.read_packets = r.read_packets = k;
+    out.push_back(std::move(r));
+  }
+  return absl::OkStatus();
+}
+
+// Stream i's rate in pps (with a burst schedule: its period), checked
+// against its TX port's line rate.
+absl::Status ResolveRate(const config::Plan& plan, size_t i, const std::vector<double>& line_bps, CompiledStream& c) {
+  const config::StreamSpec& s = plan.streams[i];
+  const double line = s.port < line_bps.size() ? line_bps[s.port] : 0;
+  if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s:%d: streams[%d].rate: '%s' needs the line rate of port '%s', which reports no link speed; give "
+        "the rate in pps or bit/s",
+        plan.file, s.line, i, FormatRate(s.rate), plan.ports[s.port].name));
+  }
+  c.pps = s.rate.ToPps(c.frame_size, line);
+  FG_RETURN_IF_ERROR(CheckMinRate(plan, nullptr, i, c.pps, c.frame_size));
+  if (s.burst.frames > 0) {
+    if (line <= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:%d: streams[%d].burst: a burst is sent at line rate, and port '%s' reports no link speed", plan.file,
+          s.line, i, plan.ports[s.port].name));
+    }
+    const double burst_ns = s.burst.frames * 8.0 * (c.frame_size + kEthL1Overhead) / line * 1e9;
+    c.burst_frames = s.burst.frames;
+    c.burst_frame_ns = burst_ns / s.burst.frames;
+    c.burst_period_ns = static_cast<int64_t>(std::llround(burst_ns)) + s.burst.gap_ns;
+    c.pps = s.burst.frames * 1e9 / static_cast<double>(c.burst_period_ns);
+  }
+  const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
+  if (line > 0 && std::isfinite(l1) && l1 > line * 1.000001) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s:%d: streams[%d].rate: %s of %.1f B frames is %s at L1, above the %s line rate of port '%s'", plan.file,
+        s.line, i, FormatRate(s.rate), c.frame_size, FormatBitRate(l1), FormatBitRate(line),
+        plan.ports[s.port].name));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 // Feedback (ACK, NAK, CNP, UET NACK) finds its flow by its QP (or PDC) at
 // the port it arrives on, as a NIC's QP numbers are its own: two streams
 // whose feedback comes to one port with the same key could not be told
@@ -146,6 +265,7 @@ absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<Compi
     for (size_t i = 0; i < j; ++i) {
       const CompiledStream& a = streams[i];
       if (a.program.key_kind() != b.program.key_kind()) continue;
+      if (b.read_requests == static_cast<int32_t>(i)) continue;  // one READ's two halves: the same QPs
       // What acts on its feedback: a reaction point, or a go-back-N requester.
       auto acts = [](const CompiledStream& x) { return x.dcqcn.has_value() || (x.answers && x.answers->strict); };
       const bool closed = acts(a) || acts(b);
@@ -183,40 +303,14 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     next_flow += s.flows;
     FG_ASSIGN_OR_RETURN(c.program, CompileProgram(plan, i, c.flow_id, nullptr));
     c.frame_size = c.program.mean_frame_size();
-    const double line = s.port < line_bps.size() ? line_bps[s.port] : 0;
-    if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: streams[%d].rate: '%s' needs the line rate of port '%s', which reports no link speed; give "
-          "the rate in pps or bit/s",
-          plan.file, s.line, i, FormatRate(s.rate), plan.ports[s.port].name));
-    }
-    c.pps = s.rate.ToPps(c.frame_size, line);
-    FG_RETURN_IF_ERROR(CheckMinRate(plan, nullptr, i, c.pps, c.frame_size));
-    if (s.burst.frames > 0) {
-      if (line <= 0) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s:%d: streams[%d].burst: a burst is sent at line rate, and port '%s' reports no link speed", plan.file,
-            s.line, i, plan.ports[s.port].name));
-      }
-      const double burst_ns = s.burst.frames * 8.0 * (c.frame_size + kEthL1Overhead) / line * 1e9;
-      c.burst_frames = s.burst.frames;
-      c.burst_frame_ns = burst_ns / s.burst.frames;
-      c.burst_period_ns = static_cast<int64_t>(std::llround(burst_ns)) + s.burst.gap_ns;
-      c.pps = s.burst.frames * 1e9 / static_cast<double>(c.burst_period_ns);
-    }
-    const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
-    if (line > 0 && std::isfinite(l1) && l1 > line * 1.000001) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: streams[%d].rate: %s of %.1f B frames is %s at L1, above the %s line rate of port '%s'", plan.file,
-          s.line, i, FormatRate(s.rate), c.frame_size, FormatBitRate(l1), FormatBitRate(line),
-          plan.ports[s.port].name));
-    }
     c.flow_weight = s.flow_weights;
     c.count = s.count;
     c.duration_ns = s.duration_ns > 0 ? s.duration_ns : plan.duration_ns;
     c.start_ns = std::min(s.start_ns, c.duration_ns);
     c.tx_port = s.port;
     c.rx_port = s.rx_port;
+    // A READ's rate is its data's: resolved with its responses (AddReadResponses).
+    if (!IsAnsweredRead(plan, s)) FG_RETURN_IF_ERROR(ResolveRate(plan, i, line_bps, c));
     if (s.frame.kind == config::FrameKind::kRoce) {
       c.dcqcn = s.frame.roce.dcqcn;
       c.retransmit_timeout_ns = s.frame.roce.retransmit_timeout_ns;
@@ -246,6 +340,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     }
     out.push_back(std::move(c));
   }
+  FG_RETURN_IF_ERROR(AddReadResponses(plan, line_bps, next_flow, out));
   FG_RETURN_IF_ERROR(CheckFeedbackKeys(plan, out));
   return out;
 }

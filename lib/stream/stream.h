@@ -63,6 +63,21 @@ struct CompiledStream {
   proto::Encap cm_encap;
   uint32_t pmtu = 0;
   uint16_t cm_pkey = 0xFFFF;
+  // READ (`roce.op: READ_REQUEST` received on a responding port): one plan
+  // stream is two compiled ones. The requests (this stream, tx_port to
+  // rx_port: valid READ requests without a signature, which the responder
+  // matches by QP and PSN) and their responses, which Compile appends after
+  // every plan stream as "<name>.responses": READ_RESPONSE FIRST / MIDDLE /
+  // LAST (or ONLY) at the path MTU, signed, sent back by the responder on
+  // the requests' owner lcore as each request arrives, and analysed at the
+  // requester's port like any stream. Each names the other's position in
+  // the vector (-1: not part of a READ). The plan's rate is the READ data's
+  // (the responses'): the requests go at it over read_packets.
+  int32_t read_responses = -1;  // on the requests
+  int32_t read_requests = -1;   // on the responses
+  uint32_t read_packets = 0;    // on both: response packets per request (the message over the path MTU)
+  bool read_request() const { return read_responses >= 0; }
+  bool read_response() const { return read_requests >= 0; }
   // The fraction of the stream's rate that `flows` (indices, empty: all)
   // carry: their count's share, or with per-flow rates their rates' share.
   double FlowShare(const std::vector<uint32_t>& some) const;

@@ -129,6 +129,15 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
         st->rp_tick = clock.FromNs(static_cast<uint64_t>(tick_ns));
       }
     }
+    if (s->read_response()) {
+      // Sent as asked, not paced; nothing ends it but the run (Done ignores it).
+      st->responses = true;
+      st->jobs.resize(kReadJobs);
+      st->read_next.assign(nf, 0);
+      st->exhausted = true;
+      st->paced.store(true, std::memory_order_relaxed);  // what was asked and not sent is the tester's shortfall
+      st->done.store(true, std::memory_order_relaxed);
+    }
     if (s->answers != nullptr && s->answers->strict) {
       st->gbn.assign(nf, State::Gbn{});
       st->owed.assign(nf, 0);
@@ -464,6 +473,10 @@ unsigned TxTask::Poll() {
   if (++rr_ == nstreams) rr_ = 0;
   for (size_t k = 0; k < nstreams; ++k) {
     State& st = *streams_[first + k < nstreams ? first + k : first + k - nstreams];
+    if (st.responses) {
+      sent_total += Respond(st, now);
+      continue;
+    }
     if (st.done.load(std::memory_order_relaxed)) {
       if (!st.gbn.empty()) sent_total += Recover(st, now);
       continue;
@@ -537,7 +550,8 @@ unsigned TxTask::SendPending(State& st, uint64_t now) {
   if (sent != 0) {
     const uint64_t ns = clock_.ToNs(now);
     if (st.packets.Read() == 0) st.first_ns.Set(ns);
-    if (!st.done.load(std::memory_order_relaxed)) st.last_ns.Set(ns);  // (resends after the end: not the TX span)
+    // (Resends after the end are not the TX span; a READ's responses go until the drain ends.)
+    if (!st.done.load(std::memory_order_relaxed) || st.responses) st.last_ns.Set(ns);
     uint64_t bytes = 0;
     if (st.flow_sent.size() == 1) {  // one flow: its counts are the burst's
       for (uint16_t i = 0; i < sent; ++i) bytes += st.pending_len[i];
@@ -596,9 +610,63 @@ unsigned TxTask::PollRecovery() {
   const uint64_t now = ReadTsc();
   poll_tsc_ = now;
   for (auto& st : streams_) {
-    if (!st->gbn.empty() && st->done.load(std::memory_order_relaxed)) sent += Recover(*st, now);
+    if (st->responses) {
+      sent += Respond(*st, now);
+    } else if (!st->gbn.empty() && st->done.load(std::memory_order_relaxed)) {
+      sent += Recover(*st, now);
+    }
   }
   return sent;
+}
+
+void TxTask::OnRead(size_t i, uint32_t flow, uint32_t seq) {
+  State& st = *streams_[i];
+  const uint32_t k = st.s->read_packets;
+  st.due.Set(st.due.Read() + k);  // asked for: sent, or the tester's shortfall
+  if (st.job_count == kReadJobs) return;
+  st.jobs[(st.job_head + st.job_count) & (kReadJobs - 1)] = State::ReadJob{flow, seq * k, k};
+  ++st.job_count;
+}
+
+bool TxTask::responds(size_t i) const { return streams_[i]->responses; }
+
+// A READ's responses, in the order their requests were executed: each
+// job's packets back to back, several jobs to a burst. A job whose flow
+// must skip ahead (past requests that never came) starts a burst of its
+// own: its cursor moves before any of its frames is stamped.
+unsigned TxTask::Respond(State& st, uint64_t now) {
+  if (st.npending == 0 && st.job_count != 0) {
+    uint32_t fl[kTxBurst];
+    unsigned n = 0;
+    size_t head = st.job_head, count = st.job_count;
+    State::ReadJob front = st.jobs[head];
+    while (n < kTxBurst && count != 0) {
+      // read_next: where the flow's cursor will be once the frames planned so far are stamped.
+      if (st.read_next[front.flow] != front.seq) {
+        if (n != 0) break;
+        st.s->program.Seek(st.cursors[front.flow], front.seq);
+        st.read_next[front.flow] = front.seq;
+      }
+      const unsigned m = std::min<unsigned>(front.left, kTxBurst - n);
+      for (unsigned x = 0; x < m; ++x) fl[n++] = front.flow;
+      st.read_next[front.flow] += m;
+      front.seq += m;
+      front.left -= m;
+      if (front.left == 0) {
+        head = (head + 1) & (kReadJobs - 1);
+        --count;
+        if (count != 0) front = st.jobs[head];
+      }
+    }
+    if (Generate(st, n, now, now, fl)) {
+      st.job_head = head;
+      st.job_count = count;
+      if (count != 0) st.jobs[head] = front;  // the one left part-sent
+    } else {
+      for (unsigned x = 0; x < n; ++x) --st.read_next[fl[x]];  // as before: the jobs stay for the next poll
+    }
+  }
+  return st.npending != 0 ? SendPending(st, now) : 0;
 }
 
 void TxTask::ApplyFlowCommands(State& st, uint64_t now) {

@@ -34,6 +34,9 @@ struct rte_mempool;
 namespace fg::tx {
 
 inline constexpr unsigned kTxBurst = 32;
+// READ requests a responses shard holds before it sends their data; more
+// (the lcore far behind) are not answered and show as its shortfall.
+inline constexpr size_t kReadJobsPerShard = 16384;  // a power of two
 
 struct TxCounters {
   uint64_t packets = 0;  // accepted by the PMD
@@ -149,6 +152,11 @@ class TxTask : public PollTask {
   // `flow` (an index into flows(i)). A CNP for a DCQCN stream cuts the
   // flow's rate at once.
   void OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& f);
+  // On this task's lcore: a READ's request `seq` of shard i's flow `flow`
+  // was executed by the responder; the shard (that READ's responses) sends
+  // its k response packets, seq x k on, after those asked for before.
+  void OnRead(size_t i, uint32_t flow, uint32_t seq);
+  bool responds(size_t i) const;  // shard i is a READ's responses
   // After Finish: shard i's DCQCN figures, and flow `flow`'s rate timeline
   // (empty unless the stream has dcqcn).
   DcqcnCounters dcqcn(size_t i) const;
@@ -182,6 +190,8 @@ class TxTask : public PollTask {
   // After the stream's end: resend what go-backs owe (one frame per owing
   // flow per call), then hand pending frames to the PMD.
   unsigned Recover(State& st, uint64_t now);
+  // A READ's responses: the jobs' frames (a burst at most), then pending frames to the PMD.
+  unsigned Respond(State& st, uint64_t now);
   static void CountResends(State& st, unsigned n);  // after Generate, for a go-back-N stream
   unsigned SendPending(State& st, uint64_t now);  // pending frames to the PMD; counts what it took
   // The pacer follows flow f's Rc (after a cut, or an increase).

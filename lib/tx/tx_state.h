@@ -26,6 +26,8 @@ namespace fg::tx {
 // run's start, so 2^(64-12) ticks (17 days at 3 GHz) fit; the interval's
 // truncation error is < 1/4096 tick per packet (< 5 ppm at 50 Mpps).
 constexpr int kFpShift = 12;
+constexpr size_t kReadJobs = kReadJobsPerShard;
+static_assert((kReadJobs & (kReadJobs - 1)) == 0);
 
 struct alignas(64) TxTask::State {
   const stream::CompiledStream* s = nullptr;
@@ -90,6 +92,16 @@ struct alignas(64) TxTask::State {
   uint64_t gbn_timeout = 0, gbn_tick = 0, gbn_next = 0;
   uint64_t gbn_rewinds = 0, gbn_timeouts = 0;
   uint32_t flows_behind = 0;  // flows with Gbn::behind set (0: CountResends has nothing to count)
+  // READ responses (the stream is a READ's responses, stream.h): sent as
+  // the responder executes requests (OnRead), unpaced, in the order the
+  // requests came: a FIFO of jobs (flow, next sequence, packets left).
+  struct ReadJob {
+    uint32_t flow = 0, seq = 0, left = 0;
+  };
+  bool responses = false;
+  std::vector<ReadJob> jobs;  // a ring of kReadJobs
+  size_t job_head = 0, job_count = 0;
+  std::vector<uint32_t> read_next;  // per shard flow: where its cursor is once the jobs planned so far are sent
   uint64_t rp_cnps = 0;
   stats::LatencyHistogram rp_reaction;
   bool timeline_truncated = false;

@@ -220,6 +220,50 @@ streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
   ExpectOnlyHostHoldUps(s);
 }
 
+// READ through the ring pair: port a is the responder, so its responses
+// (a -> b) cross the mover, which drops response packets 10 and 21 of each
+// of 4 QPs; the requests come back to a directly. Every request is
+// executed once, its 4 responses are all sent (the tester owes none), and
+// the responses' stream loses exactly the 8 dropped, 2 per QP.
+TEST(Responder, ReadRequestsAreExecutedAndTheirResponsesLossCountedExactly) {
+  RingPath path("read");
+  ASSERT_TRUE(path.ok()) << path.error();
+  Impairments imp;
+  imp.drop = {10, 21};
+  auto res = path.RunPlan(R"(
+duration: 300 ms
+ports: [{name: a, respond: true}, {name: b}]
+streams: [{name: rd, port: b, rx_port: a, rate: 200 Mbps, flows: 4,
+           frame: {roce: {op: READ_REQUEST, message: 4096, pmtu: 1024, dest_qp: 0x300}}}]
+)", imp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->streams.size(), 2u);
+  const StreamResult& q = res->streams[0];
+  const StreamResult& d = res->streams[1];
+  EXPECT_EQ(d.name, "rd.responses");
+  EXPECT_EQ(q.read_responses, 1);
+  EXPECT_EQ(d.read_requests, 0);
+  EXPECT_GT(q.tx.packets, 1000u);
+  EXPECT_EQ(q.rx.packets, q.tx.packets);  // counted at a by QP and PSN
+  EXPECT_EQ(q.lost(), 0);
+  EXPECT_EQ(q.analysis.latency.count(), 0u);  // no TX stamp in a request
+  EXPECT_EQ(q.responder.delivered_packets, q.tx.packets);
+  EXPECT_EQ(q.responder.delivered_bytes, q.tx.packets * 4096);
+  EXPECT_EQ(q.responder.acks_sent + q.responder.naks_sent, 0u);
+  EXPECT_EQ(d.tx.due, 4 * q.tx.packets);
+  EXPECT_EQ(d.tx.packets, d.tx.due);
+  EXPECT_EQ(d.lost(), 8);
+  EXPECT_EQ(d.rx.packets, d.tx.packets - 8);
+  EXPECT_EQ(d.analysis.latency.count(), d.rx.packets);
+  EXPECT_TRUE(d.tester_limits.empty()) << engine::DescribeLimits(d.tester_limits);
+  ASSERT_EQ(d.per_flow.size(), 4u);
+  for (const FlowReport& f : d.per_flow) {
+    EXPECT_EQ(f.tx_packets - f.rx.rx_packets, 2u) << f.index;
+    EXPECT_EQ(f.tx_packets % 4, 0u) << f.index;  // whole READs
+  }
+  ExpectOnlyHostHoldUps(q);
+}
+
 // frame.roce.connect: cm on the ring pair: 1,000 QPs set up by REQ, REP and
 // RTU before the data (each timed, none sent again on a path that loses
 // nothing), then every QP carries its data.

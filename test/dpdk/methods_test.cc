@@ -115,5 +115,56 @@ TEST(Throughput, MultiGoalSearchFindsNdrAndPdr) {
   EXPECT_LT(r->trial_seconds, 10.0);
 }
 
+// READ throughput: port a is the responder, so the READ's data (its
+// responses, a -> b) crosses the mover and its policer of 150,000 response
+// frames a second; the requests come back to a directly (b -> a). The load
+// is the data's: the search must find the policer's capacity in READ data,
+// each trial counting the response packets the requests asked for against
+// those that arrived.
+TEST(Throughput, ReadSearchFindsThePolicersCapacityInReadData) {
+  constexpr double kReadCapacity = 150'000, kReadDepth = 500;
+  RingPath path("rdthr");
+  ASSERT_TRUE(path.ok()) << path.error();
+  auto plan = methods::ParsePlan("rdthr.yaml", R"(
+ports: [{name: a, respond: true}, {name: b}]
+streams: [{name: rd, port: b, rx_port: a, rate: 100 Mbps, flows: 4,
+           frame: {roce: {op: READ_REQUEST, message: 4096, pmtu: 1024}}}]
+tests:
+  - throughput: {search: binary, min: 2 %, max: 40 %, precision: 0.1 %, trial_duration: 1 s, warmup: none}
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto streams = stream::Compile(*plan, {kLineBps, kLineBps});
+  ASSERT_TRUE(streams.ok()) << streams.status();
+  ASSERT_EQ(streams->size(), 2u);  // the requests, then their responses
+  const stream::CompiledStream& data = (*streams)[1];
+  EXPECT_EQ(data.name, "rd.responses");
+  EXPECT_EQ(data.read_packets, 4u);
+  Policer policer(kReadCapacity, kReadDepth);
+  Impairments imp;
+  imp.police = [&](uint64_t tx_ns) { return policer.Drop(tx_ns); };
+  fg::testing::Mover mover(path.in(), path.out(), path.tx()->pool(), imp);
+  MethodOptions opt;
+  opt.drain_ns = 50'000'000;
+  auto r = RunThroughput(TestEal(), {path.tx(), path.rx()}, *streams, plan->tests[0], opt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->complete) << r->stopped_because;
+  const GoalOutcome& g = r->goals[0];
+  ASSERT_TRUE(g.found);
+  const double truth = (kReadCapacity + kReadDepth) * (data.frame_size + 20) * 8 / kLineBps;
+  EXPECT_NEAR(g.lower_bound, truth, truth * 0.02) << "found " << g.lower_bound * 100 << " %";
+  EXPECT_NEAR(g.lower_bound_pps, kReadCapacity + kReadDepth, (kReadCapacity + kReadDepth) * 0.02);
+  for (const TrialRecord& t : r->trials) {
+    if (!t.included) continue;
+    // The trial's frames are the response packets asked for: 4 per request.
+    EXPECT_EQ(t.tx_frames % 4, 0u) << t.index;
+    if (t.load > truth * 1.03) {
+      EXPECT_GT(t.loss_ratio, 0) << t.load;
+    }
+    if (t.load < truth * 0.97) {
+      EXPECT_EQ(t.loss_ratio, 0) << t.load;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fg::methods

@@ -384,20 +384,15 @@ streams:
     CAPTURES = (("leaf0", "b", 400),)  # a MAD frame is 322 B
 
     def test_every_qp_is_set_up_by_req_rep_rtu_that_tshark_decodes_and_then_carries_data(self):
-        import subprocess
         sys.path.insert(0, os.path.join(labtest.ROOT, "test", "cli"))
         s = self.streams["qps"]
         q = s["qp_setup"]
         cap = self.truth["captures"]["leaf0-b"]
         self.assertEqual(cap["kernel_dropped"], 0)
-        r = subprocess.run(["tshark", "-r", cap["pcap"], "-Y", "infiniband.mad.mgmtclass == 0x07", "-T", "fields",
-                            "-E", "separator=|", "-e", "infiniband.mad.attributeid", "-e", "infiniband.cm.req",
-                            "-e", "infiniband.cm.req.localqpn", "-e", "infiniband.cm.req.startpsn",
-                            "-e", "infiniband.cm.rep.remotecommid", "-e", "infiniband.cm.rep.localqpn",
-                            "-e", "infiniband.cm.rtu.localcommid", "-e", "ip.src", "-e", "ip.dst"],
-                           capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        rows = [l.split("|") for l in r.stdout.splitlines()]
+        rows = labtest.tshark_fields(cap["pcap"], "infiniband.mad.mgmtclass == 0x07", [
+            "infiniband.mad.attributeid", "infiniband.cm.req", "infiniband.cm.req.localqpn",
+            "infiniband.cm.req.startpsn", "infiniband.cm.rep.remotecommid", "infiniband.cm.rep.localqpn",
+            "infiniband.cm.rtu.localcommid", "ip.src", "ip.dst"])
         req = [x for x in rows if int(x[0], 16) == 0x10]
         rep = [x for x in rows if int(x[0], 16) == 0x13]
         rtu = [x for x in rows if int(x[0], 16) == 0x14]
@@ -429,6 +424,68 @@ streams:
         self.assertEqual(len(s["per_flow"]), 1000)
         self.assertTrue(all(f["rx_packets"] > 0 for f in s["per_flow"]))
         self.assertEqual(s["lost_packets"], 0)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class ReadResponsesTest(LabRun):
+    """RDMA READ across the fabric: b is the RC responder; each of a's READ
+    requests (4 KiB at PMTU 1024) is executed and its 4 READ_RESPONSE packets
+    (FIRST, MIDDLE, MIDDLE, LAST) come back to a. tcpdump on leaf0's end
+    towards a sees both; tshark decodes them as InfiniBand, zlib and scapy
+    check every ICRC."""
+
+    PLAN_TEXT = """
+duration: 1 s
+ports:
+  - {name: a, device: "net_af_packet0,iface=fga"}
+  - {name: b, device: "net_af_packet1,iface=fgb", respond: true}
+streams:
+  - {name: rd, port: a, rx_port: b, rate: 20 Mbps, flows: 4,
+     frame: {dst_ip: 198.19.0.1, roce: {op: READ_REQUEST, message: 4 KiB, pmtu: 1024, dest_qp: 0x500}}}
+""" + labtest.TWO_HOSTS_LAB
+    CAPTURES = (("leaf0", "a", 1600),)
+
+    def test_every_request_is_answered_by_its_responses_which_tshark_decodes_with_valid_icrc(self):
+        sys.path.insert(0, os.path.join(labtest.ROOT, "test", "cli"))
+        from craft_decode_test import scapy_icrc_matches, zlib_icrc
+        q, d = self.streams["rd"], self.streams["rd.responses"]
+        cap = self.truth["captures"]["leaf0-a"]
+        self.assertEqual(cap["kernel_dropped"], 0)
+        rows = labtest.tshark_fields(cap["pcap"], "infiniband", [
+            "infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.aeth.msn",
+            "infiniband.reth.dmalen", "ip.src", "ip.dst"])
+        reqs = [x for x in rows if int(x[0]) == 12]
+        resp = [x for x in rows if int(x[0]) in (13, 14, 15, 16)]
+        self.say("tshark: %d READ requests, %d READ responses (FIRST %d, MIDDLE %d, LAST %d); fabricgen: %d "
+                 "requests sent, %d executed, %d responses sent, %d received, lost %d", len(reqs), len(resp),
+                 sum(int(x[0]) == 13 for x in resp), sum(int(x[0]) == 14 for x in resp),
+                 sum(int(x[0]) == 15 for x in resp), q["tx_packets"], q["read"]["requests_executed"],
+                 d["tx_packets"], d["rx_packets"], d["lost_packets"])
+        self.assertEqual(len(reqs), q["tx_packets"])
+        self.assertEqual(q["read"]["requests_executed"], q["tx_packets"])
+        self.assertEqual(len(resp), d["tx_packets"])
+        self.assertEqual(d["tx_packets"], 4 * q["tx_packets"])
+        self.assertEqual(d["rx_packets"], d["tx_packets"])
+        self.assertEqual(d["lost_packets"], 0)
+        self.assertTrue(all((x[5], x[6]) == ("198.18.0.1", "198.19.0.1") and int(x[4]) == 4096 for x in reqs))
+        self.assertTrue(all((x[5], x[6]) == ("198.19.0.1", "198.18.0.1") for x in resp))
+        # Per QP: requests step the PSN by 4; request PSN p is answered by
+        # FIRST p, MIDDLE p+1, MIDDLE p+2, LAST p+3, the AETH (MSN) on FIRST and LAST.
+        for qp in range(0x500, 0x504):
+            rq = [int(x[2]) for x in reqs if int(x[1], 16) == qp]
+            rs = [x for x in resp if int(x[1], 16) == qp]
+            self.assertEqual(rq, list(range(0, 4 * len(rq), 4)), hex(qp))
+            self.assertEqual([int(x[2]) for x in rs], list(range(4 * len(rq))), hex(qp))
+            self.assertEqual([int(x[0]) for x in rs], [13, 14, 14, 15] * len(rq), hex(qp))
+            self.assertTrue(all((x[3] != "") == (int(x[0]) in (13, 15)) for x in rs), hex(qp))
+        # Every ICRC, by zlib and by scapy (independent of fabricgen).
+        frames = [f for f in self.lab.pcap_frames(cap["pcap"]) if len(f) > 60 and f[12:14] == b"\x08\x00"
+                  and f[23] == 17 and struct.unpack_from("!H", f, 36)[0] == 4791]
+        self.assertEqual(len(frames), len(rows))
+        for f in frames:
+            computed, stored = zlib_icrc(f)
+            self.assertEqual(computed, stored)
+            self.assertTrue(scapy_icrc_matches(f))
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")

@@ -126,6 +126,59 @@ class TbfCapacityTest(LabRun):
         self.assertGreater(lost, 0)
 
 
+READ_RATE = 200e6  # tbf on leaf0's link to a: the READ data's direction
+READ_PLAN = """
+name: READ capacity
+ports:
+  - {name: a, device: "net_af_packet0,iface=ta"}
+  - {name: b, device: "net_af_packet1,iface=tb", respond: true}
+streams:
+  - {name: rd, port: a, rx_port: b, rate: 10 Mbps, flows: 4,
+     frame: {roce: {op: READ_REQUEST, message: 4 KiB, pmtu: 1024}}}
+tests:
+  - throughput: {name: read, search: binary, min: 0.5 %, max: 5 %, precision: 0.02 %, trial_duration: 2 s,
+                 warmup: 500 ms}
+""" + labtest.TWO_HOSTS_LAB + """  impairments:
+    - {link: leaf0-a, shape: {rate: %d bps, burst: 16000 B, limit: 100000 B}}
+""" % READ_RATE
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class ReadCapacityTest(LabRun):
+    """READ throughput: b is the RC responder, so a's READ requests (4 KiB at
+    PMTU 1024: 4 response packets each) are answered with their data, b -> a,
+    through a tbf of 200 Mbit/s on the router's link to a. The search's load
+    is the READ data's; it must find the tbf's capacity in response frames,
+    and every response frame lost must be one the tbf dropped."""
+
+    PLAN_TEXT = READ_PLAN
+
+    def test_the_search_finds_the_tbf_capacity_in_read_data(self):
+        t = self.tests["read"]
+        g = {x["name"]: x for x in t["goals"]}["throughput"]
+        self.assertTrue(g["found"])
+        # tbf counts frames without FCS; the responses' mean frame (FIRST and
+        # LAST carry an AETH) is the test's mean frame size.
+        truth = READ_RATE / ((t["mean_frame_size_bytes"] - 4) * 8)
+        fps = g["throughput_pps"]
+        self.say("READ: %.0f response frames/s (%.3f Mbit/s L2) vs tbf truth %.0f frames/s of %.1f B: %+.2f %%",
+                 fps, g["throughput_bps_l2"] / 1e6, truth, t["mean_frame_size_bytes"], (fps / truth - 1) * 100)
+        self.assertLess(abs(fps / truth - 1), TOLERANCE)
+
+    def test_every_lost_response_is_one_the_tbf_dropped(self):
+        t = self.tests["read"]
+        self.assertTrue(t["complete"])
+        for tr in t["trials"]:
+            self.assertEqual(tr["tx_frames"] % 4, 0, tr["index"])  # 4 response packets per request asked for
+        lost = sum(tr["tx_frames"] - tr["rx_frames_unique"] for tr in t["trials"])
+        self.say("READ: response frames lost over all trials: %d by our count, %d by the tbf's", lost,
+                 tbf_dropped(self.truth))
+        self.assertEqual(lost, tbf_dropped(self.truth))
+        self.assertGreater(lost, 0)
+        limited = [(tr["index"], tr["excluded_because"]) for tr in t["trials"] if tr["tester_limited"]]
+        self.assertLessEqual(len(limited), max(2, len(t["trials"]) // 5), limited)
+
+
 LATENCY_PLAN = """
 name: tbf queueing delay
 %(ports)sstreams:

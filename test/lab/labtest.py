@@ -78,6 +78,18 @@ TWO_HOSTS_LAB = """lab:
 """
 
 
+def tshark_fields(pcap, display_filter, fields):
+    """The capture's frames that match `display_filter`, as tshark decodes them: one list of `fields` per frame."""
+    import subprocess
+    args = ["tshark", "-r", pcap, "-Y", display_filter, "-T", "fields", "-E", "separator=|"]
+    for f in fields:
+        args += ["-e", f]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise AssertionError("tshark failed: " + r.stderr)
+    return [line.split("|") for line in r.stdout.splitlines()]
+
+
 def binomial_interval(n, p, z=3.2905):
     """The 99.9 % interval of a binomial count (normal approximation, +/-0.5 continuity)."""
     sd = math.sqrt(n * p * (1 - p))

@@ -387,5 +387,88 @@ TEST(Responder, StreamsThatAreNotRoceDataAreNotAnswered) {
   EXPECT_EQ(*stream::Answers::Compile("c", 0, pc, cnp, config::RespondSpec{}, 0), nullptr);
 }
 
+
+config::FrameSpec Read(uint64_t message, uint32_t pmtu, uint32_t start_psn = 0) {
+  config::FrameSpec f = Write(message, pmtu);
+  f.roce.op = config::RoceSpec::Op::kReadRequest;
+  f.roce.start_psn = start_psn;
+  return f;
+}
+
+// What the responder asked its ReadSink to send: (slot, request sequence).
+struct Reads : ReadSink {
+  std::vector<std::pair<uint32_t, uint32_t>> got;
+  void OnRead(uint32_t slot, uint32_t seq) override { got.emplace_back(slot, seq); }
+};
+
+// READ requests of 16 KiB at PMTU 4096 step the PSN by 4 (their response
+// packets): each in-order request is executed once (its sequence: its place
+// among the flow's requests), counted as a message of data delivered, and
+// never acknowledged.
+TEST(Responder, InOrderReadRequestsAreExecutedEachOnceAndNeverAcked) {
+  Rig rig(Read(16384, 4096, 100), config::RespondSpec{}, /*flows=*/2);
+  Reads reads;
+  rig.r->SetReadSink(&reads);
+  ASSERT_TRUE(rig.answers->read);
+  EXPECT_FALSE(rig.answers->reliable);
+  EXPECT_EQ(rig.answers->psn_step, 4u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 100, 1000, false), 0u);
+  EXPECT_EQ(rig.r->OnReadRequest(1, 100, 1000, false), 0u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 104, 2000, false), 1u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 108, 3000, false), 2u);
+  rig.r->Flush();
+  EXPECT_TRUE(rig.Take().empty());  // no ACK, no NAK
+  EXPECT_EQ(reads.got, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {1, 0}, {0, 1}, {0, 2}}));
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.delivered_packets, 4u);
+  EXPECT_EQ(c.delivered_bytes, 4u * 16384);
+  EXPECT_EQ(c.acks_sent + c.naks_sent + c.out_of_sequence + c.duplicates, 0u);
+}
+
+// Requests lost on the way: the next one is executed at its own sequence
+// (the responses of the lost ones are never sent), and the skip is counted;
+// a request seen again (behind the expected PSN) is a duplicate, not
+// executed twice, and keeps its own sequence.
+TEST(Responder, AReadAfterLostRequestsIsExecutedAtItsOwnSequenceAndADuplicateIsNot) {
+  Rig rig(Read(4096, 1024), config::RespondSpec{});
+  Reads reads;
+  rig.r->SetReadSink(&reads);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0, 1, false), 0u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 12, 2, false), 3u);  // requests 1 and 2 (PSNs 4, 8) lost
+  EXPECT_EQ(rig.r->OnReadRequest(0, 4, 3, false), 1u);   // request 1 after all: behind, a duplicate
+  EXPECT_EQ(rig.r->OnReadRequest(0, 16, 4, false), 4u);
+  EXPECT_EQ(reads.got, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {0, 3}, {0, 4}}));
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.delivered_packets, 3u);
+  EXPECT_EQ(c.out_of_sequence, 1u);
+  EXPECT_EQ(c.duplicates, 1u);
+  EXPECT_TRUE(rig.Take().empty());
+}
+
+// The PSN is 24 bits: with 4 PSNs per request it wraps every 4,194,304
+// requests, and the sequence counts on across the wrap.
+TEST(Responder, ReadSequencesCountOnAcrossThePsnWrap) {
+  Rig rig(Read(4096, 1024, 0xFFFFF8), config::RespondSpec{});
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0xFFFFF8, 1, false), 0u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0xFFFFFC, 2, false), 1u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0x000000, 3, false), 2u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0x000004, 4, false), 3u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0xFFFFFC, 5, false), 1u);  // a duplicate from before the wrap
+  EXPECT_EQ(rig.r->counters(0).delivered_packets, 4u);
+  EXPECT_EQ(rig.r->counters(0).duplicates, 1u);
+}
+
+// A CE-marked READ request is answered by a CNP like any data frame.
+TEST(Responder, ACeMarkedReadRequestGetsACnp) {
+  Rig rig(Read(4096, 1024), config::RespondSpec{});
+  rig.r->OnReadRequest(0, 0, 1'000'000, true);
+  const std::vector<Decoded> a = rig.Take();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].opcode, roce::kOpcodeCnp);
+  EXPECT_EQ(a[0].dest_qp, 0x200u);
+  EXPECT_TRUE(a[0].icrc_ok);
+  EXPECT_EQ(rig.r->counters(0).cnp_sent, 1u);
+}
+
 }  // namespace
 }  // namespace fg::endpoint

@@ -106,6 +106,35 @@ TEST(Signature, RoceFrameWithoutDataIsNotATestFrame) {
   EXPECT_EQ(FindSignatureOffset(t.bytes.data(), t.bytes.size()), -1);
 }
 
+// An RC READ request has no payload, hence no signature: it is classified
+// with its QP, its PSN and whether it is CE-marked (IPv4 and IPv6).
+TEST(Signature, ReadRequestIsClassifiedByItsQpPsnAndCe) {
+  for (const bool v6 : {false, true}) {
+    Encap e;
+    e.udp_dst = roce::kUdpPort;
+    e.l3.ipv6 = v6;
+    e.l3.ecn = 3;
+    uint8_t hdr[roce::kBthLen + roce::kRethLen] = {};
+    roce::Bth b;
+    b.opcode = 0x0C;
+    b.dest_qp = 0x123456;
+    b.psn = 0xABCDEF;
+    roce::WriteBth(hdr, b);
+    FrameTemplate t = BuildFrame(e, hdr, 0, 0, Trailer::kIcrc);
+    EXPECT_EQ(FindSignatureOffset(t.bytes.data(), t.bytes.size()), -1);
+    const Feedback fb = ClassifyFeedback(t.bytes.data(), t.bytes.size());
+    EXPECT_EQ(fb.kind, Feedback::Kind::kRoceReadRequest) << v6;
+    EXPECT_EQ(fb.key, 0x123456u);
+    EXPECT_EQ(fb.psn, 0xABCDEFu);
+    EXPECT_TRUE(fb.ce);
+    e.l3.ecn = 2;
+    FrameTemplate ect = BuildFrame(e, hdr, 0, 0, Trailer::kIcrc);
+    EXPECT_FALSE(ClassifyFeedback(ect.bytes.data(), ect.bytes.size()).ce);
+    // Cut inside its RETH: not a READ request.
+    EXPECT_EQ(ClassifyFeedback(t.bytes.data(), t.bytes.size() - 4 - 8).kind, Feedback::Kind::kNone);
+  }
+}
+
 TEST(Signature, RejectsTruncatedOtherProtocolsAndFragments) {
   Encap e;
   FrameTemplate t = BuildFrame(e, {}, 16, 0, Trailer::kNone);

@@ -303,6 +303,71 @@ TEST(Compile, ConnectCmNeedsARespondingRxPort) {
             "answers each REQ as the QP's passive side");
 }
 
+// A READ received on a responding port compiles to two streams: its
+// requests and, after every plan stream, their responses (back from the
+// responder, signed, the same QPs, flow ids of their own). The plan's rate
+// is the READ data's: 1 Gbit/s of 4-packet responses; the requests go at a
+// quarter of their packet rate.
+TEST(Compile, AnAnsweredReadIsItsRequestsAndTheirResponses) {
+  auto plan = config::ParsePlan("r.yaml", "ports: [{name: a, mtu: 4200}, {name: b, mtu: 4200, respond: true}]\n"
+                                "streams:\n"
+                                "  - {name: rd, port: a, rx_port: b, rate: 1 Gbps, flows: 3,\n"
+                                "     frame: {roce: {op: READ_REQUEST, message: 16 KiB, pmtu: 4096, dest_qp: 0x40}}}\n"
+                                "  - {name: w, port: a, rx_port: b, rate: 1 kpps, frame: {roce: {op: WRITE, dest_qp: 0x80}}}\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto c = Compile(*plan, {10e9, 10e9});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->size(), 3u);
+  const CompiledStream &q = (*c)[0], &w = (*c)[1], &r = (*c)[2];
+  EXPECT_EQ(r.name, "rd.responses");
+  EXPECT_EQ(r.index, 2u);
+  EXPECT_EQ(q.read_responses, 2);
+  EXPECT_EQ(r.read_requests, 0);
+  EXPECT_FALSE(w.read_request() || w.read_response());
+  EXPECT_EQ(q.read_packets, 4u);
+  EXPECT_EQ(r.read_packets, 4u);
+  EXPECT_EQ(r.flows, 3u);
+  EXPECT_EQ(r.flow_id, 4u);  // after every plan stream's (rd 0..2, w 3)
+  EXPECT_EQ(r.tx_port, 1u);
+  EXPECT_EQ(r.rx_port, 0u);
+  EXPECT_EQ(r.program.key_base(), 0x40u);  // the requests' QPs
+  EXPECT_TRUE(r.program.signed_frames());
+  EXPECT_FALSE(q.program.signed_frames());  // a READ request has no payload
+  ASSERT_NE(q.answers, nullptr);
+  EXPECT_TRUE(q.answers->read);
+  EXPECT_EQ(q.answers->read_bytes, 16384u);
+  EXPECT_EQ(r.answers, nullptr);
+  ASSERT_EQ(r.program.kinds().size(), 3u);
+  EXPECT_EQ(r.program.kinds()[0].t.bytes[42], 0x0D);  // READ_RESPONSE FIRST
+  EXPECT_EQ(r.program.kinds()[1].t.bytes[42], 0x0E);  // MIDDLE
+  EXPECT_EQ(r.program.kinds()[2].t.bytes[42], 0x0F);  // LAST
+  EXPECT_DOUBLE_EQ(r.pps, 1e9 / (8 * r.frame_size));
+  EXPECT_DOUBLE_EQ(q.pps, r.pps / 4);
+  EXPECT_EQ(r.count, 0u);
+}
+
+TEST(Compile, AReadIsRcPacedAndItsResponsesFitTheResponderPort) {
+  auto compile = [](const std::string& ports, const std::string& extra) {
+    auto plan = config::ParsePlan("r.yaml", "ports: " + ports + "\n"
+                                  "streams:\n"
+                                  "  - {name: rd, port: a, rx_port: b, " + extra + ",\n"
+                                  "     frame: {roce: {op: READ_REQUEST, message: 16 KiB, pmtu: 4096}}}\n");
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    auto c = Compile(*plan, {10e9, 10e9});
+    return c.ok() ? std::string("ok") : std::string(c.status().message());
+  };
+  const std::string both = "[{name: a, mtu: 4200}, {name: b, mtu: 4200, respond: true}]";
+  EXPECT_EQ(compile(both, "rate: 1 Gbps"), "ok");
+  EXPECT_EQ(compile(both, "burst: {frames: 8, gap: 1 ms}"),
+            "r.yaml:3: streams[0].burst: a READ's data is sent by the responder as its requests arrive; give it a "
+            "rate, not a burst");
+  EXPECT_EQ(compile("[{name: a, mtu: 4200}, {name: b, respond: true}]", "rate: 1 Gbps"),
+            "r.yaml:3: streams[0].frame: its READ responses, sent back from port 'b': frame.roce: the largest frame "
+            "carries 4163 B of IP packet, more than port 'b' MTU of 1500 B; raise ports[].mtu or lower roce.pmtu");
+  // Not answered: plain READ requests, open loop, at the plan's rate of their own frames.
+  EXPECT_EQ(compile("[{name: a, mtu: 4200}, {name: b, mtu: 4200}]", "rate: 1 Gbps"), "ok");
+}
+
 TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {
   auto p = Program::Compile(Frame("{roce: {op: SEND, message: 64, dest_qp: 0x100}}"), 10);
   ASSERT_TRUE(p.ok());

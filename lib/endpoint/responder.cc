@@ -6,18 +6,27 @@
 
 namespace fg::endpoint {
 
+namespace {
+// Applies `op` to each counter of `a` with the same one of `b`.
+template <class Op>
+void EachCounter(ResponderCounters& a, const ResponderCounters& b, Op op) {
+  for (auto m : {&ResponderCounters::acks_sent, &ResponderCounters::naks_sent, &ResponderCounters::duplicates,
+                 &ResponderCounters::out_of_sequence, &ResponderCounters::ce_seen, &ResponderCounters::cnp_sent,
+                 &ResponderCounters::cnp_suppressed, &ResponderCounters::cnp_dropped,
+                 &ResponderCounters::answers_dropped, &ResponderCounters::delivered_packets,
+                 &ResponderCounters::delivered_bytes}) {
+    op(a.*m, b.*m);
+  }
+}
+}  // namespace
+
 ResponderCounters& ResponderCounters::operator+=(const ResponderCounters& o) {
-  acks_sent += o.acks_sent;
-  naks_sent += o.naks_sent;
-  duplicates += o.duplicates;
-  out_of_sequence += o.out_of_sequence;
-  ce_seen += o.ce_seen;
-  cnp_sent += o.cnp_sent;
-  cnp_suppressed += o.cnp_suppressed;
-  cnp_dropped += o.cnp_dropped;
-  answers_dropped += o.answers_dropped;
-  delivered_packets += o.delivered_packets;
-  delivered_bytes += o.delivered_bytes;
+  EachCounter(*this, o, [](uint64_t& x, uint64_t y) { x += y; });
+  return *this;
+}
+
+ResponderCounters& ResponderCounters::operator-=(const ResponderCounters& o) {
+  EachCounter(*this, o, [](uint64_t& x, uint64_t y) { x -= y; });
   return *this;
 }
 

@@ -68,6 +68,7 @@ struct ResponderCounters {
   uint64_t answers_dropped = 0;  // ACKs, NAKs and CNPs never sent (the same causes): a tester limit
   uint64_t delivered_packets = 0, delivered_bytes = 0;  // accepted in order (RC): payload bytes, each PSN once
   ResponderCounters& operator+=(const ResponderCounters& o);
+  ResponderCounters& operator-=(const ResponderCounters& o);  // counts since `o` (an earlier reading)
 };
 
 // Where an executed READ request's responses are sent from: the owner's TX

@@ -58,6 +58,11 @@ struct Counter {
   // While the run goes on (nullptr: not counted live; lcores read `read`):
   // use ReadLive().
   int64_t (*read_live)(const Live&) = nullptr;
+  // Stream counters only: live, a figure of the RX port's responder (none
+  // when it does not respond), or of the requesters' go-back-N (none when
+  // they do not retransmit).
+  bool responder_figure = false;
+  bool retransmit_figure = false;
   // Stream counters only: also served summed over the streams each port
   // receives, under this name ("": not).
   std::string_view rx_port_metric = {};
@@ -91,6 +96,8 @@ CounterValue ReadLive(const Counter<Result, Live>& c, const Live& x) {
   }
   if constexpr (requires { x.rx_counted; }) {
     if (c.rx_figure && !x.rx_counted) return std::nullopt;
+    if (c.responder_figure && !x.answered) return std::nullopt;
+    if (c.retransmit_figure && !x.retransmits) return std::nullopt;
   }
   if (c.read_live == nullptr) return std::nullopt;
   return c.read_live(x);

@@ -470,6 +470,7 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
     }
   }
   // The responders' counters (each its owner lcore's, read relaxed).
+  for (uint32_t i = 0; i < streams_.size(); ++i) out[i].answered = streams_[i].answers != nullptr;
   for (const auto& resp : responders_) {
     for (uint32_t i = 0; i < streams_.size(); ++i) out[i].responder += resp->counters(i);
   }
@@ -482,6 +483,7 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
       s.tx_bytes += c.bytes;
       s.tx_slots_skipped += c.credit_dropped;
       s.retransmits = s.retransmits || t->retransmits(i);
+      s.retransmitted_packets += t->resent(i);
     }
   }
   return out;

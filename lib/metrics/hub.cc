@@ -47,12 +47,19 @@ HistogramValue ToPrometheus(const stats::LatencyHistogram& h, const std::vector<
 
 namespace {
 
+// A counter no run has had for the object (a responder's figure of a stream
+// whose RX port never responded): its sample is left out, not served as 0.
+constexpr int64_t kAbsent = INT64_MIN;
+int64_t ValueOr0(const std::vector<int64_t>& values, size_t i) {
+  return i < values.size() && values[i] != kAbsent ? values[i] : 0;
+}
+
 // Adds what `table` reads of `x` so far to `to` (sized to the table).
 template <class Result, class Live>
 void AddValues(std::vector<int64_t>& to, std::span<const engine::Counter<Result, Live>> table, const Live& x) {
-  to.resize(table.size(), 0);
+  to.resize(table.size(), kAbsent);
   for (size_t i = 0; i < table.size(); ++i) {
-    if (const engine::CounterValue v = engine::ReadLive(table[i], x)) to[i] += *v;
+    if (const engine::CounterValue v = engine::ReadLive(table[i], x)) to[i] = (to[i] == kAbsent ? 0 : to[i]) + *v;
   }
 }
 
@@ -68,7 +75,9 @@ void AddFamilies(std::vector<MetricFamily>& f, std::span<const engine::Counter<R
     MetricFamily& m = f.emplace_back(
         MetricFamily{std::string(c.metric), std::string(c.help), counter ? Type::kCounter : Type::kGauge, {}});
     for (const auto& [key, values] : objects) {
-      const int64_t v = i < values.size() ? values[i] : 0;
+      // An object no run has counted yet (a scrape before `start`) has no values: 0.
+      if (i < values.size() && values[i] == kAbsent) continue;
+      const int64_t v = ValueOr0(values, i);
       if (counter) {
         m.samples.push_back({labels(key), static_cast<uint64_t>(std::max<int64_t>(v, 0))});
       } else {
@@ -211,7 +220,7 @@ std::vector<MetricFamily> Hub::Collect() {
     if (sc[i].rx_port_metric.empty()) continue;
     std::map<std::string, int64_t> by_port;
     for (const auto& [name, t] : cur.ports) by_port[name] = 0;
-    for (const auto& [name, t] : cur.streams) by_port[t.rx_port] += i < t.values.size() ? t.values[i] : 0;
+    for (const auto& [name, t] : cur.streams) by_port[t.rx_port] += ValueOr0(t.values, i);
     MetricFamily& m = family(std::string(sc[i].rx_port_metric), Type::kCounter,
                              std::string(sc[i].help) + " Summed over the streams the port receives.");
     for (const auto& [name, v] : by_port) m.samples.push_back({port_labels(name), static_cast<uint64_t>(v)});
@@ -241,7 +250,7 @@ std::vector<MetricFamily> Hub::Collect() {
     MetricFamily rx_f{absl::StrCat("fabricgen_", what, "_rx_rate_pps"), rx_help, Type::kGauge, {}};
     for (const auto& [name, values] : objects) {
       // An object no run has counted yet (a scrape before `start`, a stream no test used) has no values: 0.
-      auto at = [&values](size_t i) { return i < values.size() ? values[i] : 0; };
+      auto at = [&values](size_t i) { return ValueOr0(values, i); };
       const Rate& r = rate(absl::StrCat(what, " ", name), at(tx), at(rx));
       tx_f.samples.push_back({labels(name), r.tx_pps});
       rx_f.samples.push_back({labels(name), r.rx_pps});

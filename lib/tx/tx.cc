@@ -427,7 +427,10 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const u
   }
   st.npending = static_cast<uint16_t>(n);
   st.generated += n;
-  if (st.flows_behind != 0) CountResends(st, n);
+  if (st.flows_behind != 0) {
+    CountResends(st, n);
+    st.resent_live.Set(st.resent);
+  }
   return true;
 }
 
@@ -629,6 +632,8 @@ void TxTask::OnRead(size_t i, uint32_t flow, uint32_t seq) {
 }
 
 bool TxTask::responds(size_t i) const { return streams_[i]->responses; }
+
+uint64_t TxTask::resent(size_t i) const { return streams_[i]->resent_live.Read(); }
 
 // A READ's responses, in the order their requests were executed: each
 // job's packets back to back, several jobs to a burst. A job whose flow

@@ -164,6 +164,8 @@ class TxTask : public PollTask {
   // requesters retransmit: roce.retransmit with a responder).
   RetransmitCounters retransmit(size_t i) const;
   bool retransmits(size_t i) const;
+  // Any thread, during the run: frames of shard i made again after a go-back so far.
+  uint64_t resent(size_t i) const;
   const std::vector<RatePoint>& rate_timeline(size_t i, uint32_t flow) const;
   bool paused(size_t i) const;
   bool stopped(size_t i) const;  // done: count or duration reached, or stopped

@@ -104,10 +104,12 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
   metrics::Hub hub;
   hub.SetPlan(*plan);
   metrics::RunCounts run;
-  run.streams.push_back({"s", 0, 0, LiveRun::StreamLive{101, 102, 103, 104, 105, 106, 107, 108, 109,
-                                                         endpoint::ResponderCounters{110, 111, 112, 113, 114, 115,
-                                                                                     116, 117, 118, 119, 120}},
-                         {}});
+  LiveRun::StreamLive live{101, 102, 103, 104, 105, 106, 107, 108, 109,
+                           endpoint::ResponderCounters{110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120}};
+  live.answered = true;  // its RX port responds, and its requesters resend: every figure is served
+  live.retransmits = true;
+  live.retransmitted_packets = 121;
+  run.streams.push_back({"s", 0, 0, live, {}});
   run.ports.push_back(LiveRun::PortLive{201, 202, 203, 204, 205});
   LcoreStats lc;
   lc.lcore = 3;
@@ -203,6 +205,39 @@ TEST(Counters, ObjectsNoRunCountedAreServedAtZero) {
   EXPECT_EQ(sample("fabricgen_stream_tx_packets_total", "s"), 5);
   EXPECT_EQ(sample("fabricgen_stream_tx_packets_total", "t"), 0);
   EXPECT_EQ(sample("fabricgen_stream_rx_rate_pps", "t"), 0);
+  // A figure the run did not have (s's RX port does not respond, its
+  // requesters do not resend) has no sample, rather than a 0 read as a count.
+  for (const metrics::MetricFamily& m : hub.Collect()) {
+    if (m.name != "fabricgen_stream_ack_sent_total" && m.name != "fabricgen_stream_retransmitted_packets_total") {
+      continue;
+    }
+    for (const auto& smp : m.samples) {
+      EXPECT_NE(smp.labels.front(), (std::pair<std::string, std::string>{"stream", "s"})) << m.name;
+    }
+  }
+}
+
+// The CLI's `clear` shows counts since a base reading: every count less the
+// base's, the responder's too, and what the stream is (answered, RX
+// counted, resending) kept, so its figures keep their meaning.
+TEST(Counters, LiveCountsSinceABaseKeepWhatTheStreamIs) {
+  LiveRun::StreamLive now{100, 1000, 90, 900, 3, 2, 1, 4, 5, endpoint::ResponderCounters{50, 6}};
+  now.answered = true;
+  now.rx_counted = false;
+  now.retransmits = true;
+  now.retransmitted_packets = 12;
+  LiveRun::StreamLive base = now;
+  base.tx_packets = 40, base.rx_packets = 30, base.responder.acks_sent = 20, base.retransmitted_packets = 2;
+  const LiveRun::StreamLive d = now - base;
+  EXPECT_EQ(d.tx_packets, 60u);
+  EXPECT_EQ(d.rx_packets, 60u);
+  EXPECT_EQ(d.tx_bytes, 0u);
+  EXPECT_EQ(d.responder.acks_sent, 30u);
+  EXPECT_EQ(d.responder.naks_sent, 0u);
+  EXPECT_EQ(d.retransmitted_packets, 10u);
+  EXPECT_TRUE(d.answered);
+  EXPECT_FALSE(d.rx_counted);
+  EXPECT_TRUE(d.retransmits);
 }
 
 // docs/metrics.md's table lists each declared metric with its type and unit,

@@ -615,7 +615,16 @@ unsigned TxTask::PollRecovery() {
   for (auto& st : streams_) {
     if (st->responses) {
       sent += Respond(*st, now);
-    } else if (!st->gbn.empty() && st->done.load(std::memory_order_relaxed)) {
+      continue;
+    }
+    if (!st->done.load(std::memory_order_relaxed)) {
+      // Stopped as the run ended (an interrupt, the CLI's stop, the run's
+      // bound): the stop takes effect here, its frames made go out, and an
+      // RC requester then recovers what it sent like one that ended itself.
+      if (const uint64_t gen = st->ctl_gen.load(std::memory_order_acquire); gen != st->seen_gen) Apply(*st, gen, now);
+      if (st->npending != 0) sent += SendPending(*st, now);
+      if (st->exhausted && st->npending == 0) st->done.store(true, std::memory_order_release);
+    } else if (!st->gbn.empty()) {
       sent += Recover(*st, now);
     }
   }

@@ -113,9 +113,10 @@ class TxTask : public PollTask {
   // Sets the start time; streams begin sending from `start_tsc`.
   void Arm(uint64_t start_tsc);
   unsigned Poll() override;
-  // In the engine's drain (TX polled no more): RC requesters go on
-  // recovering what they sent before their end (NAK go-backs, timeouts);
-  // nothing new is sent. Returns the frames handed to the PMD.
+  // In the engine's drain (TX polled no more): a stream stopped as the run
+  // ended takes the stop and sends the frames it had made; RC requesters go
+  // on recovering what they sent before their end (NAK go-backs, timeouts);
+  // nothing new is made. Returns the frames handed to the PMD.
   unsigned PollRecovery();
   bool Done() const override;
   void Finish() override;

@@ -220,6 +220,40 @@ streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
   ExpectOnlyHostHoldUps(s);
 }
 
+// Interrupted, an RC requester still recovers what it sent: from its
+// 2,000th packet on the mover drops the first copy of every packet of each of
+// 4 QPs, so only the retransmit timeout (10 ms) brings each back, and at any
+// moment some are owed. The run is interrupted at 400 ms: the stop takes
+// effect in the run's last poll or, when the drain has begun, in the drain's
+// first (TxTask::PollRecovery), and the drain's recovery delivers every
+// packet sent.
+TEST(Responder, GoBackNRecoversWhatItSentWhenTheRunIsInterrupted) {
+  RingPath path("gbnint");
+  ASSERT_TRUE(path.ok()) << path.error();
+  Impairments imp;
+  for (uint32_t s = 2000; s < 200000; ++s) imp.drop_first.insert(s);
+  std::atomic<bool> interrupt{false};
+  std::thread stopper([&interrupt] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    interrupt.store(true);
+  });
+  auto res = path.RunPlan(R"(
+duration: 10 s
+ports: [{name: a}, {name: b, respond: true}]
+streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4,
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, retransmit: {timeout: 10 ms}}}}]
+)", imp, &interrupt);
+  stopper.join();
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_TRUE(res->interrupted);
+  const StreamResult& s = res->streams[0];
+  ASSERT_TRUE(s.retransmits);
+  EXPECT_GT(s.retx.unique_packets, 8000u);  // past the first drop on every QP
+  EXPECT_GT(s.retx.timeouts, 4u);
+  EXPECT_EQ(s.responder.delivered_packets, s.retx.unique_packets);  // nothing left unrecovered
+  EXPECT_EQ(s.retx.unique_packets + s.retx.retransmitted_packets, s.tx.packets);
+}
+
 // READ through the ring pair: port a is the responder, so its responses
 // (a -> b) cross the mover, which drops response packets 10 and 21 of each
 // of 4 QPs; the requests come back to a directly. Every request is

@@ -200,20 +200,24 @@ class RingPath {
   bool ok() const { return ports_.size() == 2; }
   const std::string& error() const { return error_; }
   // One trial with a Mover applying `imp` (and `on_forward`) in the gap.
+  // `interrupt`: the trial's interrupt flag (TrialOptions::interrupt), or null.
   absl::StatusOr<TrialResult> Run(const std::vector<stream::CompiledStream>& streams, Impairments imp,
-                                  std::function<void(rte_mbuf*)> on_forward = nullptr) {
+                                  std::function<void(rte_mbuf*)> on_forward = nullptr,
+                                  const std::atomic<bool>* interrupt = nullptr) {
     Mover mover(in_, out_, tx()->pool(), std::move(imp), std::move(on_forward));
     TrialOptions opt;
     opt.drain_ns = 100'000'000;
+    opt.interrupt = interrupt;
     return RunTrial(TestEal(), {tx(), rx()}, streams, opt);
   }
   // The plan `yaml` (ports a and b), compiled for two 10 G ports, in one trial.
-  absl::StatusOr<TrialResult> RunPlan(const std::string& yaml, Impairments imp) {
+  absl::StatusOr<TrialResult> RunPlan(const std::string& yaml, Impairments imp,
+                                      const std::atomic<bool>* interrupt = nullptr) {
     auto plan = config::ParsePlan("ring.yaml", yaml);
     if (!plan.ok()) return plan.status();
     auto streams = stream::Compile(*plan, {10e9, 10e9});
     if (!streams.ok()) return streams.status();
-    return Run(*streams, std::move(imp));
+    return Run(*streams, std::move(imp), nullptr, interrupt);
   }
   port::Port* tx() { return ports_[0].get(); }
   port::Port* rx() { return ports_[1].get(); }

@@ -250,6 +250,41 @@ absl::Status ResolveRate(const config::Plan& plan, size_t i, const std::vector<d
   return absl::OkStatus();
 }
 
+// A go-back-N requester whose timeout is shorter than the time between its
+// QP's ACKs at the plan's rate would go back before each ACK came: every
+// QP resending what arrived, a figure of the tester's own making. Refused
+// (at twice the spacing, for the pacing's and the path's jitter). A DCQCN
+// stream's QP rates move: not checked.
+absl::Status CheckAckSpacing(const config::Plan& plan, size_t i, const CompiledStream& c) {
+  if (c.answers == nullptr || !c.answers->strict || c.dcqcn || !std::isfinite(c.pps) || c.pps <= 0) {
+    return absl::OkStatus();
+  }
+  const Answers& a = *c.answers;
+  using AckReq = config::RoceSpec::AckReq;
+  const uint32_t every = a.spec.ack_every;
+  const uint32_t spacing = a.ack_req == AckReq::kEvery  ? 1
+                           : a.ack_req == AckReq::kLast ? std::min(every, a.ppm)
+                                                        : every;
+  // The slowest QP's rate (per-flow rates: the smallest share).
+  double share = 1.0 / c.flows;
+  if (!c.flow_weight.empty()) {
+    double sum = 0, least = c.flow_weight[0];
+    for (double w : c.flow_weight) sum += w, least = std::min(least, w);
+    share = sum > 0 ? least / sum : share;
+  }
+  const double qp_pps = c.pps * share;
+  const double gap_ns = spacing / qp_pps * 1e9;
+  if (static_cast<double>(c.retransmit_timeout_ns) >= 2 * gap_ns) return absl::OkStatus();
+  return ErrorAt(plan, nullptr, i, "frame.roce.retransmit",
+                 absl::StrFormat("timeout %s is shorter than twice the %s between a QP's ACKs (one per %d packets "
+                                 "at %s per QP): each QP would go back before its ACK came; raise the timeout "
+                                 "(to %s or more) or the QP's rate%s",
+                                 FormatDuration(c.retransmit_timeout_ns),
+                                 FormatDuration(static_cast<int64_t>(gap_ns)), spacing, FormatPacketRate(qp_pps),
+                                 FormatDuration(static_cast<int64_t>(std::ceil(2 * gap_ns))),
+                                 a.ack_req == AckReq::kEvery ? "" : ", or lower ports[].respond.ack_every"));
+}
+
 }  // namespace
 
 // Feedback (ACK, NAK, CNP, UET NACK) finds its flow by its QP (or PDC) at
@@ -337,6 +372,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
       FG_ASSIGN_OR_RETURN(auto answers, Answers::Compile(s.name, c.flow_id, c.program, s.frame, *respond,
                                                          static_cast<uint16_t>(s.rx_port)));
       c.answers = std::move(answers);
+      FG_RETURN_IF_ERROR(CheckAckSpacing(plan, i, c));
     }
     out.push_back(std::move(c));
   }

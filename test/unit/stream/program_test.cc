@@ -368,6 +368,27 @@ TEST(Compile, AReadIsRcPacedAndItsResponsesFitTheResponderPort) {
   EXPECT_EQ(compile("[{name: a, mtu: 4200}, {name: b, mtu: 4200}]", "rate: 1 Gbps"), "ok");
 }
 
+// A go-back-N timeout shorter than twice the time between a QP's ACKs at
+// the plan's rate is refused: 1 kpps over 4 QPs, an ACK every 16 packets
+// (ack_req never) is 64 ms between ACKs; 100 ms is too short, 200 ms is not.
+TEST(Compile, AGoBackNTimeoutShorterThanTheAckSpacingIsRefused) {
+  auto compile = [](const std::string& timeout) {
+    auto plan = config::ParsePlan("t.yaml", "ports: [{name: a}, {name: b, respond: {ack_every: 16}}]\n"
+                                  "streams:\n"
+                                  "  - {name: s, port: a, rx_port: b, rate: 1 kpps, flows: 4,\n"
+                                  "     frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, ack_req: never,\n"
+                                  "                    retransmit: {timeout: " + timeout + "}}}}\n");
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    auto c = Compile(*plan, {10e9, 10e9});
+    return c.ok() ? std::string("ok") : std::string(c.status().message());
+  };
+  EXPECT_EQ(compile("100 ms"),
+            "t.yaml:3: streams[0].frame.roce.retransmit: timeout 100.000 ms is shorter than twice the 64.000 ms "
+            "between a QP's ACKs (one per 16 packets at 250.000 pps per QP): each QP would go back before its ACK "
+            "came; raise the timeout (to 128.000 ms or more) or the QP's rate, or lower ports[].respond.ack_every");
+  EXPECT_EQ(compile("200 ms"), "ok");
+}
+
 TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {
   auto p = Program::Compile(Frame("{roce: {op: SEND, message: 64, dest_qp: 0x100}}"), 10);
   ASSERT_TRUE(p.ok());

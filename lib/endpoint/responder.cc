@@ -14,7 +14,7 @@ void EachCounter(ResponderCounters& a, const ResponderCounters& b, Op op) {
                  &ResponderCounters::out_of_sequence, &ResponderCounters::ce_seen, &ResponderCounters::cnp_sent,
                  &ResponderCounters::cnp_suppressed, &ResponderCounters::cnp_dropped,
                  &ResponderCounters::answers_dropped, &ResponderCounters::delivered_packets,
-                 &ResponderCounters::delivered_bytes}) {
+                 &ResponderCounters::delivered_bytes, &ResponderCounters::read_late}) {
     op(a.*m, b.*m);
   }
 }
@@ -158,19 +158,37 @@ uint32_t Responder::OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, b
   // none when each request is one packet).
   const uint32_t step = g.psn_step;
   const uint32_t ahead = (psn - q.epsn) & proto::roce::kPsnMask;
-  if (ahead >= (proto::roce::kPsnMask + 1) / 2) {  // behind: a duplicate, not executed again
+  auto execute = [&](uint32_t seq) {
+    n.delivered_packets.Add(1);
+    n.delivered_bytes.Add(g.read_bytes);
+    q.msn = (q.msn + 1) & proto::roce::kPsnMask;
+    if (read_ != nullptr) read_->OnRead(slot, seq);
+  };
+  if (ahead >= (proto::roce::kPsnMask + 1) / 2) {  // behind
     const uint32_t back = (proto::roce::kPsnMask + 1) - ahead;
-    n.duplicates.Add(1);
-    return q.rseq - (step == 1 ? back : (back + step - 1) / step);
+    const uint32_t requests = step == 1 ? back : (back + step - 1) / step;  // >= 1
+    const uint32_t seq = q.rseq - requests;
+    const uint32_t bit = requests - 1;  // request rseq - 1 - bit
+    if (bit < 64 && (q.read_missing >> bit & 1) != 0) {
+      // One that a later request skipped over, late (reordered): executed now.
+      q.read_missing &= ~(uint64_t{1} << bit);
+      n.read_late.Add(1);
+      execute(seq);
+    } else {
+      n.duplicates.Add(1);  // seen before: not executed again
+    }
+    return seq;
   }
-  const uint32_t seq = q.rseq + (step == 1 ? ahead : ahead / step);
-  if (ahead != 0) n.out_of_sequence.Add(1);  // requests before it were lost
+  const uint32_t skipped = step == 1 ? ahead : ahead / step;
+  const uint32_t seq = q.rseq + skipped;
+  if (skipped != 0) n.out_of_sequence.Add(skipped);  // requests it skips over: lost, or late
+  // The window moves past this request: the ones skipped are missing (bits 1..skipped).
+  const uint64_t shifted = skipped + 1 >= 64 ? 0 : q.read_missing << (skipped + 1);
+  const uint64_t gap = skipped == 0 ? 0 : skipped >= 63 ? ~uint64_t{1} : ((uint64_t{1} << skipped) - 1) << 1;
+  q.read_missing = shifted | gap;
   q.epsn = (psn + step) & proto::roce::kPsnMask;
   q.rseq = seq + 1;
-  n.delivered_packets.Add(1);
-  n.delivered_bytes.Add(g.read_bytes);
-  q.msn = (q.msn + 1) & proto::roce::kPsnMask;
-  if (read_ != nullptr) read_->OnRead(slot, seq);
+  execute(seq);
   return seq;
 }
 
@@ -204,7 +222,7 @@ ResponderCounters Responder::counters(uint32_t group) const {
   return ResponderCounters{n.acks_sent.Read(),  n.naks_sent.Read(), n.duplicates.Read(),
                            n.out_of_sequence.Read(), n.ce_seen.Read(), n.cnp_sent.Read(),
                            n.cnp_suppressed.Read(), n.cnp_dropped.Read(), n.answers_dropped.Read(),
-                           n.delivered_packets.Read(), n.delivered_bytes.Read()};
+                           n.delivered_packets.Read(), n.delivered_bytes.Read(), n.read_late.Read()};
 }
 
 }  // namespace fg::endpoint

@@ -18,11 +18,13 @@
 // - RC READ: each request (no signature: RX knows it by its QP and PSN,
 //   OnReadRequest) is executed: the responder asks its ReadSink to send the
 //   request's responses (the READ's responses stream, stream.h) and counts
-//   the message as delivered. A request ahead of the expected PSN (requests
-//   were lost) is executed all the same, and the ones skipped are the
-//   requests' loss: fabricgen's requester does not re-issue READs, so no NAK
-//   asks it to. One behind it (a duplicate) is counted and not executed
-//   again. READ responses are never acknowledged.
+//   the message as delivered. A request ahead of the expected PSN is
+//   executed all the same; the ones it skips over are counted
+//   (out_of_sequence, per request) and, when one of them comes after all
+//   (reordered, up to 63 requests behind the newest), it is executed then (read_late): what never
+//   came is the requests' loss (fabricgen's requester does not re-issue
+//   READs, so no NAK asks it to). Any other request behind (a duplicate) is
+//   counted and not executed again. READ responses are never acknowledged.
 // - UC, UD: no ACK or NAK.
 // - Every transport: a CE-marked frame of a QP makes a CNP to it, at most one
 //   per QP per `cnp_interval`; the others are suppressed, so
@@ -67,6 +69,7 @@ struct ResponderCounters {
   uint64_t cnp_dropped = 0;      // CE marks whose CNP was never sent (queue full, or still queued at the end)
   uint64_t answers_dropped = 0;  // ACKs, NAKs and CNPs never sent (the same causes): a tester limit
   uint64_t delivered_packets = 0, delivered_bytes = 0;  // accepted in order (RC): payload bytes, each PSN once
+  uint64_t read_late = 0;  // READ: requests executed late (skipped over when a later one came, then came)
   ResponderCounters& operator+=(const ResponderCounters& o);
   ResponderCounters& operator-=(const ResponderCounters& o);  // counts since `o` (an earlier reading)
 };
@@ -119,13 +122,14 @@ class Responder {
     uint32_t pos = 0;      // packet index inside the message being received
     uint32_t unacked = 0;  // accepted since the last ACK
     uint32_t rseq = 0;     // READ: the sequence of the request expected next
+    uint64_t read_missing = 0;  // READ: bit j set: request rseq - 1 - j was skipped over and has not come yet
     uint64_t last_cnp_ns = 0;
     bool cnp_sent = false, ack_due = false, nak_sent = false;
     bool ack_vars = false;  // ack_vars_[slot] holds the ACK program's FlowVars of this QP
   };
   struct alignas(64) GroupCounters {
     Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, cnp_dropped,
-        answers_dropped, delivered_packets, delivered_bytes;
+        answers_dropped, delivered_packets, delivered_bytes, read_late;
   };
   void FlushSlow();
   // A CE mark on the flow in `slot`: a CNP, or suppressed within cnp_interval.

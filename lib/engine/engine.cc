@@ -354,11 +354,7 @@ absl::Status LiveRun::SetRate(size_t stream, double pps) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "stream %s: its QPs' rates are DCQCN's (frame.roce.dcqcn); set its rate in the plan", streams_[stream].name));
   }
-  if (streams_[stream].read_response()) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "stream %s: a READ's responses go as their requests come; set the rate of stream %s",
-        streams_[stream].name, streams_[streams_[stream].read_requests].name));
-  }
+  FG_RETURN_IF_ERROR(FollowsRequests(stream, "set the rate of"));
   if (!(pps > 0)) return absl::InvalidArgumentError("a rate must be > 0");
   // Shards with per-flow rates keep their flows' current proportions (set
   // live flow by flow); the others their share of the stream's flows.
@@ -377,6 +373,12 @@ absl::Status LiveRun::SetRate(size_t stream, double pps) {
 
 absl::StatusOr<int64_t> LiveRun::SetFlowRate(size_t stream, uint32_t flow, double pps) {
   if (!(pps > 0) || !std::isfinite(pps)) return absl::InvalidArgumentError("a flow's rate must be > 0 and finite");
+  FG_RETURN_IF_ERROR(FollowsRequests(stream, "set the rates of"));
+  if (stream < streams_.size() && streams_[stream].read_request()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "stream %s is a READ: its rate is its data's; set the whole stream's (rate %s RATE)", streams_[stream].name,
+        streams_[stream].name));
+  }
   for (const ShardRef& sh : TxOf(stream)) {
     const std::vector<uint32_t>& flows = sh.task->flows(sh.index);
     const auto it = std::lower_bound(flows.begin(), flows.end(), flow);
@@ -421,7 +423,18 @@ absl::StatusOr<double> LiveRun::FlowRate(size_t stream, uint32_t flow) const {
   return absl::NotFoundError(absl::StrFormat("no flow %d in stream %d of this run", flow, stream));
 }
 
+// A READ's responses follow its requests: pausing or stopping them alone
+// would leave requests executed and unanswered (the tester's shortfall).
+absl::Status LiveRun::FollowsRequests(size_t stream, const char* what) const {
+  if (stream >= streams_.size() || !streams_[stream].read_response()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat("stream %s: a READ's responses go as their requests come; %s "
+                                                       "stream %s",
+                                                       streams_[stream].name, what,
+                                                       streams_[streams_[stream].read_requests].name));
+}
+
 absl::Status LiveRun::SetPaused(size_t stream, bool paused) {
+  FG_RETURN_IF_ERROR(FollowsRequests(stream, paused ? "pause" : "resume"));
   const std::vector<ShardRef> shards = TxOf(stream);
   if (shards.empty()) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
   for (const ShardRef& sh : shards) sh.task->SetPaused(sh.index, paused);
@@ -429,6 +442,7 @@ absl::Status LiveRun::SetPaused(size_t stream, bool paused) {
 }
 
 absl::Status LiveRun::StopStream(size_t stream) {
+  FG_RETURN_IF_ERROR(FollowsRequests(stream, "stop"));
   const std::vector<ShardRef> shards = TxOf(stream);
   if (shards.empty()) return absl::NotFoundError(absl::StrFormat("no stream %d in this run", stream));
   for (const ShardRef& sh : shards) sh.task->Stop(sh.index);

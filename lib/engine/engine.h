@@ -366,6 +366,7 @@ class LiveRun {
   std::vector<std::unique_ptr<endpoint::Responder>> responders_;
   std::vector<std::unique_ptr<endpoint::FeedbackSink>> feedback_;  // per worker with DCQCN flows
   std::vector<std::unique_ptr<endpoint::ReadSink>> read_sinks_;    // per worker answering READs
+  absl::Status FollowsRequests(size_t stream, const char* what) const;  // refuses control of a READ's responses
   std::vector<std::optional<QpSetup>> qp_setup_;  // per stream: its CM set-up (connect: cm)
   Placement placement_;
   mutable std::mutex abandoned_mu_;

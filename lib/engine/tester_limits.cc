@@ -103,24 +103,49 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::stri
   }
 }
 
+// The limits of the ports a stream crosses: its TX port's TX side, its RX port's RX side.
+void InheritPortLimits(StreamResult& s, const std::vector<PortResult>& ports) {
+  auto inherit = [&](const PortResult& p, bool tx_side) {
+    for (const TesterLimit& l : p.tester_limits) {
+      const bool tx_kind = l.kind == kTxError;
+      if (tx_kind != tx_side) continue;
+      s.tester_limits.push_back({l.kind, l.count, absl::StrFormat("port %s: %s", p.name, l.detail)});
+    }
+  };
+  inherit(ports[s.tx_port], true);
+  if (s.received) inherit(ports[s.rx_port], false);  // rx_drop, rx_stall, host_backlog_drop
+}
+
+// A READ's responses: every packet its executed requests asked for is owed
+// (no pacing slack): one not sent is the tester's, never the wire's, unless
+// the device paused the responding port meanwhile.
+void AssessReadResponses(StreamResult& s, const std::vector<PortResult>& ports, std::vector<std::string>& warnings) {
+  const tx::TxCounters& t = s.tx;
+  if (t.shortfall() != 0) {
+    if (const uint64_t pause = PauseReceived(ports[s.tx_port]); pause != 0) {
+      warnings.push_back(absl::StrFormat(
+          "stream %s: the responder sent %s of the %s READ response packets asked for while port %s received %s "
+          "PAUSE/PFC frames: the device's flow control held them back",
+          s.name, FormatCount(t.packets), FormatCount(t.due), ports[s.tx_port].name, FormatCount(pause)));
+    } else {
+      s.tester_limits.push_back(
+          {kTxShortfall, t.shortfall(),
+           absl::StrFormat("the responder sent %s of the %s READ response packets its executed requests asked for "
+                           "(the rest were still queued when the drain ended, or its queue of %s requests was full)",
+                           FormatCount(t.packets), FormatCount(t.due), FormatCount(tx::kReadJobsPerShard))});
+    }
+  }
+  if (t.alloc_failures != 0) {
+    s.tester_limits.push_back(
+        {kTxError, t.alloc_failures, "the mbuf pool was empty when the responder needed a burst (times)"});
+  }
+  InheritPortLimits(s, ports);
+}
+
 void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::vector<std::string>& warnings) {
+  if (s.read_requests >= 0) return AssessReadResponses(s, ports, warnings);
   std::vector<TesterLimit>& out = s.tester_limits;
   const tx::TxCounters& t = s.tx;
-  if (s.read_requests >= 0) {
-    // A READ's responses: every packet its executed requests asked for is
-    // owed (no pacing slack); one not sent is the tester's, never the wire's.
-    if (t.shortfall() != 0) {
-      out.push_back({kTxShortfall, t.shortfall(),
-                     absl::StrFormat("the responder sent %s of the %s READ response packets its executed requests "
-                                     "asked for (the rest were still queued when the drain ended, or its queue of "
-                                     "%s requests was full)",
-                                     FormatCount(t.packets), FormatCount(t.due), FormatCount(tx::kReadJobsPerShard))});
-    }
-    if (t.alloc_failures != 0) {
-      out.push_back({kTxError, t.alloc_failures, "the mbuf pool was empty when the responder needed a burst (times)"});
-    }
-    return;
-  }
   const bool short_of_rate =
       (t.paced && t.shortfall() > ShortfallTolerance(t.due)) || t.credit_dropped != 0 || t.late_burst_frames != 0;
   if (const uint64_t pause = PauseReceived(ports[s.tx_port]); pause != 0 && short_of_rate) {
@@ -165,15 +190,7 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::ve
                                    "(times; they waited)",
                                    ports[s.rx_port].name)});
   }
-  auto inherit = [&](const PortResult& p, bool tx_side) {
-    for (const TesterLimit& l : p.tester_limits) {
-      const bool tx_kind = l.kind == kTxError;
-      if (tx_kind != tx_side) continue;
-      out.push_back({l.kind, l.count, absl::StrFormat("port %s: %s", p.name, l.detail)});
-    }
-  };
-  inherit(ports[s.tx_port], true);
-  if (s.received) inherit(ports[s.rx_port], false);  // rx_drop, rx_stall, host_backlog_drop
+  InheritPortLimits(s, ports);
 }
 
 }  // namespace

@@ -74,6 +74,7 @@ absl::StatusOr<LoadBalanceResult> RunLoadBalance(const port::Eal& eal, const std
   out.streams = runner.stream_names();
   out.line_l1_bps = runner.line_l1_bps();
   for (const stream::CompiledStream& s : streams) {
+    if (s.read_response()) continue;  // a READ's QPs are its requests'
     if (std::find(out.streams.begin(), out.streams.end(), s.name) != out.streams.end()) out.flows += s.flows;
   }
   for (const std::string& l : lp.links) out.links.push_back(LinkLoad{l, 0, 0});

@@ -161,6 +161,7 @@ void WriteRead(report::JsonWriter& w, const engine::TrialResult& r, const engine
     w.Field("responses", r.streams[s.read_responses].name);
     w.Field("requests_executed", s.responder.delivered_packets);
     w.Field("requests_skipped", s.responder.out_of_sequence);
+    w.Field("requests_late", s.responder.read_late);
     w.Field("duplicate_requests", s.responder.duplicates);
     w.Field("data_bytes", s.responder.delivered_bytes);
   } else {
@@ -489,10 +490,10 @@ std::string RunSummary(const engine::TrialResult& r) {
     if (s.read_responses >= 0) {
       const engine::StreamResult& d = r.streams[s.read_responses];
       out += absl::StrFormat(
-          "read of stream %s: %s requests executed (%s skipped past, %s duplicates), %s B of data asked for in %s "
-          "responses of stream %s (%d per request), %s sent, %s received\n",
+          "read of stream %s: %s requests executed (%s skipped over, %s of them came late; %s duplicates), %s B of "
+          "data asked for in %s responses of stream %s (%d per request), %s sent, %s received\n",
           s.name, FormatCount(s.responder.delivered_packets), FormatCount(s.responder.out_of_sequence),
-          FormatCount(s.responder.duplicates), FormatCount(s.responder.delivered_bytes), FormatCount(d.tx.due),
+          FormatCount(s.responder.read_late), FormatCount(s.responder.duplicates), FormatCount(s.responder.delivered_bytes), FormatCount(d.tx.due),
           d.name, s.read_packets, FormatCount(d.tx.packets), FormatCount(d.rx.packets));
     }
   }

@@ -155,6 +155,14 @@ class Program {
     c.message = ppm_ == 1 ? seq : seq / ppm_;
     c.entropy = entropy_count_ == 1 ? 0 : seq % entropy_count_;
   }
+  // Seek() to the flow's packet `index` (its PSN, message place and
+  // entropy) keeping `c`'s sequence: a READ responder numbers the responses
+  // it sends contiguously whichever requests they answer.
+  void SeekPacket(Cursor& c, uint32_t index) const {
+    const uint32_t seq = c.seq;
+    Seek(c, index);
+    c.seq = seq;
+  }
   // Frame bytes (FCS included) of a flow's first n packets.
   uint64_t BytesOfFirst(uint64_t n) const {
     if (ppm_ == 1) return n * kinds_[0].t.frame_size();

@@ -159,6 +159,12 @@ absl::Status AddReadResponses(const config::Plan& plan, const std::vector<double
       return ErrorAt(plan, nullptr, i, "burst",
                      "a READ's data is sent by the responder as its requests arrive; give it a rate, not a burst");
     }
+    if (s.frame.roce.dcqcn) {
+      return ErrorAt(plan, nullptr, i, "frame.roce.dcqcn",
+                     "a READ's data goes from the responder, whose reaction point would pace it; fabricgen's "
+                     "responder sends it as the requests come, so DCQCN on the requests would cut the wrong "
+                     "direction: remove dcqcn (or use WRITE)");
+    }
     config::FrameSpec rf =
         Answers::AnswerFrame(s.frame, config::RoceSpec::Op::kReadResponse, *plan.ports[s.rx_port].respond);
     rf.encap.l3.ecn = s.frame.encap.l3.ecn;  // data: as ECN-capable as the requests
@@ -301,8 +307,11 @@ absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<Compi
       const CompiledStream& a = streams[i];
       if (a.program.key_kind() != b.program.key_kind()) continue;
       if (b.read_requests == static_cast<int32_t>(i)) continue;  // one READ's two halves: the same QPs
-      // What acts on its feedback: a reaction point, or a go-back-N requester.
-      auto acts = [](const CompiledStream& x) { return x.dcqcn.has_value() || (x.answers && x.answers->strict); };
+      // What acts on its feedback: a reaction point, or a go-back-N requester;
+      // and a READ, whose requests the responder knows by their QP alone.
+      auto acts = [](const CompiledStream& x) {
+        return x.dcqcn.has_value() || (x.answers && x.answers->strict) || x.read_request();
+      };
       const bool closed = acts(a) || acts(b);
       if (!closed) continue;
       size_t port = SIZE_MAX;  // a port where both streams' feedback arrives
@@ -318,7 +327,8 @@ absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<Compi
           "feedback (%s) could not be told apart; give one of them other %s (e.g. %s: 0x%x)",
           plan.file, plan.streams[j].line, j, qp ? "roce.dest_qp" : "uet.spdcid", b.name, qp ? "QPs" : "PDCs", b0,
           b1 - 1, a.name, a0, a1 - 1, plan.ports[port].name, qp ? "ACKs, NAKs, CNPs" : "ACKs, NACKs",
-          qp ? "QPs" : "PDCs", qp ? "dest_qp" : "spdcid", a1));
+          qp ? "QPs" : "PDCs", qp ? "dest_qp" : "spdcid", a1).append(
+          a.read_request() || b.read_request() ? " (a READ's requests are known by their QP too)" : ""));
     }
   }
   return absl::OkStatus();

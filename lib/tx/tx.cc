@@ -646,8 +646,9 @@ uint64_t TxTask::resent(size_t i) const { return streams_[i]->resent_live.Read()
 
 // A READ's responses, in the order their requests were executed: each
 // job's packets back to back, several jobs to a burst. A job whose flow
-// must skip ahead (past requests that never came) starts a burst of its
-// own: its cursor moves before any of its frames is stamped.
+// must move to another PSN (past requests that never came, or back to a
+// late one) starts a burst of its own: its cursor moves before any of its
+// frames is stamped.
 unsigned TxTask::Respond(State& st, uint64_t now) {
   if (st.npending == 0 && st.job_count != 0) {
     uint32_t fl[kTxBurst];
@@ -655,10 +656,13 @@ unsigned TxTask::Respond(State& st, uint64_t now) {
     size_t head = st.job_head, count = st.job_count;
     State::ReadJob front = st.jobs[head];
     while (n < kTxBurst && count != 0) {
-      // read_next: where the flow's cursor will be once the frames planned so far are stamped.
+      // read_next: the packet (PSN) the flow's cursor will be at once the
+      // frames planned so far are stamped. A job elsewhere (requests skipped
+      // or late) moves its PSN there; its signature sequence goes on, so the
+      // requester's analysis sees what was sent, in the order it was sent.
       if (st.read_next[front.flow] != front.seq) {
         if (n != 0) break;
-        st.s->program.Seek(st.cursors[front.flow], front.seq);
+        st.s->program.SeekPacket(st.cursors[front.flow], front.seq);
         st.read_next[front.flow] = front.seq;
       }
       const unsigned m = std::min<unsigned>(front.left, kTxBurst - n);

@@ -94,7 +94,8 @@ struct alignas(64) TxTask::State {
   uint32_t flows_behind = 0;  // flows with Gbn::behind set (0: CountResends has nothing to count)
   // READ responses (the stream is a READ's responses, stream.h): sent as
   // the responder executes requests (OnRead), unpaced, in the order the
-  // requests came: a FIFO of jobs (flow, next sequence, packets left).
+  // requests came: a FIFO of jobs (flow, its next response packet: the PSN
+  // offset from the flow's start, packets left).
   struct ReadJob {
     uint32_t flow = 0, seq = 0, left = 0;
   };

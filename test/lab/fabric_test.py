@@ -489,6 +489,49 @@ streams:
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class ReadRequestLossTest(LabRun):
+    """READ requests lost on the way: nftables on leaf0's link to b drops
+    every request whose PSN & 0xff == 8 (requests step the PSN by 4: one in
+    64 of each QP's). Each drop is one request the responder never executes:
+    the requests' stream loses exactly the rule's count, the responder counts
+    each as skipped over, and the 4 responses of every executed request are
+    sent and arrive, numbered without a gap (none of the responses is lost)."""
+
+    PLAN_TEXT = """
+duration: 2 s
+ports:
+  - {name: a, device: "net_af_packet0,iface=fga"}
+  - {name: b, device: "net_af_packet1,iface=fgb", respond: true}
+streams:
+  - {name: rd, port: a, rx_port: b, rate: 20 Mbps, flows: 4,
+     frame: {dst_ip: 198.19.0.1, roce: {op: READ_REQUEST, message: 4 KiB, pmtu: 1024, dest_qp: 0x600}}}
+""" + labtest.TWO_HOSTS_LAB + """  impairments:
+    - {link: leaf0-b, drop_psn: {mask: 0xff, value: 8}}
+"""
+
+    def test_each_dropped_request_is_lost_skipped_and_unanswered(self):
+        q, d = self.streams["rd"], self.streams["rd.responses"]
+        dropped = self.imps[0]["counter"]["packets"]
+        self.say("nft dropped %d READ requests; fabricgen: %d sent, lost %d, executed %d, skipped over %d; "
+                 "responses %d asked, %d sent, %d received, lost %d, sequence gaps %d", dropped, q["tx_packets"],
+                 q["lost_packets"], q["read"]["requests_executed"], q["read"]["requests_skipped"],
+                 d["read"]["asked_packets"], d["tx_packets"], d["rx_packets"], d["lost_packets"],
+                 d["sequence_gap_packets"])
+        self.assertGreater(dropped, 10)
+        self.assertEqual(q["lost_packets"], dropped)
+        self.assertEqual(q["read"]["requests_executed"], q["tx_packets"] - dropped)
+        # Each QP's requests after a drop show it skipped (one of 64: never a QP's last, in 2 s).
+        self.assertEqual(q["read"]["requests_skipped"], dropped)
+        self.assertEqual(q["read"]["requests_late"], 0)
+        self.assertEqual(d["read"]["asked_packets"], 4 * q["read"]["requests_executed"])
+        self.assertEqual(d["tx_packets"], d["read"]["asked_packets"])
+        self.assertEqual(d["rx_packets"], d["tx_packets"])
+        self.assertEqual(d["lost_packets"], 0)
+        self.assertEqual(d["sequence_gap_packets"], 0)  # the responses are numbered as sent
+        self.assertEqual([l for l in d["tester_limits"] if l["kind"] != "rx_stall"], [])
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class LinkDownTest(LabRun):
     """configs/lab/link-down.yaml: leaf1's link to b is down for 300 ms
     (rtnetlink, acknowledged: the interval is known within its uncertainty);

@@ -425,24 +425,47 @@ TEST(Responder, InOrderReadRequestsAreExecutedEachOnceAndNeverAcked) {
   EXPECT_EQ(c.acks_sent + c.naks_sent + c.out_of_sequence + c.duplicates, 0u);
 }
 
-// Requests lost on the way: the next one is executed at its own sequence
-// (the responses of the lost ones are never sent), and the skip is counted;
-// a request seen again (behind the expected PSN) is a duplicate, not
-// executed twice, and keeps its own sequence.
-TEST(Responder, AReadAfterLostRequestsIsExecutedAtItsOwnSequenceAndADuplicateIsNot) {
+// Requests skipped over: the one that skips them is executed at its own
+// sequence and each skipped one is counted; one of them that comes after
+// all (reordered) is executed then, late; one seen again (or one behind
+// that was never skipped) is a duplicate, not executed twice. What never
+// came (request 2) is never answered.
+TEST(Responder, ReadsSkippedOverAreExecutedWhenTheyComeLateAndDuplicatesAreNot) {
   Rig rig(Read(4096, 1024), config::RespondSpec{});
   Reads reads;
   rig.r->SetReadSink(&reads);
   EXPECT_EQ(rig.r->OnReadRequest(0, 0, 1, false), 0u);
-  EXPECT_EQ(rig.r->OnReadRequest(0, 12, 2, false), 3u);  // requests 1 and 2 (PSNs 4, 8) lost
-  EXPECT_EQ(rig.r->OnReadRequest(0, 4, 3, false), 1u);   // request 1 after all: behind, a duplicate
-  EXPECT_EQ(rig.r->OnReadRequest(0, 16, 4, false), 4u);
-  EXPECT_EQ(reads.got, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {0, 3}, {0, 4}}));
+  EXPECT_EQ(rig.r->OnReadRequest(0, 12, 2, false), 3u);  // skips requests 1 and 2 (PSNs 4, 8)
+  EXPECT_EQ(rig.r->OnReadRequest(0, 4, 3, false), 1u);   // request 1, late: executed
+  EXPECT_EQ(rig.r->OnReadRequest(0, 4, 4, false), 1u);   // request 1 again: a duplicate
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0, 5, false), 0u);   // request 0 again: a duplicate
+  EXPECT_EQ(rig.r->OnReadRequest(0, 16, 6, false), 4u);
+  EXPECT_EQ(reads.got, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {0, 3}, {0, 1}, {0, 4}}));
   const ResponderCounters c = rig.r->counters(0);
-  EXPECT_EQ(c.delivered_packets, 3u);
-  EXPECT_EQ(c.out_of_sequence, 1u);
-  EXPECT_EQ(c.duplicates, 1u);
+  EXPECT_EQ(c.delivered_packets, 4u);
+  EXPECT_EQ(c.out_of_sequence, 2u);  // requests skipped over: 1 and 2
+  EXPECT_EQ(c.read_late, 1u);        // of them, 1 came
+  EXPECT_EQ(c.duplicates, 2u);
   EXPECT_TRUE(rig.Take().empty());
+}
+
+// The late window is the 63 requests before the newest one executed: one
+// skipped 63 back still counts; one skipped further back is taken for a
+// duplicate.
+TEST(Responder, AReadSkippedOverIsExecutedLateWithin64Requests) {
+  Rig rig(Read(1024, 1024), config::RespondSpec{});
+  Reads reads;
+  rig.r->SetReadSink(&reads);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 1, 1, false), 1u);    // skips request 0
+  EXPECT_EQ(rig.r->OnReadRequest(0, 63, 2, false), 63u);  // skips 2..62: request 0 is now 63 back
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0, 3, false), 0u);    // 63 back: late, executed
+  EXPECT_EQ(rig.r->OnReadRequest(0, 200, 4, false), 200u);  // skips 64..199
+  EXPECT_EQ(rig.r->OnReadRequest(0, 2, 5, false), 2u);    // skipped, but 198 back: beyond the window
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.out_of_sequence, 1u + 61 + 136);
+  EXPECT_EQ(c.read_late, 1u);
+  EXPECT_EQ(c.duplicates, 1u);
+  EXPECT_EQ(reads.got.size(), 4u);
 }
 
 // The PSN is 24 bits: with 4 PSNs per request it wraps every 4,194,304

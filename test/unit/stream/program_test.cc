@@ -364,6 +364,13 @@ TEST(Compile, AReadIsRcPacedAndItsResponsesFitTheResponderPort) {
   EXPECT_EQ(compile("[{name: a, mtu: 4200}, {name: b, respond: true}]", "rate: 1 Gbps"),
             "r.yaml:3: streams[0].frame: its READ responses, sent back from port 'b': frame.roce: the largest frame "
             "carries 4163 B of IP packet, more than port 'b' MTU of 1500 B; raise ports[].mtu or lower roce.pmtu");
+  auto dcqcn = config::ParsePlan("d.yaml", "ports: " + both + "\n"
+                                 "streams: [{name: rd, port: a, rx_port: b, rate: 1 Gbps,\n"
+                                 "           frame: {roce: {op: READ_REQUEST, message: 16 KiB, dcqcn: paper}}}]\n");
+  ASSERT_TRUE(dcqcn.ok()) << dcqcn.status();
+  auto refused = Compile(*dcqcn, {10e9, 10e9});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(std::string(refused.status().message()).substr(0, 42), "d.yaml:2: streams[0].frame.roce.dcqcn: a R");
   // Not answered: plain READ requests, open loop, at the plan's rate of their own frames.
   EXPECT_EQ(compile("[{name: a, mtu: 4200}, {name: b, mtu: 4200}]", "rate: 1 Gbps"), "ok");
 }
@@ -387,6 +394,22 @@ TEST(Compile, AGoBackNTimeoutShorterThanTheAckSpacingIsRefused) {
             "between a QP's ACKs (one per 16 packets at 250.000 pps per QP): each QP would go back before its ACK "
             "came; raise the timeout (to 128.000 ms or more) or the QP's rate, or lower ports[].respond.ack_every");
   EXPECT_EQ(compile("200 ms"), "ok");
+}
+
+// The responder knows a READ request by its QP alone: two READs into one
+// responding port with overlapping QPs are refused.
+TEST(Compile, ReadsSharingQpsIntoOnePortAreRefused) {
+  auto plan = config::ParsePlan("o.yaml", "ports: [{name: a}, {name: b}, {name: c, respond: true}]\n"
+                                "streams:\n"
+                                "  - {name: x, port: a, rx_port: c, rate: 1 Mbps, frame: {roce: {op: READ_REQUEST}}}\n"
+                                "  - {name: y, port: b, rx_port: c, rate: 1 Mbps, frame: {roce: {op: READ_REQUEST}}}\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto c = Compile(*plan, {10e9, 10e9, 10e9});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(std::string(c.status().message()),
+            "o.yaml:4: streams[1].frame.roce.dest_qp: stream y's QPs 0x100..0x100 overlap stream x's (0x100..0x100) "
+            "on port 'c': their feedback (ACKs, NAKs, CNPs) could not be told apart; give one of them other QPs (e.g. "
+            "dest_qp: 0x101) (a READ's requests are known by their QP too)");
 }
 
 TEST(Program, FlowsGetConsecutiveKeysAndTheirOwnEntropy) {

@@ -426,6 +426,19 @@ streams:
         self.assertEqual(s["lost_packets"], 0)
 
 
+def read_plan(duration, dest_qp):
+    """4 RC QPs of 4 KiB READs (4 responses each at PMTU 1024) from a to b, b their responder, at 20 Mbit/s of data."""
+    return """
+duration: %s
+ports:
+  - {name: a, device: "net_af_packet0,iface=fga"}
+  - {name: b, device: "net_af_packet1,iface=fgb", respond: true}
+streams:
+  - {name: rd, port: a, rx_port: b, rate: 20 Mbps, flows: 4,
+     frame: {dst_ip: 198.19.0.1, roce: {op: READ_REQUEST, message: 4 KiB, pmtu: 1024, dest_qp: %#x}}}
+""" % (duration, dest_qp) + labtest.TWO_HOSTS_LAB
+
+
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class ReadResponsesTest(LabRun):
     """RDMA READ across the fabric: b is the RC responder; each of a's READ
@@ -434,15 +447,7 @@ class ReadResponsesTest(LabRun):
     towards a sees both; tshark decodes them as InfiniBand, zlib and scapy
     check every ICRC."""
 
-    PLAN_TEXT = """
-duration: 1 s
-ports:
-  - {name: a, device: "net_af_packet0,iface=fga"}
-  - {name: b, device: "net_af_packet1,iface=fgb", respond: true}
-streams:
-  - {name: rd, port: a, rx_port: b, rate: 20 Mbps, flows: 4,
-     frame: {dst_ip: 198.19.0.1, roce: {op: READ_REQUEST, message: 4 KiB, pmtu: 1024, dest_qp: 0x500}}}
-""" + labtest.TWO_HOSTS_LAB
+    PLAN_TEXT = read_plan("1 s", 0x500)
     CAPTURES = (("leaf0", "a", 1600),)
 
     def test_every_request_is_answered_by_its_responses_which_tshark_decodes_with_valid_icrc(self):
@@ -497,15 +502,7 @@ class ReadRequestLossTest(LabRun):
     each as skipped over, and the 4 responses of every executed request are
     sent and arrive, numbered without a gap (none of the responses is lost)."""
 
-    PLAN_TEXT = """
-duration: 2 s
-ports:
-  - {name: a, device: "net_af_packet0,iface=fga"}
-  - {name: b, device: "net_af_packet1,iface=fgb", respond: true}
-streams:
-  - {name: rd, port: a, rx_port: b, rate: 20 Mbps, flows: 4,
-     frame: {dst_ip: 198.19.0.1, roce: {op: READ_REQUEST, message: 4 KiB, pmtu: 1024, dest_qp: 0x600}}}
-""" + labtest.TWO_HOSTS_LAB + """  impairments:
+    PLAN_TEXT = read_plan("2 s", 0x600) + """  impairments:
     - {link: leaf0-b, drop_psn: {mask: 0xff, value: 8}}
 """
 

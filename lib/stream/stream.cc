@@ -256,10 +256,12 @@ absl::Status ResolveRate(const config::Plan& plan, size_t i, const std::vector<d
   return absl::OkStatus();
 }
 
-// A go-back-N requester whose timeout is shorter than the time between its
-// QP's ACKs at the plan's rate would go back before each ACK came: every
-// QP resending what arrived, a figure of the tester's own making. Refused
-// (at twice the spacing, for the pacing's and the path's jitter). A DCQCN
+// A go-back-N requester whose timeout is shorter than the time a QP's
+// first unacknowledged packet waits for its ACK at the plan's rate (the
+// responder acknowledges every `spacing` packets: the first waits for the
+// next spacing - 1) would go back before each ACK came: every QP resending
+// what arrived, a figure of the tester's own making. Refused below twice
+// that wait (the timer's tick, the pacing's and the path's jitter). A DCQCN
 // stream's QP rates move: not checked.
 absl::Status CheckAckSpacing(const config::Plan& plan, size_t i, const CompiledStream& c) {
   if (c.answers == nullptr || !c.answers->strict || c.dcqcn || !std::isfinite(c.pps) || c.pps <= 0) {
@@ -279,12 +281,12 @@ absl::Status CheckAckSpacing(const config::Plan& plan, size_t i, const CompiledS
     share = sum > 0 ? least / sum : share;
   }
   const double qp_pps = c.pps * share;
-  const double gap_ns = spacing / qp_pps * 1e9;
+  const double gap_ns = (spacing - 1) / qp_pps * 1e9;
   if (static_cast<double>(c.retransmit_timeout_ns) >= 2 * gap_ns) return absl::OkStatus();
   return ErrorAt(plan, nullptr, i, "frame.roce.retransmit",
-                 absl::StrFormat("timeout %s is shorter than twice the %s between a QP's ACKs (one per %d packets "
-                                 "at %s per QP): each QP would go back before its ACK came; raise the timeout "
-                                 "(to %s or more) or the QP's rate%s",
+                 absl::StrFormat("timeout %s is shorter than twice the %s a QP's packet waits for its ACK (one per "
+                                 "%d packets at %s per QP): each QP would go back before its ACK came; raise the "
+                                 "timeout (to %s or more) or the QP's rate%s",
                                  FormatDuration(c.retransmit_timeout_ns),
                                  FormatDuration(static_cast<int64_t>(gap_ns)), spacing, FormatPacketRate(qp_pps),
                                  FormatDuration(static_cast<int64_t>(std::ceil(2 * gap_ns))),

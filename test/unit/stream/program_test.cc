@@ -375,9 +375,10 @@ TEST(Compile, AReadIsRcPacedAndItsResponsesFitTheResponderPort) {
   EXPECT_EQ(compile("[{name: a, mtu: 4200}, {name: b, mtu: 4200}]", "rate: 1 Gbps"), "ok");
 }
 
-// A go-back-N timeout shorter than twice the time between a QP's ACKs at
-// the plan's rate is refused: 1 kpps over 4 QPs, an ACK every 16 packets
-// (ack_req never) is 64 ms between ACKs; 100 ms is too short, 200 ms is not.
+// A go-back-N timeout shorter than twice the time a QP's packet waits for
+// its ACK at the plan's rate is refused: 1 kpps over 4 QPs, an ACK every 16
+// packets (ack_req never): the first of 16 waits 15 / 250 pps = 60 ms;
+// 100 ms is too short, 200 ms is not. An ACK per packet never waits.
 TEST(Compile, AGoBackNTimeoutShorterThanTheAckSpacingIsRefused) {
   auto compile = [](const std::string& timeout) {
     auto plan = config::ParsePlan("t.yaml", "ports: [{name: a}, {name: b, respond: {ack_every: 16}}]\n"
@@ -390,9 +391,10 @@ TEST(Compile, AGoBackNTimeoutShorterThanTheAckSpacingIsRefused) {
     return c.ok() ? std::string("ok") : std::string(c.status().message());
   };
   EXPECT_EQ(compile("100 ms"),
-            "t.yaml:3: streams[0].frame.roce.retransmit: timeout 100.000 ms is shorter than twice the 64.000 ms "
-            "between a QP's ACKs (one per 16 packets at 250.000 pps per QP): each QP would go back before its ACK "
-            "came; raise the timeout (to 128.000 ms or more) or the QP's rate, or lower ports[].respond.ack_every");
+            "t.yaml:3: streams[0].frame.roce.retransmit: timeout 100.000 ms is shorter than twice the 60.000 ms a "
+            "QP's packet waits for its ACK (one per 16 packets at 250.000 pps per QP): each QP would go back before "
+            "its ACK came; raise the timeout (to 120.000 ms or more) or the QP's rate, or lower "
+            "ports[].respond.ack_every");
   EXPECT_EQ(compile("200 ms"), "ok");
 }
 

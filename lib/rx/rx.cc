@@ -180,7 +180,10 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // 48-bit loads stopped going through a stack slot (proto/bytes.h), 43-55 in
 // issue 12's loop); 303 instructions per frame (tools/count_instructions.sh
 // build; 333 before). docs/benchmarks.md "Issue 13, stage 2". 301.9 on
-// 2026-12-01 (issue 14: loopback 20.04 Mpps = 0.58x testpmd flowgen).
+// 2026-12-01 (issue 14: loopback 20.04 Mpps = 0.58x testpmd flowgen). With
+// READ requests found among frames without a signature (that path only):
+// 301.5 and 331.6 against 298.6 and 299.7 for the commit before, the same
+// hour (idle polls make the spread; docs/benchmarks.md "After READ").
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns

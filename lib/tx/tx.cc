@@ -465,6 +465,9 @@ void TxTask::CountResends(State& st, unsigned n) {
 // stage 2". Re-measured with the ended-stream branch (RC recovery after the
 // end) and the resend count in Generate: 275.8 instructions per packet,
 // 39.21 Mpps = 0.81x testpmd txonly at 78 B (docs/benchmarks.md "Issue 14").
+// With READ's branch per stream and poll: 280.4 and 281.2 (the commit before:
+// 279.8 and 295.0 the same hour; idle polls make the spread), docs/benchmarks.md
+// "After READ".
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();

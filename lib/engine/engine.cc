@@ -450,6 +450,12 @@ absl::Status LiveRun::StopStream(size_t stream) {
 }
 
 LiveRun::StreamState LiveRun::state(size_t stream) const {
+  if (stream < streams_.size() && streams_[stream].read_response()) {
+    // A READ's responses go as their requests do, at k times their rate.
+    StreamState s = state(static_cast<size_t>(streams_[stream].read_requests));
+    s.pps *= streams_[stream].read_packets;
+    return s;
+  }
   StreamState s;
   const std::vector<ShardRef> shards = TxOf(stream);
   if (shards.empty()) return s;

@@ -139,6 +139,18 @@ void AssessReadResponses(StreamResult& s, const std::vector<PortResult>& ports, 
     s.tester_limits.push_back(
         {kTxError, t.alloc_failures, "the mbuf pool was empty when the responder needed a burst (times)"});
   }
+  // The responder sends a request's data as soon as it sees the request:
+  // held up for more than 1 ms with requests waiting, it then sent their data
+  // back to back, a burst the READ's rate never called for (as a TX pacer
+  // that falls 1 ms behind skips rather than bursts). Whatever the port's
+  // timestamps, that burst is the tester's, and a device may drop it.
+  if (const PortResult& p = ports[s.tx_port]; p.rx_stalls != 0) {
+    s.tester_limits.push_back(
+        {kPacingStall, p.rx_stalls,
+         absl::StrFormat("the responder's lcore came back more than 1 ms after its last poll of port %s with READ "
+                         "requests waiting (longest %s), then sent their responses back to back",
+                         p.name, FormatDuration(static_cast<int64_t>(p.rx_stall_max_ns)))});
+  }
   InheritPortLimits(s, ports);
 }
 

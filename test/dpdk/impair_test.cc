@@ -289,7 +289,7 @@ streams: [{name: rd, port: b, rx_port: a, rate: 200 Mbps, flows: 4,
   EXPECT_EQ(d.lost(), 8);
   EXPECT_EQ(d.rx.packets, d.tx.packets - 8);
   EXPECT_EQ(d.analysis.latency.count(), d.rx.packets);
-  EXPECT_TRUE(d.tester_limits.empty()) << engine::DescribeLimits(d.tester_limits);
+  ExpectOnlyHostHoldUps(d);  // (a responder held up > 1 ms is named: pacing_stall)
   ASSERT_EQ(d.per_flow.size(), 4u);
   for (const FlowReport& f : d.per_flow) {
     EXPECT_EQ(f.tx_packets - f.rx.rx_packets, 2u) << f.index;

@@ -525,7 +525,8 @@ class ReadRequestLossTest(LabRun):
         self.assertEqual(d["rx_packets"], d["tx_packets"])
         self.assertEqual(d["lost_packets"], 0)
         self.assertEqual(d["sequence_gap_packets"], 0)  # the responses are numbered as sent
-        self.assertEqual([l for l in d["tester_limits"] if l["kind"] != "rx_stall"], [])
+        # The host may hold the responder's lcore up (named as pacing_stall); the counts above hold regardless.
+        self.assertEqual([l for l in d["tester_limits"] if l["kind"] not in ("rx_stall", "pacing_stall")], [])
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")

@@ -16,7 +16,10 @@
 #     requester, against the same 8 QPs open loop (no responder, no DCQCN);
 #     each QP paced at 5 Mpps on a 100 Gbit/s loopback (more than one core
 #     makes: both run flat out, neither capped by the port).
-# Every figure (but the io reference) is the median of three runs.
+# Every figure (but the io reference) is the median of three runs. The runs
+# of the two sides of a row alternate (A B A B A B) and a row's ratio is the
+# median of the three pairs' ratios: on a shared host whose speed drifts
+# within minutes, a pair taken seconds apart compares like with like.
 #
 #   tools/bench_vs_testpmd.sh [BUILD_DIR] [SECONDS] [PARTS]
 # PARTS: any of tx, loop, closed (default: all three).
@@ -30,10 +33,19 @@ tmp=$(mktemp -d /tmp/fabricgen-bench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 eal=(--no-huge --no-shconf -m 1024 --no-pci --log-level=warning -l 0-1)
 
-median3() {  # command... -> the median of three runs' numbers (the machine is shared: one run can be unlucky)
-  local a b c
-  a=$("$@"); b=$("$@"); c=$("$@")
-  printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -g | sed -n 2p
+median() {  # numbers... -> their median (of an odd count)
+  printf '%s\n' "$@" | sort -g | sed -n "$((($# + 1) / 2))p"
+}
+
+# paired3 "A command" "B command" -> "medianA medianB medianB/A": A and B run
+# alternately, three times each; the ratio is the median of the pairs' ratios.
+paired3() {
+  local as=() bs=() rs=() a b
+  for _ in 1 2 3; do
+    a=$(eval "$1"); b=$(eval "$2")
+    as+=("$a"); bs+=("$b"); rs+=("$(echo "$b / $a" | bc -l)")
+  done
+  echo "$(median "${as[@]}") $(median "${bs[@]}") $(median "${rs[@]}")"
 }
 
 testpmd_pps() {  # mode vdev txpkts -> mean of the last 3 periodic Tx-pps (txonly) or Rx-pps (io, flowgen)
@@ -86,30 +98,28 @@ EOF2
 
 printf '| measurement | dpdk-testpmd | fabricgen | ratio |\n|---|---|---|---|\n'
 if [[ " $parts " == *" closed "* ]]; then
-  o=$(median3 fabricgen_pps "$(qp_plan open last)" rx)
   # ack_req last: every one-packet message asks for an ACK (one per QP per
-  # coalesced burst, ~1 in 4 packets); never: an ACK every ack_every = 16.
+  # coalesced burst, ~1 in 3 packets); never: an ACK every ack_every = 16.
   for req in never last; do
-    c=$(median3 fabricgen_pps "$(qp_plan closed $req)" rx)
+    read -r o c r <<< "$(paired3 'fabricgen_pps "$(qp_plan open last)" rx' "fabricgen_pps \"\$(qp_plan closed $req)\" rx")"
     printf '| closed loop: 8 RC QPs, 94 B WRITEs (ack_req %s), responder + NP + DCQCN RP + go-back-N, loopback, 1 lcore (Mpps) | - | %.2f (open loop, same QPs: %.2f) | %.2fx open loop |\n' \
-      "$req" "$(echo "$c/1000000" | bc -l)" "$(echo "$o/1000000" | bc -l)" "$(echo "$c/$o" | bc -l)"
+      "$req" "$(echo "$c/1000000" | bc -l)" "$(echo "$o/1000000" | bc -l)" "$r"
   done
 fi
 [[ " $parts " == *" tx "* ]] && for payload in 16 960; do
   size=$((62 + payload))  # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4
-  t=$(median3 testpmd_pps txonly net_null0 $((size - 4)))
-  f=$(median3 fabricgen_pps "$(roce_tx_plan $payload)" tx)
+  read -r t f r <<< "$(paired3 "testpmd_pps txonly net_null0 $((size - 4))" "fabricgen_pps \"\$(roce_tx_plan $payload)\" tx")"
   printf '| TX %d B frames, net_null, 1 core (Mpps) | %.2f | %.2f | %.2fx |\n' "$size" "$(echo "$t/1000000" | bc -l)" \
-    "$(echo "$f/1000000" | bc -l)" "$(echo "$f/$t" | bc -l)"
+    "$(echo "$f/1000000" | bc -l)" "$r"
 done
 [[ " $parts " == *" loop "* ]] || exit 0
-t=$(median3 testpmd_pps flowgen net_ring0 74)
+read -r t f1 r1 <<< "$(paired3 "testpmd_pps flowgen net_ring0 74" 'fabricgen_pps "$(loop_plan 1)" rx')"
+read -r t2 fm rm <<< "$(paired3 "testpmd_pps flowgen net_ring0 74" 'fabricgen_pps "$(loop_plan 1000000)" rx')"
+read -r _ _ rmf <<< "$(paired3 'fabricgen_pps "$(loop_plan 1)" rx' 'fabricgen_pps "$(loop_plan 1000000)" rx')"
 io=$(testpmd_pps io net_ring0 74)
-f1=$(median3 fabricgen_pps "$(loop_plan 1)" rx)
-fm=$(median3 fabricgen_pps "$(loop_plan 1000000)" rx)
 printf '| loopback generate + receive, 78 B, net_ring, 1 flow (Mpps) | %.2f (flowgen: frees) | %.2f (analyses) | %.2fx |\n' \
-  "$(echo "$t/1000000" | bc -l)" "$(echo "$f1/1000000" | bc -l)" "$(echo "$f1/$t" | bc -l)"
+  "$(echo "$t/1000000" | bc -l)" "$(echo "$f1/1000000" | bc -l)" "$r1"
 printf '| same, 1,000,000 flows (Mpps) | %.2f (flowgen) | %.2f | %.2fx; %.1f %% below 1 flow |\n' \
-  "$(echo "$t/1000000" | bc -l)" "$(echo "$fm/1000000" | bc -l)" "$(echo "$fm/$t" | bc -l)" \
-  "$(echo "(1 - $fm/$f1) * 100" | bc -l)"
+  "$(echo "$t2/1000000" | bc -l)" "$(echo "$fm/1000000" | bc -l)" "$rm" \
+  "$(echo "(1 - $rmf) * 100" | bc -l)"
 printf '| reference: testpmd io on the net_ring loopback (pointer moves only) | %.2f | - | - |\n' "$(echo "$io/1000000" | bc -l)"

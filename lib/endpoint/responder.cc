@@ -39,7 +39,11 @@ Responder::Responder(std::vector<const stream::Answers*> groups, const std::vect
       out_(out) {
   due_.reserve(owned.size());
   for (size_t slot = 0; slot < owned_.size(); ++slot) {
-    if (answers(owned_[slot].group)) qps_[slot].epsn = groups_[owned_[slot].group]->psn_start;
+    const uint32_t group = owned_[slot].group;
+    if (!answers(group)) continue;
+    qps_[slot].g = groups_[group];
+    qps_[slot].n = &counters_[group];
+    qps_[slot].epsn = groups_[group]->psn_start;
   }
 }
 
@@ -62,7 +66,10 @@ bool Responder::Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot,
       ack_vars_[slot] = p.Flow(0, index);
       q.ack_vars = true;
     }
-    a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, ack_vars_[slot]));
+    // ACKs are most of the answers: the ACK shape's own stamp (no per-field tests).
+    a->len = static_cast<uint16_t>(p.shape() == stream::shape::kRoceAnswer
+                                       ? p.EmitUntimed<stream::shape::kRoceAnswer>(a->bytes, c, ack_vars_[slot])
+                                       : p.Emit(a->bytes, c, 0, ack_vars_[slot]));
   } else {
     a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, p.Flow(0, index)));
   }
@@ -73,18 +80,20 @@ bool Responder::Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot,
   return true;
 }
 
-// Measured cost: 99 instructions per data packet (callgrind, 8 RC QPs on the
-// loopback; docs/benchmarks.md "Issue 14"); an ACK's whole round trip on one
-// lcore (Emit here, the worker's send, RX's classification, the requester)
-// ~1,700 (tools/count_instructions.sh build closed): the closed loop runs at
-// 0.72x the open loop with an ACK every 16 packets, 0.41x with one per packet
-// (tools/bench_vs_testpmd.sh build 10 closed).
-void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
-  const uint32_t group = owned_[slot].group;
-  if (!answers(group)) return;
-  const stream::Answers& g = *groups_[group];
-  GroupCounters& n = counters_[group];
+// Measured cost: the responder's work per in-order data packet (OnData,
+// Accept, inline in responder.h) is ~50 instructions: RX's poll is 380 per
+// packet with it against 322 without (callgrind, 8 RC QPs on the loopback,
+// ack_req never; 94 more in an out-of-line OnData before it moved inline).
+// An ACK's whole round trip on one lcore (Emit, EmitUntimed's stamp, the
+// worker's send, RX's classification, the requester) ~850 (1,700 before).
+// tools/count_instructions.sh build closed: 654.2 / 759.1 / 998.3 per data
+// packet open loop / ack_req never / last; tools/bench_vs_testpmd.sh build 10
+// closed: 0.74x-0.86x and 0.54x-0.71x the open loop (docs/benchmarks.md
+// "Issue 14: the responder's fast path").
+void Responder::OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
   Qp& q = qps_[slot];
+  const stream::Answers& g = *q.g;
+  GroupCounters& n = *q.n;
   if (ce) Notify(g, n, q, slot, rx_ns);
   if (!g.reliable) return;
   const uint32_t psn = (g.psn_start + seq * g.psn_step) & proto::roce::kPsnMask;
@@ -113,22 +122,7 @@ void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
     }
     return;
   }
-  q.epsn = (q.epsn + g.psn_step) & proto::roce::kPsnMask;
-  q.nak_sent = false;
-  n.delivered_packets.Add(1);
-  n.delivered_bytes.Add(g.payload[g.ppm == 1 ? 0 : (q.pos == 0 ? 0 : (q.pos + 1 == g.ppm ? 2 : 1))]);
-  bool last = false;
-  if (++q.pos == g.ppm) {
-    q.pos = 0;
-    q.msn = (q.msn + 1) & proto::roce::kPsnMask;
-    last = true;
-  }
-  const bool ack_req =
-      g.ack_req == config::RoceSpec::AckReq::kEvery || (g.ack_req == config::RoceSpec::AckReq::kLast && last);
-  if ((++q.unacked >= g.spec.ack_every || ack_req) && !q.ack_due) {
-    q.ack_due = true;
-    due_.push_back(slot);
-  }
+  Accept(g, q, slot);
 }
 
 void Responder::Notify(const stream::Answers& g, GroupCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns) {

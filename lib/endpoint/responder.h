@@ -56,6 +56,7 @@
 #include "base/counter.h"
 #include "config/plan.h"
 #include "endpoint/answers.h"
+#include "proto/roce.h"
 #include "stream/answers.h"
 
 namespace fg::endpoint {
@@ -97,7 +98,9 @@ class Responder {
 
   bool answers(uint32_t group) const { return group < groups_.size() && groups_[group] != nullptr; }
   // A data frame of the flow in `slot` (its signature's sequence, its RX time, CE).
-  void OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce);
+  // Inline for the common frame (RC, no CE mark, at the expected PSN); the
+  // rest in OnDataSlow.
+  [[gnu::always_inline]] inline void OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce);
   // A READ request of the flow in `slot` with BTH PSN `psn`: executed
   // (ReadSink) when not a duplicate; returns its sequence number (its
   // place among the flow's requests, counting on past PSN wraps).
@@ -116,7 +119,15 @@ class Responder {
   void Unsent(AnswerQueue& q);
 
  private:
-  struct Qp {
+  struct alignas(64) GroupCounters {
+    Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, cnp_dropped,
+        answers_dropped, delivered_packets, delivered_bytes, read_late;
+  };
+  // One cache line per QP: the fast path (OnData) touches nothing else but
+  // its stream's Answers and counters, which it reaches from here.
+  struct alignas(64) Qp {
+    const stream::Answers* g = nullptr;  // its stream's answers; null when the stream is not answered
+    GroupCounters* n = nullptr;          // its stream's counters on this owner
     uint32_t epsn = 0;     // expected PSN
     uint32_t msn = 0;      // messages completed (24 bits on the wire)
     uint32_t pos = 0;      // packet index inside the message being received
@@ -127,11 +138,11 @@ class Responder {
     bool cnp_sent = false, ack_due = false, nak_sent = false;
     bool ack_vars = false;  // ack_vars_[slot] holds the ACK program's FlowVars of this QP
   };
-  struct alignas(64) GroupCounters {
-    Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, cnp_dropped,
-        answers_dropped, delivered_packets, delivered_bytes, read_late;
-  };
   void FlushSlow();
+  // OnData for a CE mark, UC/UD, or a PSN other than the expected one.
+  void OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce);
+  // An RC packet at the expected PSN: accepted (PSN, MSN, counts, ACK due).
+  [[gnu::always_inline]] inline void Accept(const stream::Answers& g, Qp& q, uint32_t slot);
   // A CE mark on the flow in `slot`: a CNP, or suppressed within cnp_interval.
   void Notify(const stream::Answers& g, GroupCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns);
   // Queues one answer; false (counted in answers_dropped) when the ring is full.
@@ -148,5 +159,43 @@ class Responder {
   AnswerQueue* out_;
   ReadSink* read_ = nullptr;
 };
+
+// Measured cost: see OnDataSlow (responder.cc).
+[[gnu::always_inline]] inline void Responder::OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
+  Qp& q = qps_[slot];
+  const stream::Answers* g = q.g;
+  if (g == nullptr) return;
+  if (ce || !g->reliable ||
+      ((g->psn_start + seq * g->psn_step) & proto::roce::kPsnMask) != q.epsn) [[unlikely]] {
+    OnDataSlow(slot, seq, rx_ns, ce);
+    return;
+  }
+  Accept(*g, q, slot);
+}
+
+[[gnu::always_inline]] inline void Responder::Accept(const stream::Answers& g, Qp& q, uint32_t slot) {
+  GroupCounters& n = *q.n;
+  q.epsn = (q.epsn + g.psn_step) & proto::roce::kPsnMask;
+  q.nak_sent = false;
+  n.delivered_packets.Add(1);
+  bool last = true;
+  if (g.ppm == 1) {
+    n.delivered_bytes.Add(g.payload[0]);
+  } else {
+    n.delivered_bytes.Add(g.payload[q.pos == 0 ? 0 : (q.pos + 1 == g.ppm ? 2 : 1)]);
+    if (++q.pos == g.ppm) {
+      q.pos = 0;
+    } else {
+      last = false;
+    }
+  }
+  if (last) q.msn = (q.msn + 1) & proto::roce::kPsnMask;
+  const bool ack_req =
+      g.ack_req == config::RoceSpec::AckReq::kEvery || (g.ack_req == config::RoceSpec::AckReq::kLast && last);
+  if ((++q.unacked >= g.spec.ack_every || ack_req) && !q.ack_due) {
+    q.ack_due = true;
+    due_.push_back(slot);
+  }
+}
 
 }  // namespace fg::endpoint

@@ -184,6 +184,12 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // READ requests found among frames without a signature (that path only):
 // 301.5 and 331.6 against 298.6 and 299.7 for the commit before, the same
 // hour (idle polls make the spread; docs/benchmarks.md "After READ").
+// With the responder's fast path inline in Observe (no responder on this
+// plan: one load and test per frame): 298.3; on a responding port 380 per
+// data packet against 322 open loop (8 RC QPs, tools/count_instructions.sh
+// build closed). Loopback 26.85 Mpps = 0.52x testpmd flowgen on a host
+// running at two thirds of its speed an hour before (docs/benchmarks.md
+// "Issue 14: the responder's fast path").
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns

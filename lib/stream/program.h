@@ -90,6 +90,9 @@ inline constexpr uint32_t kSig = 1u << 0, kKey3 = 1u << 1, kKey2 = 1u << 2, kPsn
 // message has the same shape); sprayed: the entropy changes per packet.
 inline constexpr uint32_t kRoceEntropy = kSig | kKey3 | kPsn3 | kEntropy | kIcrc | kIcrcSeq | kIcrcPsn;
 inline constexpr uint32_t kRoceSprayed = kRoceEntropy | kIcrcEntropy;
+// A responder's ACK or NAK (stream/answers.h): no signature, the requester's
+// QP, PSN and MSN (AETH) per answer.
+inline constexpr uint32_t kRoceAnswer = kKey3 | kPsn3 | kMsn | kEntropy | kIcrc | kIcrcPsn | kIcrcMsn;
 inline constexpr uint32_t kAnyShape = ~0u;  // test each field at run time
 }  // namespace shape
 
@@ -176,6 +179,10 @@ class Program {
   // advances `c`, and returns the packet's length without FCS.
   inline uint32_t Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns) const { return Emit(dst, c, tx_ns, flow0_); }
   inline uint32_t Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const FlowVars& v) const;
+  // Emit for a program of shape `kShape` (shape() == kShape) that stamps no
+  // time (no signature): Stamp<kShape>, and no StampTime to compute.
+  template <uint32_t kShape>
+  inline uint32_t EmitUntimed(uint8_t* dst, Cursor& c, const FlowVars& v) const;
   // The template of the packet `c` points at.
   const PacketKind& KindAt(const Cursor& c) const {
     return kinds_[ppm_ == 1 ? 0 : (c.pos == 0 ? 0 : (c.pos + 1 == ppm_ ? 2 : 1))];
@@ -245,6 +252,16 @@ inline uint32_t Program::Emit(uint8_t* dst, Cursor& c, uint64_t tx_ns, const Flo
   const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
   CopyTemplate(dst, k.copy_src.data(), len);
   Stamp(dst, k, c, Time(tx_ns), v);
+  return len;
+}
+
+template <uint32_t kShape>
+inline uint32_t Program::EmitUntimed(uint8_t* dst, Cursor& c, const FlowVars& v) const {
+  static_assert((kShape & shape::kSig) == 0 && kShape != shape::kAnyShape);
+  const PacketKind& k = KindAt(c);
+  const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
+  CopyTemplate(dst, k.copy_src.data(), len);
+  Stamp<kShape>(dst, k, c, StampTime{}, v);  // no signature: no time, no ICRC of a time
   return len;
 }
 

@@ -42,6 +42,7 @@ void FlowPacer::Insert(uint32_t f) {
   if (head_[s] != kNil) hot_[head_[s]].prev = f;
   head_[s] = f;
   hot_[f].where = s;
+  ++in_wheel_;
 }
 
 void FlowPacer::Unlink(uint32_t f) {
@@ -54,9 +55,11 @@ void FlowPacer::Unlink(uint32_t f) {
   }
   if (hot_[f].link != kNil) hot_[hot_[f].link].prev = hot_[f].prev;
   hot_[f].where = kNil;
+  --in_wheel_;
 }
 
-void FlowPacer::PushReady(uint32_t f) {
+// Inline: Next pushes a flow still behind after each of its frames.
+[[gnu::always_inline]] inline void FlowPacer::PushReady(uint32_t f) {
   uint32_t at = ready_head_ + ready_size_;  // ready_size_ < flows(): one wrap at most, no division
   if (at >= flows()) at -= flows();
   ready_[at] = f;
@@ -64,20 +67,28 @@ void FlowPacer::PushReady(uint32_t f) {
   hot_[f].where = kInReady;
 }
 
-// Measured with TxTask::Poll (tools/count_instructions.sh): see docs/benchmarks.md.
+// Measured cost: ~60 instructions a frame with 8 flows all behind their
+// rates (callgrind of the closed-loop bench's open plan,
+// tools/count_instructions.sh build closed), sweeping no wheel slot when no
+// flow waits in the wheel; before that skip, the sweep of empty slots per
+// poll grew with the time between polls (105-277 a frame under valgrind);
+// build/test/bench/pacer_bench for the scheduler alone. docs/benchmarks.md
+// "Issue 14: the responder's fast path".
 unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls) {
   if (paused_) return 0;
   const uint64_t cur = now_fp >> kSlotFpBits;
   // Sweep the wheel up to now: due flows to the FIFO, the others (a later
   // turn of the wheel, or later in the current slot) back in. The current
   // slot is swept again on every poll until time moves past it; after a
-  // hold-up longer than the wheel, every list is swept once.
-  for (uint32_t steps = 0; wheel_pos_ <= cur && steps < kWheelSlots; ++steps) {
+  // hold-up longer than the wheel, every list is swept once. With every
+  // flow due (all behind their rates: none in the wheel) nothing is swept.
+  for (uint32_t steps = 0; in_wheel_ != 0 && wheel_pos_ <= cur && steps < kWheelSlots; ++steps) {
     const uint32_t s = static_cast<uint32_t>(wheel_pos_ & (kWheelSlots - 1));
     uint32_t f = head_[s];
     head_[s] = kNil;
     while (f != kNil) {
       const uint32_t nx = hot_[f].link;
+      --in_wheel_;  // out of this slot: to the FIFO, or back in (Insert counts it again)
       if (hot_[f].next <= now_fp) {
         PushReady(f);
       } else {

@@ -87,6 +87,7 @@ class FlowPacer {
   std::vector<uint32_t> head_;                    // wheel: per slot a list head
   static constexpr uint32_t kInReady = kWheelSlots;
   uint64_t wheel_pos_ = 0;  // next slot number to sweep
+  uint32_t in_wheel_ = 0;   // flows in the wheel (the rest are in the FIFO or nowhere)
   std::vector<uint32_t> ready_;
   uint32_t ready_head_ = 0, ready_size_ = 0;
   bool paused_ = false;

@@ -467,7 +467,9 @@ void TxTask::CountResends(State& st, unsigned n) {
 // 39.21 Mpps = 0.81x testpmd txonly at 78 B (docs/benchmarks.md "Issue 14").
 // With READ's branch per stream and poll: 280.4 and 281.2 (the commit before:
 // 279.8 and 295.0 the same hour; idle polls make the spread), docs/benchmarks.md
-// "After READ".
+// "After READ". 275.1 on 2026-12-02 (AMD EPYC host): 48.96 Mpps = 0.79x
+// testpmd txonly at 78 B, paired runs (docs/benchmarks.md "Issue 14: the
+// responder's fast path").
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();

@@ -79,6 +79,9 @@ struct Rig {
       : queue(capacity) {
     data = *stream::Program::Compile(f, 0);
     answers = *stream::Answers::Compile("s", /*first_flow_id=*/10, data, f, spec, /*port=*/1);
+    // The ACKs the tests decode (ICRC included) take the shaped stamp, but
+    // for flows with addresses of their own (kVary: the generic one).
+    EXPECT_EQ(answers->ack.shape() & ~stream::shape::kVary, stream::shape::kRoceAnswer);
     std::vector<Responder::Flow> owned;
     for (uint32_t i = 0; i < flows; ++i) owned.push_back({0, 10 + i});
     r = std::make_unique<Responder>(std::vector<const stream::Answers*>{answers.get()}, owned, &queue);

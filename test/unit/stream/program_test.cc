@@ -537,6 +537,8 @@ TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
       {"{udp_checksum: computed, uet: {service: ROD, message: 100}}", "", 0},
       {"{size: 128, udp_checksum: computed}", ", vary: [dst_ip]", 0},
       {"{size: 128}", "", 0},
+      {"{roce: {op: ACK, dest_qp: 7}}", "", shape::kRoceAnswer},
+      {"{l3: ipv6, roce: {op: NAK, dest_qp: 7}}", "", shape::kRoceAnswer},
   };
   for (const Case& cs : cases) {
     auto plan = config::ParsePlan("t.yaml", std::string("ports: [{name: p, mtu: 9000}]\nstreams:\n  - {name: s, rate: 1 kpps") +
@@ -549,6 +551,7 @@ TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
     } else {
       EXPECT_NE(p->shape(), shape::kRoceEntropy) << cs.frame;
       EXPECT_NE(p->shape(), shape::kRoceSprayed) << cs.frame;
+      EXPECT_NE(p->shape(), shape::kRoceAnswer) << cs.frame;
     }
     const FlowVars v = p->Flow(3, 5);
     Cursor a = p->Start(), b = p->Start(), r = p->Start();
@@ -562,6 +565,7 @@ TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
       switch (p->shape()) {
         case shape::kRoceEntropy: p->Stamp<shape::kRoceEntropy>(fb.data(), k, b, t, v); break;
         case shape::kRoceSprayed: p->Stamp<shape::kRoceSprayed>(fb.data(), k, b, t, v); break;
+        case shape::kRoceAnswer: p->Stamp<shape::kRoceAnswer>(fb.data(), k, b, t, v); break;
         default: p->Stamp<shape::kAnyShape>(fb.data(), k, b, t, v); break;
       }
       ASSERT_EQ(fa, fr) << cs.frame << " packet " << i << " (Stamp<kAnyShape>)";
@@ -573,6 +577,28 @@ TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
       EXPECT_EQ(c->message, r.message);
       EXPECT_EQ(c->entropy, r.entropy);
       EXPECT_EQ(c->rng, r.rng);
+    }
+  }
+}
+
+// The responder's ACKs go out through EmitUntimed<kRoceAnswer>: byte for
+// byte what Emit writes, PSN and MSN moving, the ICRC valid on every one.
+TEST(Program, EmitUntimedOfAnAnswerIsEmit) {
+  for (const char* frame : {"{roce: {op: ACK, dest_qp: 0x123456, psn: 0xFFFFFA}}", "{l3: ipv6, vlan: {id: 5}, roce: {op: ACK}}"}) {
+    auto p = Program::Compile(Frame(frame), 0);
+    ASSERT_TRUE(p.ok()) << frame << ": " << p.status();
+    ASSERT_EQ(p->shape(), shape::kRoceAnswer) << frame;
+    const FlowVars v = p->Flow(0, 9);
+    Cursor a = p->Start(), b = p->Start();
+    std::vector<uint8_t> fa(p->buffer_len()), fb(p->buffer_len());
+    for (uint32_t i = 0; i < 20; ++i) {
+      a.message = b.message = 0xFFFFF0 + i;  // the MSN wraps at 2^24
+      const uint32_t la = p->Emit(fa.data(), a, 12345 + i, v);
+      const uint32_t lb = p->EmitUntimed<shape::kRoceAnswer>(fb.data(), b, v);
+      ASSERT_EQ(la, lb);
+      ASSERT_TRUE(std::equal(fa.begin(), fa.begin() + la, fb.begin())) << frame << " answer " << i;
+      EXPECT_EQ(proto::LoadIcrc(&fb[p->kinds()[0].t.icrc_offset]), FullIcrc(fb, p->kinds()[0])) << frame << " answer " << i;
+      EXPECT_EQ(b.psn, a.psn);
     }
   }
 }

@@ -5,7 +5,9 @@
 #   tools/setup.sh test         install, prepare hugepages, build with -Werror, run every test suite
 #   tools/setup.sh build        install, prepare hugepages, build
 #
-# Environment: BUILD_DIR (default build), HUGEPAGES (2 MiB pages to reserve, default 1024).
+# Environment: BUILD_DIR (default build), HUGEPAGES (2 MiB pages to reserve, default 1024),
+# FG_ISOLATE=0 to leave CPU affinities alone (quickstart and test otherwise move
+# the kernel's movable work to CPU 0: tools/isolate_cpus.sh).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -84,6 +86,12 @@ say "packages"
 install_packages
 say "hugepages"
 prepare_hugepages
+if [ "$mode" != build ] && [ "${FG_ISOLATE:-1}" != 0 ]; then
+  # The worker lcores' CPUs to themselves: movable kernel threads, unbound
+  # workqueues and IRQs to CPU 0 (tools/isolate_cpus.sh says why; FG_ISOLATE=0 skips it).
+  say "CPUs"
+  tools/isolate_cpus.sh 0
+fi
 
 case "$mode" in
   build)

@@ -427,6 +427,27 @@ constexpr LcoreCounter kLcore[] = {
      .help = "Polls in which the lcore's RX tasks held records back because an owner's ring was full.",
      .column = "waits",
      .read = [](const LcoreStats& l) -> CounterValue { return I(l.handoff_waits); }},
+    {.key = "guest_wait_ns",
+     .metric = "fabricgen_lcore_guest_wait_ns_total",
+     .unit = "ns",
+     .help = "Time the lcore's thread waited, ready to run, while the kernel ran another task on its CPU "
+             "(run_delay of /proc/self/task/TID/schedstat since the launch): another process or a kernel thread "
+             "took the lcore's CPU.",
+     .column = "wait ns",
+     .read = [](const LcoreStats& l) -> CounterValue {
+       if (l.guest_wait_ns < 0) return std::nullopt;
+       return l.guest_wait_ns;
+     }},
+    {.key = "host_steal_ns",
+     .metric = "fabricgen_lcore_host_steal_ns_total",
+     .unit = "ns",
+     .help = "Time the hypervisor gave the lcore's CPU to something else while it had work (the steal column of "
+             "/proc/stat since the launch; shared by lcores on one CPU): on a virtual machine, why an lcore stalled.",
+     .column = "steal ns",
+     .read = [](const LcoreStats& l) -> CounterValue {
+       if (l.host_steal_ns < 0) return std::nullopt;
+       return l.host_steal_ns;
+     }},
 };
 
 }  // namespace

@@ -123,6 +123,14 @@ struct LcoreStats {
   // other lcore to that observation.
   uint64_t handoff_max_polls = 0, handoff_max_ns = 0;
   uint32_t flows = 0;  // flows it owns
+  int cpu = -1;        // the CPU it runs on
+  // The hypervisor's steal of that CPU since the launch (/proc/stat), ns: on
+  // a virtual machine, time the lcore was not running although it had work
+  // (-1: unknown). Shared with any other lcore on the same CPU.
+  int64_t host_steal_ns = -1;
+  // Time its thread waited, runnable, while the kernel ran another task on
+  // its CPU (/proc/self/task/TID/schedstat run_delay, ns; -1: unknown).
+  int64_t guest_wait_ns = -1;
   double tx_cycles_per_packet() const { return tx_packets ? static_cast<double>(tx_cycles) / tx_packets : 0; }
   double rx_cycles_per_packet() const { return rx_packets ? static_cast<double>(rx_cycles) / rx_packets : 0; }
 };
@@ -373,8 +381,12 @@ class LiveRun {
   mutable std::vector<std::unique_ptr<std::vector<rx::TopFlowsRequest>>> abandoned_;  // TopFlows timed out
   std::vector<unsigned> lcores_;                                                      // worker index -> lcore id
   std::vector<LcoreWork> work_;
+  std::vector<int> lcore_cpu_;         // per worker: the CPU its lcore runs on
+  std::vector<int64_t> steal_start_;   // per worker: its CPU's steal (ns) at the launch, -1 unknown
   uint64_t start_ = 0;
-  bool finished_ = false;
+  // True until every lcore is launched: a Start that fails before then has
+  // nothing to stop or collect (its destructor must not Finish).
+  bool finished_ = true;
   TrialResult result_;
   std::thread background_;
   std::atomic<bool> stop_background_{false};

@@ -207,6 +207,53 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::ve
 
 }  // namespace
 
+namespace {
+
+// Where the time of an lcore hold-up went, from the two places a system can
+// see it: its threads' waits for their CPU while the kernel ran another task
+// (schedstat), and the hypervisor's steal (/proc/stat). "" when neither is
+// readable.
+std::string HoldUpNote(const std::vector<LcoreStats>& lcores) {
+  constexpr int64_t kMs = 1'000'000;
+  int64_t wait = 0, steal = 0;
+  bool any = false;
+  std::vector<int> cpus;  // steal is per CPU: each once
+  for (const LcoreStats& l : lcores) {
+    if (l.guest_wait_ns >= 0) {
+      wait += l.guest_wait_ns;
+      any = true;
+    }
+    if (l.cpu >= 0 && l.host_steal_ns >= 0 && std::find(cpus.begin(), cpus.end(), l.cpu) == cpus.end()) {
+      cpus.push_back(l.cpu);
+      steal += l.host_steal_ns;
+      any = true;
+    }
+  }
+  if (!any) return "";
+  std::string cause;
+  if (wait >= kMs && wait >= steal) {
+    cause = "another task on the lcores' CPUs held them up (a process or kernel thread of this system: isolate "
+            "the lcores' CPUs)";
+  } else if (steal >= kMs) {
+    cause = "the hypervisor gave their CPUs to something else (a virtual machine's vCPUs descheduled)";
+  } else {
+    cause = "neither reaches 1 ms, so the CPU was taken from the whole system: a virtual machine's vCPU "
+            "descheduled by a host that reports no steal, or firmware";
+  }
+  return absl::StrFormat(
+      "; over the trial the lcores' threads waited %s for their CPUs while the kernel ran another task there "
+      "(schedstat) and the hypervisor reported %s of steal (/proc/stat): %s",
+      FormatDuration(wait), FormatDuration(steal), cause);
+}
+
+void AppendSteal(std::vector<TesterLimit>& limits, const std::string& note) {
+  for (TesterLimit& l : limits) {
+    if (l.kind == kPacingStall || l.kind == kRxStall) l.detail += note;
+  }
+}
+
+}  // namespace
+
 void AssessTesterLimits(TrialResult& r) {
   for (PortResult& p : r.ports) {
     p.tester_limits.clear();
@@ -215,6 +262,10 @@ void AssessTesterLimits(TrialResult& r) {
   for (StreamResult& s : r.streams) {
     s.tester_limits.clear();
     AssessStream(s, r.ports, r.warnings);
+  }
+  if (const std::string note = HoldUpNote(r.lcores); !note.empty()) {
+    for (PortResult& p : r.ports) AppendSteal(p.tester_limits, note);
+    for (StreamResult& s : r.streams) AppendSteal(s.tester_limits, note);
   }
 }
 

@@ -3,10 +3,13 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
+#include <rte_eal.h>
 #include <rte_pause.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "port/kernel_if.h"
 
 namespace fg::engine {
 
@@ -59,6 +62,11 @@ unsigned SendAnswers(LcoreWork& w) {
 // frame at full bursts).
 int LcoreMain(void* arg) {
   LcoreWork& w = *static_cast<LcoreWork*>(arg);
+  {
+    const int tid = rte_sys_gettid();
+    w.run_delay_start_ns.store(port::ThreadRunDelayNs(tid), std::memory_order_relaxed);
+    w.tid.store(tid, std::memory_order_release);
+  }
   rx::Handoff recs[64];
   uint64_t max_lag = 0, max_ns = 0;
   for (;;) {

@@ -50,6 +50,11 @@ struct LcoreWork {
   int tag_off = -1;                      // TX template tag: cleared in every answer mbuf
   std::vector<std::string> names;
   std::atomic<int> phase{kRun};
+  // The lcore's thread and its run delay when it started (ThreadRunDelayNs),
+  // set by the lcore before its first poll: the time the kernel kept it from
+  // its CPU in the run is the growth of that (LiveRun::Runtime).
+  std::atomic<int> tid{0};
+  std::atomic<int64_t> run_delay_start_ns{-1};
   // Written by the lcore only, read by anyone (show runtime).
   alignas(64) Counter polls, busy_polls, tx_packets, rx_packets, tx_cycles, rx_cycles, handoff_in,
       handoff_max_polls, handoff_max_ns;

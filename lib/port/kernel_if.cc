@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace fg::port {
 namespace {
 
@@ -33,6 +35,41 @@ int64_t HostBacklogDrops() {
     total += static_cast<int64_t>(std::stoull(dropped, nullptr, 16));
   }
   return total;
+}
+
+std::vector<int64_t> ParseStealNs(std::istream& stat, long ticks_per_s) {
+  if (ticks_per_s <= 0) return {};
+  std::vector<int64_t> out;
+  std::string line;
+  while (std::getline(stat, line)) {
+    // "cpuN user nice system idle iowait irq softirq steal ...": the total line ("cpu ") is skipped.
+    if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || line[3] < '0' || line[3] > '9') continue;
+    std::istringstream in(line.substr(3));
+    size_t cpu = 0;
+    uint64_t v[8] = {};
+    if (!(in >> cpu)) return {};
+    for (uint64_t& x : v) {
+      if (!(in >> x)) return {};
+    }
+    if (cpu >= 4096) return {};
+    if (out.size() <= cpu) out.resize(cpu + 1, 0);
+    out[cpu] = static_cast<int64_t>(v[7] * 1'000'000'000 / static_cast<uint64_t>(ticks_per_s));
+  }
+  return out;
+}
+
+std::vector<int64_t> HostStealNs() {
+  std::ifstream f("/proc/stat");
+  if (!f) return {};
+  return ParseStealNs(f, sysconf(_SC_CLK_TCK));
+}
+
+int64_t ThreadRunDelayNs(int tid) {
+  if (tid <= 0) return -1;
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/schedstat");
+  uint64_t run = 0, delay = 0;
+  if (!(f >> run >> delay)) return -1;
+  return static_cast<int64_t>(delay);
 }
 
 std::string KernelInterfaceOf(const std::string& device) {

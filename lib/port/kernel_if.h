@@ -16,7 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
+#include <vector>
 
 namespace fg::port {
 
@@ -36,6 +38,20 @@ KernelCounters ReadKernelCounters(const std::string& iface);
 // Frames the host's kernel dropped at its per-CPU input backlog, summed over
 // CPUs (second column of /proc/net/softnet_stat); -1 when unreadable.
 int64_t HostBacklogDrops();
+
+// Per CPU (index = CPU id), the time the hypervisor ran something else while
+// that CPU had work (the steal column of /proc/stat), in ns; empty when
+// unreadable. On a virtual machine this is the tester's cores taken away:
+// what an lcore's stall then says.
+std::vector<int64_t> HostStealNs();
+// The same from a /proc/stat text at `ticks_per_s` (USER_HZ); empty when malformed.
+std::vector<int64_t> ParseStealNs(std::istream& stat, long ticks_per_s);
+
+// How long thread `tid` of this process has waited, runnable, for the
+// kernel to run it (another task had its CPU): the run_delay field of
+// /proc/self/task/TID/schedstat, ns; -1 when unreadable. What it does not
+// see is the CPU taken from the whole system (a hypervisor, firmware).
+int64_t ThreadRunDelayNs(int tid);
 
 // The kernel interface a DPDK device string names through `iface=NAME`
 // (net_af_packet0,iface=veth0; net_pcap0,iface=eth0), or "".

@@ -213,6 +213,12 @@ void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r) {
     w.BeginObject();
     w.Field("lcore", l.lcore);
     w.Field("flows", l.flows);
+    if (l.cpu >= 0) {
+      w.Field("cpu", l.cpu);
+    } else {
+      w.Key("cpu");
+      w.Null();
+    }
     WriteCounters(w, engine::LcoreCounters(), l);
     w.Field("tx_cycles_per_packet", l.tx_cycles_per_packet());
     w.Field("rx_cycles_per_packet", l.rx_cycles_per_packet());

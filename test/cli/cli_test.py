@@ -5,6 +5,7 @@ usage: cli_test.py FABRICGEN SOURCE_ROOT
 """
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -230,8 +231,11 @@ class RunTest(Workdir):
                     n = p["senders"]
                     self.assertEqual(p["virtual_senders_sharing_a_port"], n if n > 1 else 0, plan)  # one port
                 for tr in t["trials"]:
+                    # The warm-up is one burst; a counted trial (or one the tester limited, run
+                    # again) every repetition.
+                    warmup = tr["excluded_because"].startswith("warm-up") if not tr["included"] else False
                     self.assertEqual(tr["tx_frames"], tr["burst_frames_per_sender"] * tr["senders"] *
-                                     (t["parameters"]["repetitions"] if tr["included"] else 1), plan)
+                                     (1 if warmup else t["parameters"]["repetitions"]), plan)
                 continue
             if t["kind"] == "latency":
                 # Every received frame is a sample; the pool holds all counted runs.
@@ -456,6 +460,15 @@ class RuntimeErrorTest(Workdir):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(plan + ":1: ports[0]: port 'p0': no DPDK port named '0000:ff:1f.7'", r.stderr)
 
+    def test_one_cpu_is_an_error_naming_the_need_not_a_crash(self):
+        # A run that fails before its lcores are launched (here: no CPU for a
+        # worker) once crashed in its own clean-up.
+        plan = self.write("one.yaml", "streams: [{name: s, rate: 1 kpps, count: 10}]\n")
+        r = subprocess.run(["taskset", "-c", "0", FABRICGEN, "run", plan, "--out", os.path.join(self.dir, "o")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("fabricgen needs at least two lcores", r.stderr)
+
 
 class InfoTest(unittest.TestCase):
     def test_version(self):
@@ -469,6 +482,40 @@ class InfoTest(unittest.TestCase):
         self.assertIn("port loop0: net_ring_fg0 (driver net_ring", r.stdout)
         self.assertIn("net_null0 (driver net_null", r.stdout)
         self.assertIn("timestamps: rx hardware no", r.stdout)
+
+
+class HoldupsTest(unittest.TestCase):
+    """fabricgen-holdups against a truth: a busy process pinned to the CPU it measures."""
+
+    def holdups(self, *args):
+        exe = os.path.join(os.path.dirname(FABRICGEN), "fabricgen-holdups")
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+
+    def test_a_competing_process_shows_as_time_waited_and_gaps(self):
+        hog = subprocess.Popen(["taskset", "-c", "0", "/usr/bin/python3", "-c", "while True: pass"])
+        try:
+            time.sleep(0.2)
+            r = self.holdups("--seconds", "1", "0")
+        finally:
+            hog.kill()
+            hog.wait()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = re.match(r"cpu 0: 1\.000 s, gaps over 1 ms: (\d+) \(over 4 ms: (\d+), longest ([\d.]+) ms\); "
+                     r"waited for the CPU: ([\d.]+) ms; steal: ([\d.]+ ms|unknown)\n$", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        print("  with a busy process on CPU 0: " + r.stdout.strip())
+        # Two busy tasks share the CPU: the kernel runs each about half the time, in slices of a few ms.
+        self.assertGreater(float(m.group(4)), 250.0)
+        self.assertGreater(int(m.group(1)), 20)
+        self.assertGreater(float(m.group(3)), 1.0)
+
+    def test_bad_arguments_exit_2_naming_them(self):
+        r = self.holdups("--seconds", "0")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--seconds: a number of seconds in (0, 3600], not '0'", r.stderr)
+        r = self.holdups("cpu1")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("'cpu1' is not a CPU number", r.stderr)
 
 
 if __name__ == "__main__":

@@ -170,7 +170,7 @@ class ShellTest(unittest.TestCase):
         after_ms = float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0}[m.group(2)]
         print("  flow 2's new rate in effect after %.3f ms" % after_ms)
         self.assertLess(after_ms, 1.0)
-        self.assertRegex(r.stdout, r"lcore +flows +polls +busy polls +tx frames +rx frames +handoff in +handoff out +waits +busy "
+        self.assertRegex(r.stdout, r"lcore +flows +polls +busy polls +tx frames +rx frames +handoff in +handoff out +waits +wait ns +steal ns +busy "
                                    r"+tx cyc/fr +rx cyc/fr")
         with open(os.path.join(out, "report.json")) as f:
             report = json.load(f)
@@ -190,6 +190,10 @@ class ShellTest(unittest.TestCase):
         self.assertLess(changed_at, 0.6)
         self.assertEqual(len(report["lcores"]), 1)
         self.assertEqual(report["lcores"][0]["tx_packets"], sum(f["tx_packets"] for f in flows))
+        # Where the lcore ran, and what the hypervisor took from that CPU (this machine has /proc/stat).
+        self.assertIsInstance(report["lcores"][0]["cpu"], int)
+        self.assertGreaterEqual(report["lcores"][0]["host_steal_ns"], 0)
+        self.assertGreaterEqual(report["lcores"][0]["guest_wait_ns"], 0)
 
     def test_a_bad_command_in_a_script_names_its_line_and_fails(self):
         r, path = self.script("# a session\nstart\n\nrate udp 5 kpps\nstrat udp\nstop\n")

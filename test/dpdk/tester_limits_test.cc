@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <sstream>
 #include <thread>
 
 #include "config/plan.h"
@@ -189,6 +190,54 @@ TEST(TesterLimits, HostBacklogDropsOnlyWithAKernelBackedPort) {
   const TesterLimit* h = Find(r.streams[0].tester_limits, kHostBacklogDrop);
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->count, 12u);
+}
+
+TEST(TesterLimits, AStallSaysWhereTheTimeWent) {
+  TrialResult r = KeptUp();
+  r.streams[0].tx.packets = 100'000 - 500;
+  r.streams[0].tx.credit_dropped = 500;
+  r.streams[0].tx.stalls = 2;
+  r.lcores.resize(3);
+  for (LcoreStats& l : r.lcores) l.guest_wait_ns = 100'000;
+  r.lcores[0].cpu = 1;
+  r.lcores[0].host_steal_ns = 20'000'000;
+  r.lcores[1].cpu = 1;  // another lcore on the same CPU: its steal once
+  r.lcores[1].host_steal_ns = 20'000'000;
+  r.lcores[2].cpu = 0;
+  r.lcores[2].host_steal_ns = 10'000'000;
+  auto note = [&] {
+    AssessTesterLimits(r);
+    const TesterLimit* p = Find(r.streams[0].tester_limits, kPacingStall);
+    EXPECT_NE(p, nullptr);
+    // Not on a limit a hold-up cannot explain.
+    EXPECT_EQ(Find(r.streams[0].tester_limits, kTxShortfall)->detail.find("schedstat"), std::string::npos);
+    return p == nullptr ? std::string() : p->detail;
+  };
+  EXPECT_NE(note().find("the lcores' threads waited 300.000 us for their CPUs while the kernel ran another task "
+                        "there (schedstat) and the hypervisor reported 30.000 ms of steal (/proc/stat): the "
+                        "hypervisor gave their CPUs to something else"),
+            std::string::npos)
+      << note();
+  r.lcores[0].guest_wait_ns = 40'000'000;
+  EXPECT_NE(note().find("waited 40.200 ms for their CPUs"), std::string::npos) << note();
+  EXPECT_NE(note().find(": another task on the lcores' CPUs held them up"), std::string::npos) << note();
+  for (LcoreStats& l : r.lcores) l.guest_wait_ns = l.host_steal_ns = 0;
+  EXPECT_NE(note().find(": neither reaches 1 ms, so the CPU was taken from the whole system"), std::string::npos)
+      << note();
+  for (LcoreStats& l : r.lcores) l.guest_wait_ns = l.host_steal_ns = -1;
+  EXPECT_EQ(note().find("schedstat"), std::string::npos) << note();
+}
+
+TEST(HostSteal, TheStealColumnOfEachCpuInNs) {
+  std::istringstream stat(
+      "cpu  269423 42 22637 250229 615 0 131 3339 0 0\n"
+      "cpu0 74956 22 13417 181554 81 0 18 2534 0 0\n"
+      "cpu1 194466 19 9220 68675 534 0 113 805 0 0\n"
+      "intr 123 4 5\n");
+  EXPECT_EQ(port::ParseStealNs(stat, 100), (std::vector<int64_t>{25'340'000'000, 8'050'000'000}));
+  std::istringstream bad("cpu0 1 2 3\n");
+  EXPECT_TRUE(port::ParseStealNs(bad, 100).empty());
+  EXPECT_FALSE(port::HostStealNs().empty());  // this machine has /proc/stat
 }
 
 TEST(KernelInterface, NamedByIfaceInTheDeviceString) {

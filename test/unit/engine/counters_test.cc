@@ -115,6 +115,7 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
   lc.lcore = 3;
   lc.polls = 301, lc.busy_polls = 302, lc.tx_packets = 303, lc.rx_packets = 304, lc.tx_cycles = 305;
   lc.rx_cycles = 306, lc.handoff_in = 307, lc.handoff_out = 308, lc.handoff_waits = 309;
+  lc.guest_wait_ns = 310, lc.host_steal_ns = 311;
   run.lcores.push_back(lc);
   hub.Fold(run);
   hub.Fold(run);  // a second run adds to the first

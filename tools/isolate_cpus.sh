@@ -13,7 +13,7 @@
 # behind its set rate, and fabricgen then reports the trial as tester-limited
 # (pacing_stall, naming the time its thread waited for its CPU: lcores[].
 # guest_wait_ns). On a 2-vCPU virtual machine with DAMON (kdamond) enabled,
-# `/tmp/gap`-style busy loops on CPU 1 saw 6-38 hold-ups over 1 ms in 5 s
+# a busy loop on CPU 1 (build/app/fabricgen-holdups) saw 6-38 hold-ups over 1 ms in 5 s
 # before and 0-1 after (docs/lab.md, "The host").
 #
 #   tools/isolate_cpus.sh [HOUSEKEEPING_CPUS]     # e.g. 0, or 0-1 on a big host

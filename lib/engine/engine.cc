@@ -256,6 +256,15 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
       r->lcore_cpu_[i] = static_cast<int>(cpu);
       if (cpu < steal.size()) r->steal_start_[i] = steal[cpu];
     }
+    // A worker raises its CPU weight (nice -20, worker.cc) only on a CPU of
+    // its own: beside the main lcore (the run's control) or another lcore it
+    // would take their time instead of a stranger's.
+    const int main_cpu = rte_lcore_to_cpu_id(static_cast<int>(rte_get_main_lcore()));
+    for (uint32_t i = 0; i < nw; ++i) {
+      const int cpu = r->lcore_cpu_[i];
+      const bool shared = cpu == main_cpu || std::count(r->lcore_cpu_.begin(), r->lcore_cpu_.end(), cpu) > 1;
+      work[i].nice = shared ? 0 : -20;
+    }
   }
   for (uint32_t i = 0; i < nw; ++i) {
     // Every worker runs: one with no queue of its own may still own flows

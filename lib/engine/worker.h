@@ -54,7 +54,7 @@ struct LcoreWork {
   // set by the lcore before its first poll: the time the kernel kept it from
   // its CPU in the run is the growth of that (LiveRun::Runtime).
   std::atomic<int> tid{0};
-  int nice = -20;  // the lcore thread's nice value, set at its start (0: left as it is)
+  int nice = 0;  // the lcore thread's nice value, set at its start (0: left as it is); LiveRun::Start picks it
   std::atomic<int64_t> run_delay_start_ns{-1};
   // Written by the lcore only, read by anyone (show runtime).
   alignas(64) Counter polls, busy_polls, tx_packets, rx_packets, tx_cycles, rx_cycles, handoff_in,

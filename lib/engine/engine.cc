@@ -246,26 +246,7 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
   const uint64_t start = ReadTsc() + r->clock_.FromNs(2'000'000);
   r->start_ = start;
   for (auto& t : txs) t->Arm(start);
-  // The hypervisor's steal of each worker's CPU from here (lcores' stats).
-  {
-    const std::vector<int64_t> steal = port::HostStealNs();
-    r->steal_start_.assign(nw, -1);
-    r->lcore_cpu_.assign(nw, -1);
-    for (uint32_t i = 0; i < nw; ++i) {
-      const unsigned cpu = rte_lcore_to_cpu_id(static_cast<int>(workers[i]));
-      r->lcore_cpu_[i] = static_cast<int>(cpu);
-      if (cpu < steal.size()) r->steal_start_[i] = steal[cpu];
-    }
-    // A worker raises its CPU weight (nice -20, worker.cc) only on a CPU of
-    // its own: beside the main lcore (the run's control) or another lcore it
-    // would take their time instead of a stranger's.
-    const int main_cpu = rte_lcore_to_cpu_id(static_cast<int>(rte_get_main_lcore()));
-    for (uint32_t i = 0; i < nw; ++i) {
-      const int cpu = r->lcore_cpu_[i];
-      const bool shared = cpu == main_cpu || std::count(r->lcore_cpu_.begin(), r->lcore_cpu_.end(), cpu) > 1;
-      work[i].nice = shared ? 0 : -20;
-    }
-  }
+  PlaceOnCpus(work);  // each worker's CPU, its steal from here, its nice value
   for (uint32_t i = 0; i < nw; ++i) {
     // Every worker runs: one with no queue of its own may still own flows
     // whose frames others hand it.
@@ -436,18 +417,7 @@ std::vector<LcoreStats> LiveRun::Runtime() const {
   for (const LcoreWork& w : work_) {
     LcoreStats l;
     l.lcore = w.lcore;
-    if (const int tid = w.tid.load(std::memory_order_acquire); tid > 0) {
-      const int64_t start = w.run_delay_start_ns.load(std::memory_order_relaxed);
-      const int64_t now = port::ThreadRunDelayNs(tid);
-      if (start >= 0 && now >= start) l.guest_wait_ns = now - start;
-    }
-    if (w.index < lcore_cpu_.size()) {
-      l.cpu = lcore_cpu_[w.index];
-      const size_t cpu = static_cast<size_t>(l.cpu);
-      if (l.cpu >= 0 && cpu < steal.size() && steal_start_[w.index] >= 0) {
-        l.host_steal_ns = steal[cpu] - steal_start_[w.index];
-      }
-    }
+    ReadHostFigures(w, steal, l);
     l.polls = w.polls.Read();
     l.busy_polls = w.busy_polls.Read();
     l.tx_packets = w.tx_packets.Read();

@@ -381,8 +381,6 @@ class LiveRun {
   mutable std::vector<std::unique_ptr<std::vector<rx::TopFlowsRequest>>> abandoned_;  // TopFlows timed out
   std::vector<unsigned> lcores_;                                                      // worker index -> lcore id
   std::vector<LcoreWork> work_;
-  std::vector<int> lcore_cpu_;         // per worker: the CPU its lcore runs on
-  std::vector<int64_t> steal_start_;   // per worker: its CPU's steal (ns) at the launch, -1 unknown
   uint64_t start_ = 0;
   // True until every lcore is launched: a Start that fails before then has
   // nothing to stop or collect (its destructor must not Finish).

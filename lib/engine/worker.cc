@@ -4,12 +4,14 @@
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_eal.h>
+#include <rte_lcore.h>
 #include <rte_pause.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "engine/engine.h"
 #include "port/kernel_if.h"
 
 namespace fg::engine {
@@ -61,6 +63,32 @@ unsigned SendAnswers(LcoreWork& w) {
 // handed it for the flows it owns, then control requests. Three TSC reads a
 // loop give VPP-style cycles per frame for TX and RX apart (about 2 cycles a
 // frame at full bursts).
+void PlaceOnCpus(std::vector<LcoreWork>& work) {
+  const std::vector<int64_t> steal = port::HostStealNs();
+  for (LcoreWork& w : work) {
+    w.cpu = rte_lcore_to_cpu_id(static_cast<int>(w.lcore));
+    const size_t c = static_cast<size_t>(w.cpu);
+    w.steal_start_ns = w.cpu >= 0 && c < steal.size() ? steal[c] : -1;
+  }
+  const int main_cpu = rte_lcore_to_cpu_id(static_cast<int>(rte_get_main_lcore()));
+  for (LcoreWork& w : work) {
+    const auto same = [&](const LcoreWork& o) { return o.cpu == w.cpu; };
+    const bool shared = w.cpu == main_cpu || std::count_if(work.begin(), work.end(), same) > 1;
+    w.nice = shared ? 0 : -20;
+  }
+}
+
+void ReadHostFigures(const LcoreWork& w, const std::vector<int64_t>& steal, LcoreStats& l) {
+  if (const int tid = w.tid.load(std::memory_order_acquire); tid > 0) {
+    const int64_t start = w.run_delay_start_ns.load(std::memory_order_relaxed);
+    const int64_t now = port::ThreadRunDelayNs(tid);
+    if (start >= 0 && now >= start) l.guest_wait_ns = now - start;
+  }
+  l.cpu = w.cpu;
+  const size_t c = static_cast<size_t>(w.cpu);
+  if (w.cpu >= 0 && c < steal.size() && w.steal_start_ns >= 0) l.host_steal_ns = steal[c] - w.steal_start_ns;
+}
+
 int LcoreMain(void* arg) {
   LcoreWork& w = *static_cast<LcoreWork*>(arg);
   {

@@ -35,6 +35,8 @@ struct AnswerPort {
   Counter alloc_failures;  // polls the pool had no mbuf for an answer
 };
 
+struct LcoreStats;  // engine.h
+
 struct LcoreWork {
   uint32_t index = 0;  // worker index (flow owner id)
   unsigned lcore = 0;
@@ -54,7 +56,9 @@ struct LcoreWork {
   // set by the lcore before its first poll: the time the kernel kept it from
   // its CPU in the run is the growth of that (LiveRun::Runtime).
   std::atomic<int> tid{0};
-  int nice = 0;  // the lcore thread's nice value, set at its start (0: left as it is); LiveRun::Start picks it
+  int nice = 0;  // the lcore thread's nice value, set at its start (0: left as it is); PlaceOnCpus picks it
+  int cpu = -1;                  // the CPU its lcore runs on (PlaceOnCpus)
+  int64_t steal_start_ns = -1;   // that CPU's steal (ns) at the launch, -1 unknown
   std::atomic<int64_t> run_delay_start_ns{-1};
   // Written by the lcore only, read by anyone (show runtime).
   alignas(64) Counter polls, busy_polls, tx_packets, rx_packets, tx_cycles, rx_cycles, handoff_in,
@@ -63,5 +67,15 @@ struct LcoreWork {
 };
 
 int LcoreMain(void* arg);
+
+// Before the launch: each worker's CPU and that CPU's steal so far, and its
+// nice value: -20 (the most CPU weight a normal task gets) only on a CPU of
+// its own; beside the main lcore (the run's control) or another lcore it
+// would take their time instead of a stranger's.
+void PlaceOnCpus(std::vector<LcoreWork>& work);
+// Into `l`: the worker's CPU, its thread's waits for it (guest_wait_ns) and
+// the hypervisor's steal of it (host_steal_ns) since the launch; `steal` is
+// HostStealNs() now.
+void ReadHostFigures(const LcoreWork& w, const std::vector<int64_t>& steal, LcoreStats& l);
 
 }  // namespace fg::engine

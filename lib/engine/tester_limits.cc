@@ -246,7 +246,7 @@ std::string HoldUpNote(const std::vector<LcoreStats>& lcores) {
       FormatDuration(wait), FormatDuration(steal), cause);
 }
 
-void AppendSteal(std::vector<TesterLimit>& limits, const std::string& note) {
+void AppendHoldUpNote(std::vector<TesterLimit>& limits, const std::string& note) {
   for (TesterLimit& l : limits) {
     if (l.kind == kPacingStall || l.kind == kRxStall) l.detail += note;
   }
@@ -264,8 +264,8 @@ void AssessTesterLimits(TrialResult& r) {
     AssessStream(s, r.ports, r.warnings);
   }
   if (const std::string note = HoldUpNote(r.lcores); !note.empty()) {
-    for (PortResult& p : r.ports) AppendSteal(p.tester_limits, note);
-    for (StreamResult& s : r.streams) AppendSteal(s.tester_limits, note);
+    for (PortResult& p : r.ports) AppendHoldUpNote(p.tester_limits, note);
+    for (StreamResult& s : r.streams) AppendHoldUpNote(s.tester_limits, note);
   }
 }
 

@@ -48,13 +48,21 @@ paired3() {
   echo "$(median "${as[@]}") $(median "${bs[@]}") $(median "${rs[@]}")"
 }
 
-testpmd_pps() {  # mode vdev txpkts -> mean of the last 3 periodic Tx-pps (txonly) or Rx-pps (io, flowgen)
+# testpmd_pps mode vdev txpkts -> mean Tx-pps (txonly) or Rx-pps (io, flowgen) of
+# its periodic stats over SECONDS of forwarding. testpmd takes ~6 s to start
+# with --no-huge here, printing 0 meanwhile: the zeros, the first forwarding
+# second and the last (both partial) are left out. (Until 2026-12-02 this took
+# the last 3 lines of a SECONDS + 2 s run: with 5 s that averaged in the
+# start-up zeros and understated testpmd by a third; with 10 s it averaged
+# 3 of testpmd's first ~4 s, fabricgen's figure being over its whole run.)
+testpmd_pps() {
   local mode="$1" vdev="$2" txpkts="$3" key="Tx-pps"
   [ "$mode" != txonly ] && key="Rx-pps"
-  timeout -s INT "$((secs + 2))" dpdk-testpmd "${eal[@]}" --vdev="$vdev" --file-prefix "tp$$" -- \
+  timeout -s INT "$((secs + 12))" dpdk-testpmd "${eal[@]}" --vdev="$vdev" --file-prefix "tp$$" -- \
     --forward-mode="$mode" --txpkts="$txpkts" --stats-period=1 --auto-start --nb-cores=1 --burst=32 \
     --total-num-mbufs=16384 $([ "$mode" = io ] && echo --tx-first) > "$tmp/tp.txt" 2>&1 || true
-  grep -E "^ +$key:" "$tmp/tp.txt" | awk '{print $2}' | tail -4 | head -3 | awk '{s+=$1} END {if (NR) printf "%.0f", s/NR; else print 0}'
+  grep -E "^ +$key:" "$tmp/tp.txt" | awk '$2 > 0 {print $2}' | sed '1d;$d' | head -n "$secs" |
+    awk '{s+=$1} END {if (NR) printf "%.0f", s/NR; else print 0}'
 }
 
 fabricgen_pps() {  # plan-yaml -> received (or sent) packets per second of stream 0

@@ -22,6 +22,7 @@ packages=(
   build-essential meson ninja-build pkg-config git
   # DPDK 22.11 and the libraries we link
   dpdk dpdk-dev libdpdk-dev libibverbs-dev libyaml-cpp-dev libabsl-dev
+  libsystemd-dev  # named by libdpdk's static link flags (pkg-config --static: libpcap -> dbus-1 -> systemd)
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcivetweb-dev
   # tests: independent decoders, the namespace lab, sanitizers and fuzzers
   python3 python3-scapy python3-yaml tshark tcpdump iproute2 nftables clang libclang-rt-14-dev

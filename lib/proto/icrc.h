@@ -22,8 +22,10 @@
 //   fg::proto::StoreIcrc(frame + l.icrc_offset, delta.Compute(frame));
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -41,10 +43,15 @@ uint32_t IcrcFull(const uint8_t* frame, const IcrcLayout& layout);
 uint32_t IcrcReference(const uint8_t* frame, const IcrcLayout& layout);
 
 inline void StoreIcrc(uint8_t* p, uint32_t crc) {
-  p[0] = static_cast<uint8_t>(crc);
-  p[1] = static_cast<uint8_t>(crc >> 8);
-  p[2] = static_cast<uint8_t>(crc >> 16);
-  p[3] = static_cast<uint8_t>(crc >> 24);
+  // Least-significant byte first: one store on a little-endian host.
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &crc, 4);
+  } else {
+    p[0] = static_cast<uint8_t>(crc);
+    p[1] = static_cast<uint8_t>(crc >> 8);
+    p[2] = static_cast<uint8_t>(crc >> 16);
+    p[3] = static_cast<uint8_t>(crc >> 24);
+  }
 }
 inline uint32_t LoadIcrc(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
@@ -92,6 +99,7 @@ class IcrcDelta {
     return x;
   }
   uint32_t base() const { return base_; }
+  const uint32_t* tables() const { return tables_.data(); }
   size_t num_positions() const { return pos_.size(); }
 
  private:

@@ -73,6 +73,34 @@ struct PacketKind {
 struct StampTime {
   uint64_t ns = 0;
   uint32_t icrc[3] = {};
+  // The signature's 48-bit TX time as its bytes go into the frame (two
+  // stores, no byte swap per packet): bytes 0-1 and 2-5.
+  uint16_t ts_hi_be = 0;
+  uint32_t ts_lo_be = 0;
+};
+
+// Everything Stamp reads of a packet kind and of its program, by value. A
+// store into a frame (a uint8_t*) may alias any memory the compiler cannot
+// prove apart, so Stamp reading these through `k` or `this` loads them again
+// for every frame; a caller stamping a burst of one kind keeps them in a local
+// (Program::Consts), which no frame store can alias, and they stay in
+// registers. Table pointers are taken when the consts are made: valid while
+// the Program lives.
+struct StampConsts {
+  const uint32_t* icrc_tables = nullptr;  // the kind's IcrcDelta tables, 256 per position
+  uint32_t icrc_fixed = 0;                // IcrcDelta::base() ^ icrc_xor ^ the TX time's share
+  int32_t sig_off = -1, key_off = -1, psn_off = -1, msn_off = -1, msg_id_off = -1, msg_offset_off = -1,
+          syn_off = -1, entropy_off = -1, icrc_off = -1, src_ip_off = -1, dst_ip_off = -1, ip_csum_off = -1;
+  int32_t icrc_seq = -1, icrc_psn = -1, icrc_msn = -1, icrc_entropy = -1;
+  uint32_t shape = 0;
+  uint16_t syn_high = 0;
+  uint8_t index = 0;
+  // The template's byte before the QP, the PSN and the flow id (BTH bytes 4
+  // and 8, the signature's version): rewritten with them (Store24Lead).
+  uint8_t key_lead = 0, psn_lead = 0, fid_lead = 0;
+  bool entropy_random = false;
+  uint32_t ppm = 1, psn_start = 0, psn_step = 1, psn_mask = 0, entropy_count = 1, msg_offset_unit = 0;
+  uint64_t flowlet_gap_ns = 0;
 };
 
 enum class KeyKind { kNone, kRoceQp, kUetPdc, kUdpPort };
@@ -116,6 +144,12 @@ struct Cursor {
   uint32_t rng = 0x9E3779B9;  // xorshift32 state for random entropy
   uint32_t flowlet = 0;       // flowlet entropy: the current value's index
   uint64_t last_ns = 0;       // flowlet entropy: when the flow last sent
+  // The ICRC change of the sequence's and the PSN's bytes but their lowest,
+  // for the packet kind and high bytes in icrc_key: the fixed shapes then
+  // look up only the two low bytes per packet (Stamp). Checked against the
+  // values on every use, so whatever moves seq or psn (Seek) needs no care.
+  uint64_t icrc_key = ~uint64_t{0};
+  uint32_t icrc_high = 0;
 };
 
 class Program {
@@ -191,6 +225,8 @@ class Program {
   StampTime Time(uint64_t tx_ns) const {
     StampTime t;
     t.ns = tx_ns;
+    t.ts_hi_be = __builtin_bswap16(static_cast<uint16_t>((tx_ns & proto::kTimestampMask) >> 32));
+    t.ts_lo_be = __builtin_bswap32(static_cast<uint32_t>(tx_ns));
     for (size_t i = 0; i < kinds_.size() && i < 3; ++i) {
       const PacketKind& k = kinds_[i];
       if (k.icrc_ts >= 0) t.icrc[i] = k.icrc.Field<6>(k.icrc_ts, tx_ns & proto::kTimestampMask);
@@ -201,7 +237,50 @@ class Program {
   // ICRC of `dst`, which must already hold KindAt(c)'s template bytes.
   // `kShape`: k.shape (all kinds of this program have it: shape()), or kAnyShape.
   template <uint32_t kShape = shape::kAnyShape>
-  inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, const StampTime& t, const FlowVars& v) const;
+  inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, const StampTime& t, const FlowVars& v) const {
+    StampWith<kShape>(dst, Consts(k, t), k, c, t, v);
+  }
+  // Stamp with `sc` = Consts(k, t) made by the caller: once per burst of one kind.
+  template <uint32_t kShape = shape::kAnyShape>
+  inline void StampWith(uint8_t* dst, const StampConsts& sc, const PacketKind& k, Cursor& c, const StampTime& t,
+                        const FlowVars& v) const;
+  StampConsts Consts(const PacketKind& k, const StampTime& t) const {
+    StampConsts sc;
+    sc.icrc_tables = k.icrc.tables();
+    sc.icrc_fixed = k.icrc.base() ^ k.icrc_xor ^ t.icrc[k.index];
+    auto lead = [&k](int32_t off) -> uint8_t { return off >= 1 ? k.t.bytes[static_cast<size_t>(off) - 1] : 0; };
+    sc.key_lead = lead(k.key_off);
+    sc.psn_lead = lead(k.psn_off);
+    sc.fid_lead = k.t.signature_offset >= 0 ? lead(k.t.signature_offset + 3) : 0;
+    sc.sig_off = k.t.signature_offset;
+    sc.key_off = k.key_off;
+    sc.psn_off = k.psn_off;
+    sc.msn_off = k.msn_off;
+    sc.msg_id_off = k.msg_id_off;
+    sc.msg_offset_off = k.msg_offset_off;
+    sc.syn_off = k.syn_off;
+    sc.entropy_off = k.entropy_off;
+    sc.icrc_off = k.t.icrc_offset;
+    sc.src_ip_off = k.src_ip_off;
+    sc.dst_ip_off = k.dst_ip_off;
+    sc.ip_csum_off = k.ip_csum_off;
+    sc.icrc_seq = k.icrc_seq;
+    sc.icrc_psn = k.icrc_psn;
+    sc.icrc_msn = k.icrc_msn;
+    sc.icrc_entropy = k.icrc_entropy;
+    sc.shape = k.shape;
+    sc.syn_high = k.syn_high;
+    sc.index = k.index;
+    sc.entropy_random = entropy_random_;
+    sc.ppm = ppm_;
+    sc.psn_start = psn_start_;
+    sc.psn_step = psn_step_;
+    sc.psn_mask = psn_mask_;
+    sc.entropy_count = entropy_count_;
+    sc.msg_offset_unit = msg_offset_unit_;
+    sc.flowlet_gap_ns = flowlet_gap_ns_;
+    return sc;
+  }
   inline void Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, uint64_t tx_ns) const {
     Stamp(dst, k, c, Time(tx_ns), flow0_);
   }
@@ -266,65 +345,92 @@ inline uint32_t Program::EmitUntimed(uint8_t* dst, Cursor& c, const FlowVars& v)
 }
 
 template <uint32_t kShape>
-[[gnu::always_inline]] inline void Program::Stamp(uint8_t* dst, const PacketKind& k, Cursor& c, const StampTime& t,
-                                                  const FlowVars& v) const {
+[[gnu::always_inline]] inline void Program::StampWith(uint8_t* dst, const StampConsts& sc, const PacketKind& k,
+                                                      Cursor& c, const StampTime& t, const FlowVars& v) const {
   // A field is stamped when the shape has it: known at compile time for a
-  // fixed shape, tested per frame for kAnyShape.
-  auto has = [&k](uint32_t bit) { return kShape == shape::kAnyShape ? (k.shape & bit) != 0 : (kShape & bit) != 0; };
+  // fixed shape, tested per frame for kAnyShape. Everything of the kind and
+  // the program comes from `sc` (a caller's local: see StampConsts).
+  auto has = [&sc](uint32_t bit) { return kShape == shape::kAnyShape ? (sc.shape & bit) != 0 : (kShape & bit) != 0; };
+  auto field = [&sc](int32_t first, int n, uint32_t value) {  // IcrcDelta::Field<n> from sc's tables
+    const uint32_t* tb = sc.icrc_tables + static_cast<size_t>(first) * 256;
+    uint32_t x = 0;
+    for (int j = 0; j < n; ++j) x ^= tb[j * 256 + ((value >> (8 * (n - 1 - j))) & 0xFF)];
+    return x;
+  };
   // Read once: every store into the frame (a uint8_t*) may alias anything in
   // memory, so the compiler would read these again after each.
   const uint64_t tx_ns = t.ns;
   const uint32_t seq = c.seq, psn = c.psn;
   if (has(shape::kSig)) {
-    proto::Store24(dst + k.t.signature_offset + 3, v.flow_id);
-    proto::StampSignature(dst + k.t.signature_offset, seq, tx_ns);
+    // Flow id (3 bytes), sequence (4), TX time (6): the time's bytes were
+    // made once per burst (StampTime).
+    uint8_t* sig = dst + sc.sig_off;
+    proto::Store24Lead(sig + 3, sc.fid_lead, v.flow_id);
+    proto::Store32(sig + 6, seq);
+    std::memcpy(sig + 10, &t.ts_hi_be, 2);
+    std::memcpy(sig + 12, &t.ts_lo_be, 4);
   }
   if (has(shape::kVary)) [[unlikely]] {
-    if (k.src_ip_off >= 0) proto::Store32(dst + k.src_ip_off, v.src_ip);
-    if (k.dst_ip_off >= 0) proto::Store32(dst + k.dst_ip_off, v.dst_ip);
-    if (k.ip_csum_off >= 0) proto::Store16(dst + k.ip_csum_off, v.ip_csum[k.index]);
+    if (sc.src_ip_off >= 0) proto::Store32(dst + sc.src_ip_off, v.src_ip);
+    if (sc.dst_ip_off >= 0) proto::Store32(dst + sc.dst_ip_off, v.dst_ip);
+    if (sc.ip_csum_off >= 0) proto::Store16(dst + sc.ip_csum_off, v.ip_csum[sc.index]);
   }
-  if (has(shape::kKey3)) proto::Store24(dst + k.key_off, v.key & 0xFFFFFF);
-  if (has(shape::kKey2)) proto::Store16(dst + k.key_off, static_cast<uint16_t>(v.key));
-  if (has(shape::kPsn3)) proto::Store24(dst + k.psn_off, psn);
-  if (has(shape::kPsn4)) proto::Store32(dst + k.psn_off, psn);
-  if (has(shape::kMsn)) proto::Store24(dst + k.msn_off, static_cast<uint32_t>(c.message) & 0xFFFFFF);
-  if (has(shape::kMsgId)) proto::Store16(dst + k.msg_id_off, static_cast<uint16_t>(c.message));
-  if (has(shape::kMsgOffset)) proto::Store32(dst + k.msg_offset_off, c.pos * msg_offset_unit_);
+  if (has(shape::kKey3)) proto::Store24Lead(dst + sc.key_off, sc.key_lead, v.key);
+  if (has(shape::kKey2)) proto::Store16(dst + sc.key_off, static_cast<uint16_t>(v.key));
+  if (has(shape::kPsn3)) proto::Store24Lead(dst + sc.psn_off, sc.psn_lead, psn);
+  if (has(shape::kPsn4)) proto::Store32(dst + sc.psn_off, psn);
+  if (has(shape::kMsn)) proto::Store24(dst + sc.msn_off, static_cast<uint32_t>(c.message) & 0xFFFFFF);
+  if (has(shape::kMsgId)) proto::Store16(dst + sc.msg_id_off, static_cast<uint16_t>(c.message));
+  if (has(shape::kMsgOffset)) proto::Store32(dst + sc.msg_offset_off, c.pos * sc.msg_offset_unit);
   if (has(shape::kSyn)) {
-    proto::Store16(dst + k.syn_off, static_cast<uint16_t>(k.syn_high | ((psn - psn_start_) & 0x0FFF)));
+    proto::Store16(dst + sc.syn_off, static_cast<uint16_t>(sc.syn_high | ((psn - sc.psn_start) & 0x0FFF)));
   }
   uint16_t entropy = 0;
   if (has(shape::kEntropy)) {
     uint32_t e = c.entropy;
-    if (entropy_random_) {  // xorshift32, scaled to K by a multiply: no division
+    if (sc.entropy_random) {  // xorshift32, scaled to K by a multiply: no division
       c.rng ^= c.rng << 13;
       c.rng ^= c.rng >> 17;
       c.rng ^= c.rng << 5;
-      e = static_cast<uint32_t>((uint64_t{c.rng} * entropy_count_) >> 32);
-    } else if (flowlet_gap_ns_ != 0) {  // a new value after a pause longer than the gap
-      if (c.last_ns != 0 && tx_ns - c.last_ns > flowlet_gap_ns_ && ++c.flowlet == entropy_count_) c.flowlet = 0;
+      e = static_cast<uint32_t>((uint64_t{c.rng} * sc.entropy_count) >> 32);
+    } else if (sc.flowlet_gap_ns != 0) {  // a new value after a pause longer than the gap
+      if (c.last_ns != 0 && tx_ns - c.last_ns > sc.flowlet_gap_ns && ++c.flowlet == sc.entropy_count) c.flowlet = 0;
       c.last_ns = tx_ns;
       e = c.flowlet;
     }
     entropy = static_cast<uint16_t>(v.entropy_base + e);
-    proto::Store16(dst + k.entropy_off, entropy);
+    proto::Store16(dst + sc.entropy_off, entropy);
   }
   if (has(shape::kIcrc)) {
     // The ICRC from the values just written (no read-back of the frame).
-    uint32_t x = k.icrc.base() ^ v.icrc[k.index] ^ t.icrc[k.index] ^ k.icrc_xor;
-    if (has(shape::kIcrcSeq)) x ^= k.icrc.Field<4>(k.icrc_seq, seq);
-    if (has(shape::kIcrcPsn)) x ^= k.icrc.Field<3>(k.icrc_psn, psn);
-    if (has(shape::kIcrcMsn)) x ^= k.icrc.Field<3>(k.icrc_msn, c.message & 0xFFFFFF);
-    if (has(shape::kIcrcEntropy)) x ^= k.icrc.Field<2>(k.icrc_entropy, entropy);
-    proto::StoreIcrc(dst + k.t.icrc_offset, x);
+    uint32_t x = sc.icrc_fixed ^ v.icrc[sc.index];
+    if constexpr (kShape != shape::kAnyShape && (kShape & shape::kIcrcSeq) != 0 && (kShape & shape::kIcrcPsn) != 0) {
+      // Both advance by one a packet: their high bytes change once in 256
+      // packets, so their share is kept in the cursor (7 table loads -> 2).
+      // The key holds the high bytes and the kind (bits 0-7: free).
+      const uint64_t key = ((uint64_t{seq} << 32 | psn) & 0xFFFFFF0000FFFF00ull) | sc.index;
+      if (key != c.icrc_key) [[unlikely]] {
+        c.icrc_key = key;
+        c.icrc_high = field(sc.icrc_seq, 3, seq >> 8) ^ field(sc.icrc_psn, 2, (psn >> 8) & 0xFFFF);
+      }
+      x ^= c.icrc_high ^ sc.icrc_tables[static_cast<size_t>(sc.icrc_seq + 3) * 256 + (seq & 0xFF)] ^
+           sc.icrc_tables[static_cast<size_t>(sc.icrc_psn + 2) * 256 + (psn & 0xFF)];
+    } else {
+      if (has(shape::kIcrcSeq)) x ^= field(sc.icrc_seq, 4, seq);
+      if (has(shape::kIcrcPsn)) x ^= field(sc.icrc_psn, 3, psn);
+    }
+    if (has(shape::kIcrcMsn)) x ^= field(sc.icrc_msn, 3, c.message & 0xFFFFFF);
+    if (has(shape::kIcrcEntropy)) x ^= field(sc.icrc_entropy, 2, entropy);
+    proto::StoreIcrc(dst + sc.icrc_off, x);
   }
   if (has(shape::kUdpCsum)) proto::UpdateUdpChecksum(dst, k.t);
-  // Advance: no division, no modulo.
+  // Advance: no division, no modulo; counters that cannot move are not stored.
   c.seq = seq + 1;
-  c.psn = (psn + psn_step_) & psn_mask_;
-  if (++c.entropy == entropy_count_) c.entropy = 0;
-  if (++c.pos == ppm_) {
+  c.psn = (psn + sc.psn_step) & sc.psn_mask;
+  if (sc.entropy_count != 1 && ++c.entropy == sc.entropy_count) c.entropy = 0;
+  if (sc.ppm == 1) {
+    ++c.message;
+  } else if (++c.pos == sc.ppm) {
     c.pos = 0;
     ++c.message;
   }

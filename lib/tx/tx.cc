@@ -343,54 +343,80 @@ void TxTask::FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint
 }
 
 template <uint32_t kShape, bool kPaced, bool kOneKind>
-void TxTask::Fill(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows) {
+void TxTask::Fill(State& st, unsigned n, const stream::StampTime& burst_ts, uint64_t keep_flags,
+                  const uint32_t* flows) {
   const stream::Program& prog = st.s->program;
   const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
+  // Locals no frame store can alias (see stream::StampConsts): the burst's
+  // time and, for a one-kind program, everything Stamp reads of the kind,
+  // loaded once per burst instead of once per frame.
+  const stream::StampTime ts = burst_ts;
+  const stream::StampConsts one_sc = kOneKind ? prog.Consts(prog.kinds()[0], ts) : stream::StampConsts{};
   // In locals: the frame stores below may alias any member (uint8_t*).
   const int tag_off = tag_off_;
   const uint64_t tag_salt = tag_salt_;
+  const bool scheduled = keep_flags != ~uint64_t{0};
   stream::Cursor* const cursors = st.cursors.data();
   const State::FlowSent* const sent = st.flow_sent.data();
   const stream::FlowVars* const vars = st.vars.data();
   rte_mbuf** const pending = st.pending;
+  uint32_t* const pending_len = st.pending_len;
+  uint32_t* const pending_flow = st.pending_flow;
   uint32_t next_flow = st.next_flow;
   const bool many_flows = nflows > 64;
-  for (unsigned i = 0; i < n; ++i) {
-    rte_mbuf* m = pending[i];
-    if (i + 2 < n) {
-      char* ahead_data = rte_pktmbuf_mtod(pending[i + 2], char*);
-      __builtin_prefetch(ahead_data, 1);
-      __builtin_prefetch(ahead_data + 64, 1);
+  // A one-kind program's kind, length and template tag, once per burst.
+  const stream::PacketKind& k1 = prog.kinds()[0];
+  const uint32_t len1 = static_cast<uint32_t>(k1.t.bytes.size());
+  const uint64_t key1 = tag_salt ^ reinterpret_cast<uintptr_t>(&k1);
+  // Loop-invariant choices as constants (one copy of the loop each): no
+  // per-frame test of them.
+  auto fill = [&]<bool kMany, bool kScheduled>() __attribute__((always_inline)) {
+    for (unsigned i = 0; i < n; ++i) {
+      rte_mbuf* m = pending[i];
+      if (i + 2 < n) {
+        char* ahead_data = rte_pktmbuf_mtod(pending[i + 2], char*);
+        __builtin_prefetch(ahead_data, 1);
+        __builtin_prefetch(ahead_data + 64, 1);
+      }
+      // The flows take turns (or the pacer named them): fetch the state of the
+      // one 8 ahead now (a few flows' state stays in L1 by itself).
+      const uint32_t f = kPaced ? flows[i] : next_flow;
+      if constexpr (kMany) {
+        const uint32_t ahead = kPaced ? (i + 8 < n ? flows[i + 8] : f) : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
+        __builtin_prefetch(&cursors[ahead], 1);
+        __builtin_prefetch(&vars[ahead], 0);
+        __builtin_prefetch(&sent[ahead], 1);  // counted once the PMD takes the frame
+      }
+      uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
+      const stream::PacketKind& k = kOneKind ? k1 : prog.KindAt(cursors[f]);
+      const uint32_t len = kOneKind ? len1 : static_cast<uint32_t>(k.t.bytes.size());
+      // Still holding this template (same task, same kind)? Stamp rewrites
+      // every field that differs between packets: no reset, no copy.
+      uint64_t* tag = tag_off >= 0 ? RTE_MBUF_DYNFIELD(m, tag_off, uint64_t*) : nullptr;
+      const uint64_t key = kOneKind ? key1 : tag_salt ^ reinterpret_cast<uintptr_t>(&k);
+      if (tag == nullptr || *tag != key) [[unlikely]] {
+        rte_pktmbuf_reset(m);
+        d = rte_pktmbuf_mtod(m, uint8_t*);
+        stream::CopyTemplate(d, k.copy_src.data(), len);
+        m->data_len = static_cast<uint16_t>(len);
+        m->pkt_len = len;
+        if (tag != nullptr) *tag = key;
+      }
+      if constexpr (kScheduled) m->ol_flags &= keep_flags;  // only the burst's first mbuf is scheduled
+      if constexpr (kOneKind) {
+        prog.StampWith<kShape>(d, one_sc, k, cursors[f], ts, vars[f]);
+      } else {
+        prog.Stamp<kShape>(d, k, cursors[f], ts, vars[f]);
+      }
+      if (!kPaced && ++next_flow == nflows) next_flow = 0;
+      pending_len[i] = len + kEthFcsLen;
+      pending_flow[i] = f;
     }
-    // The flows take turns (or the pacer named them): fetch the state of the
-    // one 8 ahead now (a few flows' state stays in L1 by itself).
-    const uint32_t f = kPaced ? flows[i] : next_flow;
-    if (many_flows) {
-      const uint32_t ahead = kPaced ? (i + 8 < n ? flows[i + 8] : f) : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
-      __builtin_prefetch(&cursors[ahead], 1);
-      __builtin_prefetch(&vars[ahead], 0);
-      __builtin_prefetch(&sent[ahead], 1);  // counted once the PMD takes the frame
-    }
-    uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
-    const stream::PacketKind& k = kOneKind ? prog.kinds()[0] : prog.KindAt(cursors[f]);
-    const uint32_t len = static_cast<uint32_t>(k.t.bytes.size());
-    // Still holding this template (same task, same kind)? Stamp rewrites
-    // every field that differs between packets: no reset, no copy.
-    uint64_t* tag = tag_off >= 0 ? RTE_MBUF_DYNFIELD(m, tag_off, uint64_t*) : nullptr;
-    const uint64_t key = tag_salt ^ reinterpret_cast<uintptr_t>(&k);
-    if (tag == nullptr || *tag != key) {
-      rte_pktmbuf_reset(m);
-      d = rte_pktmbuf_mtod(m, uint8_t*);
-      stream::CopyTemplate(d, k.copy_src.data(), len);
-      m->data_len = static_cast<uint16_t>(len);
-      m->pkt_len = len;
-      if (tag != nullptr) *tag = key;
-    }
-    m->ol_flags &= keep_flags;  // only the burst's first mbuf is scheduled
-    prog.Stamp<kShape>(d, k, cursors[f], ts, vars[f]);
-    if (!kPaced && ++next_flow == nflows) next_flow = 0;
-    st.pending_len[i] = len + kEthFcsLen;
-    st.pending_flow[i] = f;
+  };
+  if (many_flows) {
+    scheduled ? fill.template operator()<true, true>() : fill.template operator()<true, false>();
+  } else {
+    scheduled ? fill.template operator()<false, true>() : fill.template operator()<false, false>();
   }
   st.next_flow = next_flow;
 }
@@ -469,7 +495,13 @@ void TxTask::CountResends(State& st, unsigned n) {
 // 279.8 and 295.0 the same hour; idle polls make the spread), docs/benchmarks.md
 // "After READ". 275.1 on 2026-12-02 (AMD EPYC host): 48.96 Mpps = 0.79x
 // testpmd txonly at 78 B, paired runs (docs/benchmarks.md "Issue 14: the
-// responder's fast path").
+// responder's fast path"). Stage 3 (docs/benchmarks.md "Issue 13, stage 3"):
+// Fill stamps a one-kind burst from locals (stream::StampConsts), the ICRC
+// share of the sequence's and PSN's high bytes kept per flow, and DPDK is
+// linked statically (no __tls_get_addr in net_null's free): 274.6 -> 224.6
+// instructions per packet (tools/count_instructions.sh build), 80.51 Mpps =
+// 1.25x testpmd txonly at 78 B and 1.16x at 1022 B (tools/bench_vs_testpmd.sh
+// build 10, Zen 5 host, 35.8 -> ~31 TSC cycles per frame).
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();

@@ -183,7 +183,7 @@ class TxTask : public PollTask {
   // kPaced: `flows` names each frame's flow (else they take turns); kOneKind:
   // one packet per message (every frame is kinds()[0]).
   template <uint32_t kShape, bool kPaced, bool kOneKind>
-  void Fill(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows);
+  void Fill(State& st, unsigned n, const stream::StampTime& burst_ts, uint64_t keep_flags, const uint32_t* flows);
   template <uint32_t kShape>
   void FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows);
   void ApplyFlowCommands(State& st, uint64_t now);  // on the lcore

@@ -570,6 +570,16 @@ TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
       }
       ASSERT_EQ(fa, fr) << cs.frame << " packet " << i << " (Stamp<kAnyShape>)";
       ASSERT_EQ(fb, fr) << cs.frame << " packet " << i << " (Stamp<shape()>)";
+      if (k.icrc_on) {
+        ASSERT_EQ(proto::LoadIcrc(&fb[k.t.icrc_offset]), FullIcrc(fb, k)) << cs.frame << " packet " << i;
+      }
+      // A go-back (Seek) and a jump: the fixed shapes keep the ICRC share of
+      // the sequence's and PSN's high bytes in the cursor, which must follow
+      // any move of them (seq 4 bytes from 256 back, the PSN across 2^8 and 2^16).
+      if (i == 150 || i == 220) {
+        const uint32_t to = i == 150 ? r.seq - 40 : r.seq + 70000;
+        for (Cursor* c : {&a, &b, &r}) p->Seek(*c, to);
+      }
     }
     for (const Cursor* c : {&a, &b}) {
       EXPECT_EQ(c->seq, r.seq);

@@ -130,6 +130,9 @@ class Exchange {
       return absl::InternalError("QP set-up: a MAD frame does not fit an mbuf");
     }
     std::memcpy(d, frame.data(), frame.size());
+    // Not a TX template any more (TX would take it for one otherwise: RX on
+    // the built-in loopback leaves tags as they are, PortOptions::rx_is_own_tx).
+    if (const int tag = port::TxTemplateTagOffset(); tag >= 0) *RTE_MBUF_DYNFIELD(m, tag, uint64_t*) = 0;
     const uint64_t until = ReadTsc() + clock_.FromNs(100'000'000);
     while (rte_eth_tx_burst(p->id(), 0, &m, 1) == 0) {
       if (ReadTsc() > until) {

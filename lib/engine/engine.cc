@@ -201,7 +201,8 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
       }
       rxs.push_back({pi, std::make_unique<rx::RxTask>(ports[pi]->id(), q, w, d, work[w].table, out, polls, r->clock_,
                                                       ports[pi]->rx_timestamp().offset, ports[pi]->rx_timestamp().flag,
-                                                      ports[pi]->rx_timestamp().line, tag_off,
+                                                      ports[pi]->rx_timestamp().line,
+                                                      ports[pi]->options().rx_is_own_tx ? -1 : tag_off,
                                                       ports[pi]->rx_timestamp().shared)});
       work[w].rx.push_back(rxs.back().task.get());
       work[w].names.push_back(absl::StrFormat("rx %s/q%d", ports[pi]->name(), q));

@@ -185,7 +185,13 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     // Each goal's figures are the mean over the searches; the measured ones
     // over the searches that had deciding trials.
     const double n = static_cast<double>(reps.size());
-    const double mean = sum.lower_bound / n;
+    // The mean as the first plus the mean difference from it: repetitions
+    // that all found the same load give exactly that load, and a CV of
+    // exactly 0 (sum / n of three 0.2s is 0.20000000000000004).
+    const double first = o.repetition_lower_bounds.empty() ? 0 : o.repetition_lower_bounds[0];
+    double diff = 0;
+    for (double x : o.repetition_lower_bounds) diff += x - first;
+    const double mean = first + diff / n;
     double sq = 0;
     for (double x : o.repetition_lower_bounds) sq += (x - mean) * (x - mean);
     o.cv = reps.size() > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean : 0;

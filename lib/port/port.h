@@ -66,6 +66,12 @@ struct PortOptions {
   // The kernel interface behind the PMD (af_packet's iface=), whose counters
   // show drops the PMD cannot see; "" for a NIC or a virtual device.
   std::string kernel_iface = "";
+  // RX receives the very mbufs TX sent, untouched (the built-in loopback: a
+  // net_ring pair inside this process). RX then leaves their TX template tags
+  // (port::TxTemplateTagOffset), so TX stamps them again without copying the
+  // template: every other writer of an mbuf clears the tag (the responder's
+  // answers, the CM exchange's MADs), and RX writes nothing into a frame.
+  bool rx_is_own_tx = false;
 };
 
 // How a port's received frames reach its RX queues. With more than one RX

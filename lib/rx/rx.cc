@@ -189,7 +189,10 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // data packet against 322 open loop (8 RC QPs, tools/count_instructions.sh
 // build closed). Loopback 26.85 Mpps = 0.52x testpmd flowgen on a host
 // running at two thirds of its speed an hour before (docs/benchmarks.md
-// "Issue 14: the responder's fast path").
+// "Issue 14: the responder's fast path"). 297.1 on 2026-12-02 (Zen 5 host;
+// on the built-in loopback the tags are left, PortOptions::rx_is_own_tx):
+// loopback 39.55 Mpps = 0.65x testpmd flowgen (docs/benchmarks.md "Issue 13,
+// stage 3").
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns

@@ -42,7 +42,8 @@ DeviceRef ResolveDevice(const std::string& device, size_t index, const std::vect
 }
 
 namespace {
-port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk_name, unsigned lcores) {
+port::PortOptions OptionsFor(const config::PortSpec& ps, const DeviceRef& ref, unsigned lcores) {
+  const std::string& dpdk_name = ref.dpdk_name;
   return port::PortOptions{
       .name = ps.name,
       .dpdk_name = dpdk_name,
@@ -58,7 +59,8 @@ port::PortOptions OptionsFor(const config::PortSpec& ps, const std::string& dpdk
                        : ps.timestamps == config::PortSpec::Timestamps::kHardware ? port::RxTimestamps::kHardware
                                                                                   : port::RxTimestamps::kAuto,
       .tx_scheduled = ps.tx_scheduled,
-      .kernel_iface = port::KernelInterfaceOf(ps.device)};
+      .kernel_iface = port::KernelInterfaceOf(ps.device),
+      .rx_is_own_tx = ref.kind == DeviceRef::Kind::kLoopback};
 }
 // An argument EAL refused that the plan's eal: list gave (DPDK quotes it:
 // "unrecognized option '--bogus'") is named at its place in the plan.
@@ -98,7 +100,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
     } else if (ref.kind != DeviceRef::Kind::kProbed) {
       req.vdevs.push_back(ref.eal_arg);
     }
-    const port::PortOptions o = OptionsFor(ps, ref.dpdk_name, lcores);
+    const port::PortOptions o = OptionsFor(ps, ref, lcores);
     const uint32_t mbufs = o.mbufs != 0 ? o.mbufs : port::MbufsNeeded(o);
     req.pool_bytes += uint64_t{mbufs} * port::MbufFootprint(port::MbufDataRoom(o.mtu), /*no_huge=*/true);
     refs.push_back(ref);
@@ -111,7 +113,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
   const unsigned used_lcores = static_cast<unsigned>(s->eal_->worker_lcores().size()) + 1;
   for (size_t i = 0; i < plan.ports.size(); ++i) {
     const config::PortSpec& ps = plan.ports[i];
-    port::PortOptions o = OptionsFor(ps, refs[i].dpdk_name, used_lcores);
+    port::PortOptions o = OptionsFor(ps, refs[i], used_lcores);
     o.drivers = &drivers;
     auto p = port::Port::Open(o);
     if (!p.ok()) {

@@ -163,13 +163,21 @@ class Mover {
 // unused direction on a shared sink ring). Names are unique per instance.
 class RingPath {
  public:
+  static constexpr unsigned kGapRing = 16384;  // 5.5 ms at 3 Mpps
   // `rx_options` / `tx_options` supply each port's timestamp modes and drivers.
   explicit RingPath(const std::string& prefix, const port::PortOptions& rx_options = {},
                     const port::PortOptions& tx_options = {}) {
     static int id = 0;
     const std::string tag = prefix + std::to_string(id++);
-    in_ = rte_ring_create((tag + "_in").c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-    out_ = rte_ring_create((tag + "_out").c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    // The gap holds kGapRing frames each way: the Mover runs on the main
+    // lcore's CPU, where the host's housekeeping (kernel threads moved there
+    // by tools/isolate_cpus.sh) can hold it for milliseconds; 4096 frames
+    // (1.4 ms at the searches' 3 Mpps) filled then, and TX, refused by the
+    // ring, called the trial tester-limited (Throughput.BinarySearch... failed
+    // 2 runs in 3 on the Zen 5 host of 2026-12-02, before and after that day's
+    // TX changes). The TX pool holds both rings' worth.
+    in_ = rte_ring_create((tag + "_in").c_str(), kGapRing, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    out_ = rte_ring_create((tag + "_out").c_str(), kGapRing, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
     sink_ = rte_ring_create((tag + "_sink").c_str(), 4096, SOCKET_ID_ANY, 0);
     if (!in_ || !out_ || !sink_) return;
     if (rte_eth_from_rings((tag + "_tx").c_str(), &sink_, 1, &in_, 1, SOCKET_ID_ANY) < 0) return;
@@ -179,6 +187,7 @@ class RingPath {
       o.name = tag + side;
       o.dpdk_name = "net_ring_" + tag + side;
       o.lcores = 2;
+      if (side == "_tx" && o.mbufs == 0) o.mbufs = 2 * kGapRing + port::MbufsNeeded(o) + 1;
       auto p = port::Port::Open(o);
       if (!p.ok()) {
         error_ = p.status().ToString();

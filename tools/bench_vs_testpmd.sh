@@ -50,7 +50,7 @@ paired3() {
 
 # testpmd_pps mode vdev txpkts -> mean Tx-pps (txonly) or Rx-pps (io, flowgen) of
 # its periodic stats over SECONDS of forwarding. testpmd takes ~6 s to start
-# with --no-huge here, printing 0 meanwhile: the zeros, the first forwarding
+# with --no-huge here, printing 0 meanwhile: the leading zeros, the first forwarding
 # second and the last (both partial) are left out. (Until 2026-12-02 this took
 # the last 3 lines of a SECONDS + 2 s run: with 5 s that averaged in the
 # start-up zeros and understated testpmd by a third; with 10 s it averaged
@@ -61,8 +61,9 @@ testpmd_pps() {
   timeout -s INT "$((secs + 12))" dpdk-testpmd "${eal[@]}" --vdev="$vdev" --file-prefix "tp$$" -- \
     --forward-mode="$mode" --txpkts="$txpkts" --stats-period=1 --auto-start --nb-cores=1 --burst=32 \
     --total-num-mbufs=16384 $([ "$mode" = io ] && echo --tx-first) > "$tmp/tp.txt" 2>&1 || true
-  grep -E "^ +$key:" "$tmp/tp.txt" | awk '$2 > 0 {print $2}' | sed '1d;$d' | head -n "$secs" |
-    awk '{s+=$1} END {if (NR) printf "%.0f", s/NR; else print 0}'
+  grep -E "^ +$key:" "$tmp/tp.txt" | awk 'f || $2 > 0 {f = 1; print $2}' | sed '1d;$d' | head -n "$secs" > "$tmp/tp.pps"
+  [ "$(wc -l < "$tmp/tp.pps")" -lt "$secs" ] && echo "bench: testpmd forwarded only $(wc -l < "$tmp/tp.pps") whole seconds of $secs" >&2
+  awk '{s+=$1} END {if (NR) printf "%.0f", s/NR; else print 0}' "$tmp/tp.pps"
 }
 
 fabricgen_pps() {  # plan-yaml -> received (or sent) packets per second of stream 0

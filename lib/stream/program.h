@@ -14,6 +14,7 @@
 //   uint32_t len = p->Emit(buf, c, /*tx_ns=*/0);   // first packet; c now points at the second
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -248,7 +249,11 @@ class Program {
     StampConsts sc;
     sc.icrc_tables = k.icrc.tables();
     sc.icrc_fixed = k.icrc.base() ^ k.icrc_xor ^ t.icrc[k.index];
-    auto lead = [&k](int32_t off) -> uint8_t { return off >= 1 ? k.t.bytes[static_cast<size_t>(off) - 1] : 0; };
+    // Fields sit at byte 3 or later (a stamped field at 0 would make Store24Lead write before the frame).
+    auto lead = [&k](int32_t off) -> uint8_t {
+      assert(off != 0);
+      return off >= 1 ? k.t.bytes[static_cast<size_t>(off) - 1] : 0;
+    };
     sc.key_lead = lead(k.key_off);
     sc.psn_lead = lead(k.psn_off);
     sc.fid_lead = k.t.signature_offset >= 0 ? lead(k.t.signature_offset + 3) : 0;

@@ -1,6 +1,7 @@
 #include "stream/program.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
@@ -462,6 +463,15 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
     };
     k.shape = 0;
     for (const auto& [set, bit] : fields) k.shape |= set ? bit : 0;
+    // The template's byte before each 3-byte field (Store24Lead rewrites it);
+    // fields sit at byte 3 or later.
+    auto lead = [&k](int32_t off) -> uint8_t {
+      assert(off != 0);
+      return off >= 1 ? k.t.bytes[static_cast<size_t>(off) - 1] : 0;
+    };
+    k.key_lead = lead(k.key_off);
+    k.psn_lead = lead(k.psn_off);
+    k.fid_lead = k.t.signature_offset >= 0 ? lead(k.t.signature_offset + 3) : 0;
   }
   p.shape_ = p.kinds_[0].shape;
   for (const PacketKind& k : p.kinds_) {

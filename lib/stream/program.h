@@ -14,7 +14,6 @@
 //   uint32_t len = p->Emit(buf, c, /*tx_ns=*/0);   // first packet; c now points at the second
 #pragma once
 
-#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -67,6 +66,7 @@ struct PacketKind {
   int32_t icrc_seq = -1, icrc_ts = -1, icrc_psn = -1, icrc_msn = -1, icrc_entropy = -1;
   uint8_t index = 0;  // in Program::kinds()
   uint32_t shape = 0;  // the shape:: bits of the fields above that are set
+  uint8_t key_lead = 0, psn_lead = 0, fid_lead = 0;  // the template's byte before the key, PSN, flow id
 };
 
 // The part of a stamp shared by a burst: the TX time and, per packet kind,
@@ -249,14 +249,9 @@ class Program {
     StampConsts sc;
     sc.icrc_tables = k.icrc.tables();
     sc.icrc_fixed = k.icrc.base() ^ k.icrc_xor ^ t.icrc[k.index];
-    // Fields sit at byte 3 or later (a stamped field at 0 would make Store24Lead write before the frame).
-    auto lead = [&k](int32_t off) -> uint8_t {
-      assert(off != 0);
-      return off >= 1 ? k.t.bytes[static_cast<size_t>(off) - 1] : 0;
-    };
-    sc.key_lead = lead(k.key_off);
-    sc.psn_lead = lead(k.psn_off);
-    sc.fid_lead = k.t.signature_offset >= 0 ? lead(k.t.signature_offset + 3) : 0;
+    sc.key_lead = k.key_lead;
+    sc.psn_lead = k.psn_lead;
+    sc.fid_lead = k.fid_lead;
     sc.sig_off = k.t.signature_offset;
     sc.key_off = k.key_off;
     sc.psn_off = k.psn_off;

@@ -713,5 +713,5 @@ class LabPlanErrorsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    labtest.setup(sys.argv)
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    only = labtest.setup(sys.argv)
+    unittest.main(argv=sys.argv[:1] + only, verbosity=2)

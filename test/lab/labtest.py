@@ -11,15 +11,18 @@ FABRICGEN, ROOT = "", ""
 
 
 def setup(argv):
-    """usage: TEST.py FABRICGEN SOURCE_ROOT [FABRICGEN_IMPAIR]
+    """usage: TEST.py FABRICGEN SOURCE_ROOT [FABRICGEN_IMPAIR] [-- TEST_NAME ...]
 
     The lab's stages run the fabricgen-impair given (meson passes the one it
     built, in any build directory), else the one next to FABRICGEN."""
     global FABRICGEN, ROOT
+    rest = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
     FABRICGEN, ROOT = argv[1], argv[2]
     impair = argv[3] if len(argv) > 3 else os.path.join(os.path.dirname(os.path.abspath(FABRICGEN)), "fabricgen-impair")
     os.environ["FABRICGEN_IMPAIR"] = os.path.abspath(impair)
     sys.path.insert(0, os.path.join(ROOT, "tools"))
+    return rest
 
 
 class LabRun(unittest.TestCase):

@@ -39,6 +39,30 @@ def nft_tables(ipv6):
     return text
 
 
+def cpu_list_mask(text):
+    """A CPU list ("0", "0-3,8") as an integer mask."""
+    mask = 0
+    for part in text.strip().split(","):
+        a, _, b = part.partition("-")
+        for c in range(int(a), int(b or a) + 1):
+            mask |= 1 << c
+    return mask
+
+
+def housekeeping_mask():
+    try:
+        with open("/sys/devices/virtual/workqueue/cpumask") as f:
+            wq = int(f.read().strip().replace(",", ""), 16)
+        with open("/sys/devices/system/cpu/online") as f:
+            online = cpu_list_mask(f.read())
+    except (OSError, ValueError):
+        return None
+    wq &= online
+    if wq == 0 or wq == online:
+        return None
+    return "%x" % wq
+
+
 def default_name():
     global _count
     _count += 1
@@ -189,9 +213,31 @@ class Lab:
         for node, dev, mac in ((a, dev_a, mac_a), (b, dev_b, mac_b)):
             sh("ip", "link", "set", "dev", dev, *(["address", mac, "arp", "off"] if mac else []), "up",
                ns=self.ns(node))
+            self._steer(self.ns(node), dev)
+        if stages:
+            for d in ("in", "out"):
+                self._steer(self.ns(st), d)
         self.link_ends["%s-%s" % (a, b_name)] = (self.ns(a), dev_a)
         if not peer_node:
             self.link_ends["%s-%s" % (b, a)] = (self.ns(b), dev_b)
+
+    def _steer(self, ns, dev):
+        """The lab's own packet work (a frame's receipt by every veth, the routers' forwarding, tbf and htb) to
+        the housekeeping CPUs: RPS on the device's receive queues. A veth hands a frame it sends to its peer
+        through netif_rx, on the sender's CPU unless RPS names others; without this, frames fabricgen's worker
+        lcore sends are forwarded by the kernel on the worker's own CPU (softirq, or ksoftirqd when busy), and
+        the worker, held up, falls behind its set rate (pacing_stall), though no tester would carry a lab."""
+        if self.rps_mask:
+            sh("sh", "-c", "for q in /sys/class/net/%s/queues/rx-*/rps_cpus; do echo %s > $q; done"
+               % (dev, self.rps_mask), ns=ns)
+
+    @property
+    def rps_mask(self):
+        """The housekeeping CPUs as a hex mask: the unbound workqueues' CPUs (tools/isolate_cpus.sh sets them),
+        or None when that is every online CPU (no isolation: nothing to steer to) or unreadable."""
+        if not hasattr(self, "_rps_mask"):
+            self._rps_mask = housekeeping_mask()
+        return self._rps_mask
 
     def _route(self, node, prefix, hops):
         """hops: [(gateway or None, device)]; several hops make an ECMP route."""

@@ -272,14 +272,28 @@ LiveRun::~LiveRun() {
   if (!finished_) Finish();
 }
 
-void LiveRun::TakeSample(uint64_t now) {
+void LiveRun::TakeSample(uint64_t tx_end) {
   Sample smp;
-  smp.t_ns = now > start_ ? static_cast<int64_t>(clock_.ToNs(now - start_)) : 0;
   smp.tx_packets.assign(streams_.size(), 0);
   smp.rx_packets.assign(streams_.size(), 0);
-  for (auto& t : txs_) {
-    for (size_t i = 0; i < t->num_streams(); ++i) smp.tx_packets[t->stream(i).index] += t->counters(i).packets;
+  // The sample's time is when its TX counts were read: bracketed by two TSC
+  // reads, and read again when this thread was held up in between (a 1 ms
+  // hold-up would put 0.1 % into a 1 s window that the TX side never had).
+  // After TX ended the counts stand still: the sample is at its end.
+  const uint64_t max_read = clock_.FromNs(20'000);
+  uint64_t now = tx_end;
+  for (int attempt = 0;; ++attempt) {
+    const uint64_t t0 = ReadTsc();
+    std::fill(smp.tx_packets.begin(), smp.tx_packets.end(), 0);
+    for (auto& t : txs_) {
+      for (size_t i = 0; i < t->num_streams(); ++i) smp.tx_packets[t->stream(i).index] += t->counters(i).packets;
+    }
+    const uint64_t t1 = ReadTsc();
+    if (tx_end != 0) break;
+    now = t0 + (t1 - t0) / 2;
+    if (t1 - t0 <= max_read || attempt == 3) break;
   }
+  smp.t_ns = now > start_ ? static_cast<int64_t>(clock_.ToNs(now - start_)) : 0;
   for (const auto& t : tables_) {
     for (uint32_t i = 0; i < streams_.size(); ++i) smp.rx_packets[i] += t->counters(i).packets;
   }
@@ -322,7 +336,7 @@ void LiveRun::Background() {
     }
     if (sample_every != 0 && now >= next_sample) {
       std::lock_guard<std::mutex> lock(sample_mu_);
-      if (!tx_ended_) TakeSample(now);
+      if (!tx_ended_) TakeSample(0);
       next_sample += sample_every;
     }
   }

@@ -341,7 +341,8 @@ class LiveRun {
   LiveRun(const port::Eal& eal, const std::vector<port::Port*>& ports,
           const std::vector<stream::CompiledStream>& streams, const TrialOptions& options);
   void Background();
-  void TakeSample(uint64_t now);
+  // At the time its TX counts are read; at `tx_end` (TSC) when TX has ended (0: not).
+  void TakeSample(uint64_t tx_end);
   // The closed loop's wiring (closed_loop.cc), in Start: responders on the
   // workers that own answered flows, and the feedback sinks to the senders.
   absl::Status SetUpResponders(const std::vector<unsigned>& workers, int tag_off);

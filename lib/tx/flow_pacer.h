@@ -3,9 +3,12 @@
 // Each flow has its own rate, hence its own interval and next send time.
 // Flows not yet due wait in a timer wheel (4096 slots of 1024 TSC ticks,
 // doubly linked so a flow moves at once when its rate changes); flows due
-// wait in a FIFO and take turns, one frame each, so flows that are all
-// behind (rates summing above what the port takes) share it evenly. A frame
-// costs a FIFO pop and a wheel insert: no heap, no division.
+// wait in a FIFO and take turns, so flows that are all
+// behind (rates summing above what the port takes) share it evenly. A flow
+// whose later slots have passed too sends them in the same turn, up to
+// kMaxRun frames back to back (a catch-up run: the flow's state is touched
+// once for the run). A turn costs a FIFO pop and a wheel insert: no heap, no
+// division.
 //
 // Times are TSC ticks since the run's start << kFpShift (as TxTask's
 // pacer), so intervals keep 1/4096 tick of precision. Every flow's due count
@@ -15,7 +18,7 @@
 //
 //   fg::tx::FlowPacer p({1000, 2000}, tsc_hz);        // flow 0 at 1 kpps, flow 1 at 2 kpps
 //   uint32_t flows[32];
-//   unsigned n = p.Next(now_fp, 32, flows, &skipped, &stalls);   // one frame each
+//   unsigned n = p.Next(now_fp, 32, flows, &skipped, &stalls);   // a flow per frame
 //   p.SetRate(1, 500, now_fp);                        // from the owner lcore
 #pragma once
 
@@ -31,6 +34,8 @@ class FlowPacer {
   static constexpr int kSlotFpBits = kFpShift + kSlotTickBits;
   static constexpr uint32_t kWheelSlots = 4096;
   static constexpr uint32_t kNil = UINT32_MAX;
+  // The most frames of one flow in a row when it is behind (a catch-up run).
+  static constexpr unsigned kMaxRun = 8;
 
   // `pps[f]` > 0 and finite for every flow; first sends staggered over one interval.
   FlowPacer(const std::vector<double>& pps, uint64_t tsc_hz);
@@ -38,10 +43,12 @@ class FlowPacer {
   uint32_t flows() const { return static_cast<uint32_t>(hot_.size()); }
   double rate(uint32_t f) const { return pps_[f]; }
 
-  // Up to `n` flows due at `now_fp`, one frame each, into `out`. A flow more
-  // than 1 ms (and two of its intervals) behind gives up the slots it missed
-  // (added to `*skipped`, one `*stalls` per such flow) rather than send them
-  // back to back.
+  // Up to `n` frames due at `now_fp`, a flow per frame, into `out`: a turn of
+  // the FIFO gives a flow one frame, or up to kMaxRun in a row (adjacent in
+  // `out`) when that many of its slots have passed. A flow more than 1 ms
+  // and kMaxRun intervals behind gives up the slots it missed before its
+  // last kMaxRun (added to `*skipped`, one `*stalls` per such flow): those
+  // it sends now, as the stream pacer sends one burst after a hold-up.
   unsigned Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls);
 
   // A new rate for flow f from now (no catch-up on the old one): its next

@@ -382,10 +382,14 @@ void TxTask::Fill(State& st, unsigned n, const stream::StampTime& burst_ts, uint
       // one 8 ahead now (a few flows' state stays in L1 by itself).
       const uint32_t f = kPaced ? flows[i] : next_flow;
       if constexpr (kMany) {
-        const uint32_t ahead = kPaced ? (i + 8 < n ? flows[i + 8] : f) : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
-        __builtin_prefetch(&cursors[ahead], 1);
-        __builtin_prefetch(&vars[ahead], 0);
-        __builtin_prefetch(&sent[ahead], 1);  // counted once the PMD takes the frame
+        // Paced, the flow 8 frames on only when it starts a run there (a
+        // catch-up run is one flow's frames in a row: one fetch for the run).
+        if (!kPaced || (i + 8 < n && flows[i + 8] != flows[i + 7])) {
+          const uint32_t ahead = kPaced ? flows[i + 8] : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
+          __builtin_prefetch(&cursors[ahead], 1);
+          __builtin_prefetch(&vars[ahead], 0);
+          __builtin_prefetch(&sent[ahead], 1);  // counted once the PMD takes the frame
+        }
       }
       uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
       const stream::PacketKind& k = kOneKind ? k1 : prog.KindAt(cursors[f]);
@@ -498,10 +502,17 @@ void TxTask::CountResends(State& st, unsigned n) {
 // responder's fast path"). Stage 3 (docs/benchmarks.md "Issue 13, stage 3"):
 // Fill stamps a one-kind burst from locals (stream::StampConsts), the ICRC
 // share of the sequence's and PSN's high bytes kept per flow, and DPDK is
-// linked statically (no __tls_get_addr in net_null's free): 274.6 -> 224.6
+// linked statically (no __tls_get_addr in net_null's free): 274.6 -> 223.4
 // instructions per packet (tools/count_instructions.sh build), 80.51 Mpps =
 // 1.25x testpmd txonly at 78 B and 1.16x at 1022 B (tools/bench_vs_testpmd.sh
-// build 10, Zen 5 host, 35.8 -> ~31 TSC cycles per frame).
+// build 10, Zen 5 host, 35.8 -> ~31 TSC cycles per frame). Stage 4 (the
+// paced many-flow path fetches a flow's state once per catch-up run and
+// SendPending counts by runs; the unpaced loop is unchanged): 221.4
+// instructions per packet, 91.80 Mpps = 1.22x testpmd txonly at 78 B and
+// 1.21x at 1022 B (1.09x and 1.15x in a run an hour before: the host's
+// drift); 4,096 own-rate flows all behind 33-44 TSC cycles per frame against
+// 26-32 for one flow (tools/bench_flow_rates.sh build 5 5, docs/benchmarks.md
+// "Issue 13, stage 4").
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();
@@ -545,7 +556,7 @@ unsigned TxTask::Poll() {
         if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - (st.generated - st.resent)));
         if (n != 0 && Generate(st, n, now, now)) st.burst_left -= n;
       } else if (st.pacer != nullptr) {
-        // Per-flow rates: the flows due now, one frame each.
+        // Per-flow rates: the flows due now, a frame each (a catch-up run for one behind).
         if (now >= st.start_tsc) {
           uint32_t fl[kTxBurst];
           unsigned n = kTxBurst;
@@ -598,12 +609,26 @@ unsigned TxTask::SendPending(State& st, uint64_t now) {
       st.flow_sent[0].packets += sent;
       st.flow_sent[0].bytes += bytes;
     } else {
+      // Counted by runs of one flow (the pacer's catch-up runs): one update
+      // of a flow's counts per run, not per frame.
+      State::FlowSent* const fs = st.flow_sent.data();
+      uint32_t f = st.pending_flow[0];
+      uint64_t run_packets = 0, run_bytes = 0;
       for (uint16_t i = 0; i < sent; ++i) {
-        bytes += st.pending_len[i];
-        State::FlowSent& c = st.flow_sent[st.pending_flow[i]];
-        ++c.packets;
-        c.bytes += st.pending_len[i];
+        const uint32_t len = st.pending_len[i];
+        bytes += len;
+        if (st.pending_flow[i] != f) {
+          fs[f].packets += run_packets;
+          fs[f].bytes += run_bytes;
+          f = st.pending_flow[i];
+          run_packets = 0;
+          run_bytes = 0;
+        }
+        ++run_packets;
+        run_bytes += len;
       }
+      fs[f].packets += run_packets;
+      fs[f].bytes += run_bytes;
     }
     st.packets.Add(sent);
     st.bytes.Add(bytes);

@@ -66,7 +66,34 @@ TEST(FlowPacer, FlowsAllBehindShareEvenly) {
     sum += s;
   }
   EXPECT_EQ(sum, 5000u * 32);
-  EXPECT_LE(hi - lo, 1u);  // round robin: each flow within one frame of the others
+  // Round robin of catch-up runs: each flow within one run of the others.
+  EXPECT_LE(hi - lo, FlowPacer::kMaxRun);
+  EXPECT_GE(lo, 5000u * 32 / 4096 - FlowPacer::kMaxRun);
+}
+
+TEST(FlowPacer, AFlowBehindCatchesUpInRunsAndAFlowOnTimeSendsOneFrameATurn) {
+  // Flow 0 at 1 Mpps (one slot every 2,000 ticks), flow 1 at 1 kpps.
+  FlowPacer p({1e6, 1e3}, kHz);
+  uint32_t out[64];
+  uint64_t sk = 0, st = 0;
+  // 25 slots of flow 0 have passed at 50,000 ticks (its first at 0), flow 1's first (staggered half its
+  // interval, 1 ms) not yet: a run of 8, then the next 8, ... in one poll of 32, then the last 1.
+  unsigned n = p.Next(Fp(50'000), 32, out, &sk, &st);
+  ASSERT_EQ(n, 26u);
+  for (unsigned i = 0; i < n; ++i) EXPECT_EQ(out[i], 0u) << i;
+  EXPECT_EQ(p.Next(Fp(50'000), 32, out, &sk, &st), 0u);
+  // A poll that leaves room for 3 cuts the run at 3; the rest follows on the next poll.
+  n = p.Next(Fp(60'000), 3, out, &sk, &st);  // slots 26..30 due
+  EXPECT_EQ(n, 3u);
+  EXPECT_EQ(p.Next(Fp(60'000), 32, out, &sk, &st), 2u);
+  // Polled every slot, a flow on time sends one frame a poll.
+  for (uint64_t t = 62'000; t < 62'000 + 100 * 2'000; t += 2'000) {
+    ASSERT_EQ(p.Next(Fp(t), 32, out, &sk, &st), 1u) << t;
+    EXPECT_EQ(out[0], 0u);
+  }
+  EXPECT_EQ(sk, 0u);
+  std::vector<uint64_t> due;
+  EXPECT_EQ(p.Due(Fp(62'000 + 99 * 2'000) + 1, &due), 26u + 5u + 100u);
 }
 
 TEST(FlowPacer, ARateChangeTakesEffectAtOnceAndKeepsTheDueCount) {
@@ -127,12 +154,20 @@ TEST(FlowPacer, APauseOwesNothingAndAHoldUpSkipsWhatItMissed) {
   std::vector<uint64_t> b = Drive(p, kHz / 10, kHz / 5, 2000, 32);  // paused 100 ms: nothing
   EXPECT_EQ(b[0], 0u);
   p.Resume(Fp(kHz / 5));
-  // Then the lcore is away 50 ms: the 49 missed slots are skipped, not sent back to back.
+  // Then the lcore is away 50 ms: of the 49 slots missed, the last run's worth (8, the one due now
+  // included) goes at once and the rest are skipped, not sent back to back.
   uint64_t skipped = 0;
-  std::vector<uint64_t> c = Drive(p, kHz / 5 + kHz / 20, kHz / 5 + kHz / 10, 2000, 32, &skipped);
+  uint32_t out[32];
+  uint64_t sk0 = 0, st0 = 0;
+  const uint64_t back = kHz / 5 + kHz / 20;
+  EXPECT_EQ(p.Next(Fp(back), 32, out, &sk0, &st0), FlowPacer::kMaxRun);
+  EXPECT_EQ(st0, 1u);
+  std::vector<uint64_t> c = Drive(p, back + 2000, kHz / 5 + kHz / 10, 2000, 32, &skipped);
+  c[0] += FlowPacer::kMaxRun;
+  skipped += sk0;
   EXPECT_NEAR(static_cast<double>(a[0]), 100, 1);
-  EXPECT_GE(skipped, 48u);
-  EXPECT_LE(skipped, 50u);
+  EXPECT_GE(skipped, 41u);
+  EXPECT_LE(skipped, 43u);
   std::vector<uint64_t> due;
   const uint64_t total = p.Due(Fp(kHz / 5 + kHz / 10), &due);
   EXPECT_NEAR(static_cast<double>(total), 100 + 100, 2);  // the pause owes nothing

@@ -25,9 +25,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "proto/bytes.h"
 #include "proto/headers.h"
+
+#if defined(__SSE4_1__)
+#include <smmintrin.h>
+#endif
 
 namespace fg::proto {
 
@@ -94,7 +99,6 @@ Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse
 
 // With `ecn`, also returns the IP header's ECN bits (IPv4 or IPv6); with
 // `payload_end`, where the payload ends (before pad and ICRC).
-// Inline: the RX lcore calls it for every frame.
 inline int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt = {}, uint8_t* ecn = nullptr,
                                uint32_t* payload_end = nullptr);
 
@@ -114,15 +118,32 @@ extern const std::array<int16_t, 256> kRocePayloadOffset;
 size_t UetHeadersLen(const uint8_t* p, size_t avail, const SignatureParse& opt);
 }  // namespace internal
 
-inline int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt, uint8_t* ecn,
-                               uint32_t* payload_end) {
+namespace internal {
+// What a walk that records nothing records (FindSignatureOffset).
+struct NoLayoutRecord {
+  void Byte(size_t, uint8_t) {}
+  void Ecn(size_t, uint8_t) {}
+  void Uncacheable() {}
+};
+}  // namespace internal
+
+// The walk, telling `rec` every header bit it decided on (Byte(at, mask)),
+// where the ECN bits are (Ecn(at, shift)), or that the layout depends on
+// more than bytes it can name (Uncacheable: UET's headers).
+template <class Rec>
+[[gnu::always_inline]] inline int WalkToSignature(const uint8_t* frame, size_t len, const SignatureParse& opt,
+                                                  uint8_t* ecn, uint32_t* payload_end, Rec& rec) {
   size_t off = 12;
   if (len < off + 2) return -1;
   uint16_t type = Load16(frame + off);
+  rec.Byte(off, 0xFF);
+  rec.Byte(off + 1, 0xFF);
   for (int tags = 0; tags < 2 && (type == kEtherTypeVlan || type == kEtherTypeQinQ); ++tags) {
     off += 4;
     if (len < off + 2) return -1;
     type = Load16(frame + off);
+    rec.Byte(off, 0xFF);
+    rec.Byte(off + 1, 0xFF);
   }
   off += 2;
   uint8_t proto;
@@ -131,20 +152,32 @@ inline int FindSignatureOffset(const uint8_t* frame, size_t len, const Signature
     if (len < off + kIpv4HeaderLen) return -1;
     const uint8_t* ip = frame + off;
     const size_t ihl = (ip[0] & 0x0F) * 4u;
+    rec.Byte(off, 0xFF);
     if ((ip[0] >> 4) != 4 || ihl < kIpv4HeaderLen) return -1;
+    rec.Byte(off + 6, 0x3F);
+    rec.Byte(off + 7, 0xFF);
     if ((Load16(ip + 6) & 0x3FFF) != 0) return -1;  // a fragment (MF set or offset != 0)
     proto = ip[9];
+    rec.Byte(off + 9, 0xFF);
     l4_end = off + Load16(ip + 2);
+    rec.Byte(off + 2, 0xFF);
+    rec.Byte(off + 3, 0xFF);
     if (ecn != nullptr) *ecn = ip[1] & 3;
+    rec.Ecn(off + 1, 0);
     off += ihl;
   } else if (type == kEtherTypeIpv6) {
     if (len < off + kIpv6HeaderLen) return -1;
     const uint8_t* ip = frame + off;
+    rec.Byte(off, 0xF0);
     if ((ip[0] >> 4) != 6) return -1;
     proto = ip[6];
+    rec.Byte(off + 6, 0xFF);
     if (ecn != nullptr) *ecn = (ip[1] >> 4) & 3;
+    rec.Ecn(off + 1, 4);
+    l4_end = off + kIpv6HeaderLen + Load16(ip + 4);
+    rec.Byte(off + 4, 0xFF);
+    rec.Byte(off + 5, 0xFF);
     off += kIpv6HeaderLen;
-    l4_end = off + Load16(ip + 4);
   } else {
     return -1;
   }
@@ -154,14 +187,19 @@ inline int FindSignatureOffset(const uint8_t* frame, size_t len, const Signature
   if (proto == kIpProtoUdp) {
     if (l4_end < off + kUdpHeaderLen) return -1;
     const uint16_t dport = Load16(frame + off + 2);
+    rec.Byte(off + 2, 0xFF);
+    rec.Byte(off + 3, 0xFF);
     off += kUdpHeaderLen;
     if (dport == opt.roce_port) {
       if (l4_end < off + kRoceBthLen) return -1;
       const int at = internal::kRocePayloadOffset[frame[off]];
+      rec.Byte(off, 0xFF);
       if (at < 0) return -1;
       payload = off + static_cast<size_t>(at);
       trailer = kRoceIcrcLen + ((frame[off + 1] >> 4) & 3);  // ICRC + pad
+      rec.Byte(off + 1, 0x30);
     } else if (dport == opt.uet_port) {
+      rec.Uncacheable();
       const size_t h = internal::UetHeadersLen(frame + off, l4_end - off, opt);
       if (h == 0) return -1;
       payload = off + h;
@@ -169,6 +207,7 @@ inline int FindSignatureOffset(const uint8_t* frame, size_t len, const Signature
       payload = off;
     }
   } else if (proto == opt.uet_ip_protocol) {
+    rec.Uncacheable();
     off += kUetEntropyHeaderLen;
     if (l4_end < off) return -1;
     const size_t h = internal::UetHeadersLen(frame + off, l4_end - off, opt);
@@ -182,5 +221,123 @@ inline int FindSignatureOffset(const uint8_t* frame, size_t len, const Signature
   if (payload_end != nullptr) *payload_end = static_cast<uint32_t>(l4_end - trailer);
   return static_cast<int>(payload);
 }
+
+inline int FindSignatureOffset(const uint8_t* frame, size_t len, const SignatureParse& opt, uint8_t* ecn,
+                               uint32_t* payload_end) {
+  internal::NoLayoutRecord none;
+  return WalkToSignature(frame, len, opt, ecn, payload_end, none);
+}
+
+// FindSignatureOffset for a stream of frames, one RX queue's: it remembers
+// the header layout of the last test frame it walked (every header bit the
+// walk decided on, all within the frame's first 64 bytes, and the frame's
+// length) and, for a frame of the same length whose bits are the same,
+// gives the same answer from one masked compare of those 64 bytes and the
+// magic, instead of the walk. Any other frame is walked (and, if it is a
+// test frame, its layout remembered). The answer is always the walk's
+// (test/unit/proto/signature_test.cc compares them on mutated frames).
+// UET layouts, and frames under 64 bytes, are always walked.
+class SignatureFinder {
+ public:
+  static constexpr size_t kWindow = 64;
+  explicit SignatureFinder(const SignatureParse& opt = {}) : opt_(opt) {}
+
+  // What Find returns: the signature's offset (-1: none), where the payload
+  // ends, the IP header's ECN bits (0 when the frame has no IP header).
+  struct At {
+    int32_t offset = -1;
+    uint32_t payload_end = 0;
+    uint8_t ecn = 0;
+  };
+  // By value, not through pointers: a store through a uint8_t* may alias
+  // anything, and the RX loop's other loads would be repeated after it.
+  [[gnu::always_inline]] At Find(const uint8_t* frame, size_t len) const {
+    if (len == len_ && SameLayout(frame)) {
+      const auto ecn = static_cast<uint8_t>((frame[ecn_at_] >> ecn_shift_) & 3);
+      if (Load16(frame + sig_) != kSignatureMagic) return At{-1, 0, ecn};
+      return At{sig_, end_, ecn};
+    }
+    return const_cast<SignatureFinder*>(this)->Walk(frame, len);
+  }
+
+ private:
+  struct Record {
+    uint8_t mask[kWindow] = {};
+    size_t ecn_at = 0;
+    uint8_t ecn_shift = 0;
+    bool cacheable = true;
+    void Byte(size_t at, uint8_t m) {
+      if (at < kWindow) {
+        mask[at] |= m;
+      } else {
+        cacheable = false;
+      }
+    }
+    void Ecn(size_t at, uint8_t shift) {
+      ecn_at = at;
+      ecn_shift = shift;
+      if (at >= kWindow) cacheable = false;
+    }
+    void Uncacheable() { cacheable = false; }
+  };
+
+  // Whether every bit of mask_ is the same in the frame as in value_.
+  bool SameLayout(const uint8_t* frame) const {
+#if defined(__SSE4_1__)
+    __m128i diff = _mm_setzero_si128();
+    for (size_t k = 0; k < kWindow / 16; ++k) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(frame + 16 * k));
+      diff = _mm_or_si128(diff, _mm_and_si128(_mm_xor_si128(v, value_[k]), mask_[k]));
+    }
+    return _mm_testz_si128(diff, diff) != 0;
+#else
+    uint64_t diff = 0;
+    for (size_t w = 0; w < kWindow / 8; ++w) {
+      uint64_t v, m, x;
+      std::memcpy(&v, frame + 8 * w, 8);
+      std::memcpy(&m, reinterpret_cast<const uint8_t*>(mask_) + 8 * w, 8);
+      std::memcpy(&x, reinterpret_cast<const uint8_t*>(value_) + 8 * w, 8);
+      diff |= (v ^ x) & m;
+    }
+    return diff == 0;
+#endif
+  }
+
+  // Off the fast path: a frame of another layout (or none).
+  [[gnu::noinline]] At Walk(const uint8_t* frame, size_t len) {
+    Record rec;
+    uint32_t end = 0;
+    uint8_t ecn = 0;
+    const int sig = WalkToSignature(frame, len, opt_, &ecn, &end, rec);
+    if (sig < 0) return At{-1, 0, ecn};  // not a test frame: the layout kept is the last test frame's
+    if (rec.cacheable && len >= kWindow) {
+      uint8_t value[kWindow];
+      for (size_t b = 0; b < kWindow; ++b) value[b] = frame[b] & rec.mask[b];
+      std::memcpy(mask_, rec.mask, kWindow);
+      std::memcpy(value_, value, kWindow);
+      len_ = len;
+      sig_ = sig;
+      end_ = end;
+      ecn_at_ = static_cast<uint32_t>(rec.ecn_at);
+      ecn_shift_ = rec.ecn_shift;
+    }
+    return At{sig, end, ecn};
+  }
+
+  SignatureParse opt_;
+  size_t len_ = 0;  // 0: no layout kept (a frame is never that short)
+#if defined(__SSE4_1__)
+  using Chunk = __m128i;
+#else
+  struct alignas(16) Chunk {
+    uint64_t w[2];
+  };
+#endif
+  Chunk mask_[kWindow / 16] = {}, value_[kWindow / 16] = {};
+  int sig_ = -1;
+  uint32_t end_ = 0;
+  uint32_t ecn_at_ = 0;
+  uint8_t ecn_shift_ = 0;
+};
 
 }  // namespace fg::proto

@@ -36,6 +36,7 @@
 #include "base/tsc.h"
 #include "clock/clock_fit.h"
 #include "clock/shared_line.h"
+#include "proto/signature.h"
 #include "rx/flow_table.h"
 
 struct rte_mbuf;
@@ -177,6 +178,7 @@ class RxTask : public PollTask {
   int ts_offset_;
   uint64_t ts_flag_;
   int tag_off_;  // TX template tag: cleared on every received mbuf (its data may be a NIC's)
+  proto::SignatureFinder finder_;  // the queue's last test-frame layout (proto/signature.h)
   // The line, with its division done once: ns = ts_tsc_ref_ + ts_c_ + (stamp - ts_nic_ref_) * ts_ns_per_unit_.
   uint64_t ts_nic_ref_ = 0, ts_tsc_ref_ = 0;
   double ts_c_ = 0, ts_ns_per_unit_ = 1;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "proto/frame.h"
 #include "proto/roce.h"
 #include "proto/uet.h"
@@ -55,6 +58,79 @@ TEST(Signature, FoundAtThePayloadOfEveryFrameKind) {
       EXPECT_EQ(ue.signature_offset, static_cast<int32_t>(ue.transport_offset + 12 + 20));
     }
   }
+}
+
+// The layout cache of an RX queue answers as the walk does, frame by frame:
+// a stream of frames of every kind (IPv4/IPv6, VLAN or not, RoCEv2 with
+// several opcodes and pads, UDP, UET), most of them copies of a few
+// templates and the rest with 1-3 random bytes changed (in the headers
+// mostly, so layouts change, and in the magic), or cut short. Every answer
+// (offset, ECN bits, payload end) must be the walk's.
+TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFrames) {
+  std::vector<std::vector<uint8_t>> templates;
+  for (bool v6 : {false, true}) {
+    for (bool vlan : {false, true}) {
+      Encap e;
+      e.l3.ipv6 = v6;
+      if (vlan) e.vlan = VlanTag{.id = 5};
+      templates.push_back(BuildFrame(e, {}, 40, 0, Trailer::kNone).bytes);
+      e.udp_dst = roce::kUdpPort;
+      for (uint8_t op : {uint8_t{0x04}, uint8_t{0x0A}, uint8_t{0x0B}}) {  // SEND_ONLY, WRITE_ONLY, WRITE_ONLY_IMM
+        uint8_t hdr[64];
+        size_t n = roce::WriteBth(hdr, roce::Bth{.opcode = op, .pad_count = static_cast<uint8_t>(op & 3)});
+        if (op != 0x04) n += roce::WriteReth(hdr + n, roce::Reth{});
+        if (op == 0x0B) n += 4;
+        templates.push_back(
+            BuildFrame(e, std::span<const uint8_t>(hdr, n), 18, static_cast<uint8_t>(op & 3), Trailer::kIcrc).bytes);
+      }
+      e.udp_dst = uet::kUdpPort;
+      uint8_t hdr[64];
+      size_t n =
+          uet::WritePds(hdr, uet::PdsHeader{.type = uet::PdsType::kRodReq, .next_hdr = uet::NextHdr::kReqSmall}, {});
+      n += uet::WriteSesRequest(hdr + n, uet::SesRequest{.format = uet::NextHdr::kReqSmall}, {});
+      templates.push_back(BuildFrame(e, std::span<const uint8_t>(hdr, n), 64, 0, Trailer::kNone).bytes);
+    }
+  }
+  SignatureFinder finder;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  auto rnd = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  size_t found = 0, mutated = 0;
+  for (int i = 0; i < 200000; ++i) {
+    // Runs of one template, as a queue sees them, then another.
+    const std::vector<uint8_t>& t = templates[(i / 16) % templates.size()];
+    std::vector<uint8_t> f = t;
+    const uint64_t r = rnd();
+    if (r % 4 == 0) {
+      ++mutated;
+      for (uint64_t k = 0, nk = 1 + (r >> 8) % 3; k < nk; ++k) {
+        const uint64_t q = rnd();
+        const size_t at = q % 3 == 0 ? q % f.size() : 12 + (q >> 4) % std::min<size_t>(60, f.size() - 12);
+        f[at] ^= static_cast<uint8_t>(1u << ((q >> 20) % 8));
+      }
+    }
+    size_t len = f.size();
+    if (r % 97 == 1) len = 14 + (r >> 12) % (f.size() - 14);  // cut short
+    uint8_t ecn_walk = 0, ecn_cache = 0;
+    uint32_t end_walk = 0, end_cache = 0;
+    const int walk = FindSignatureOffset(f.data(), len, {}, &ecn_walk, &end_walk);
+    const SignatureFinder::At at = finder.Find(f.data(), len);
+    const int cache = at.offset;
+    ecn_cache = at.ecn;
+    end_cache = at.payload_end;
+    ASSERT_EQ(cache, walk) << "frame " << i;
+    if (walk >= 0) {
+      ++found;
+      ASSERT_EQ(ecn_cache, ecn_walk) << "frame " << i;
+      ASSERT_EQ(end_cache, end_walk) << "frame " << i;
+    }
+  }
+  EXPECT_GT(found, 100000u);
+  EXPECT_GT(mutated, 40000u);
 }
 
 TEST(Signature, PayloadCheckCoversThePayloadOnly) {

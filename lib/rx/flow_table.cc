@@ -13,6 +13,7 @@ FlowTable::FlowTable(std::vector<OwnedFlow> flows, uint32_t num_groups, size_t l
       events_(new stats::GroupLive[num_groups]),
       log_(loss_log_capacity) {
   if (per_flow_latency && owned_.size() <= kPerFlowLatencyFlows) flow_latency_.resize(owned_.size());
+  per_flow_latency_ = !flow_latency_.empty();
 }
 
 // The cost per frame is in RxTask::PollImpl's comment (tools/count_instructions.sh).
@@ -47,7 +48,7 @@ void FlowTable::Flush(Run& run) {
     live_[run.group].packets.Add(run.packets);
     live_[run.group].bytes.Add(run.bytes);
   }
-  if (run.flow_n != 0 && !flow_latency_.empty()) flow_latency_[run.flow_slot].Record(run.flow_latency, run.flow_n);
+  if (run.flow_n != 0 && per_flow_latency_) flow_latency_[run.flow_slot].Record(run.latency, run.flow_n);
   run.n = run.packets = run.bytes = 0;
   run.flow_n = 0;
   if (responder_ != nullptr) responder_->Flush();

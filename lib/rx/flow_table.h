@@ -139,9 +139,8 @@ class FlowTable {
     uint32_t group = 0;
     uint64_t latency = 0, n = 0;      // frames of equal latency in a row
     uint64_t packets = 0, bytes = 0;  // frames of `group` in a row
-    // Per-flow distributions: frames of one flow with equal latency in a row.
+    // Per-flow distributions: frames of one flow with equal latency (`latency`) in a row.
     uint32_t flow_slot = 0, flow_n = 0;
-    uint64_t flow_latency = 0;
   };
   // A data frame of the flow in `slot` (fields as in Handoff), and a feedback packet for it.
   [[gnu::always_inline]] inline void Observe(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns,
@@ -183,6 +182,7 @@ class FlowTable {
   std::vector<OwnedFlow> owned_;
   std::vector<stats::FlowState> flows_;           // per slot
   std::vector<stats::FlowLatency> flow_latency_;  // per slot, when kept
+  bool per_flow_latency_ = false;                 // !flow_latency_.empty()
   std::vector<stats::GroupStats> groups_;
   std::unique_ptr<Live[]> live_;
   std::unique_ptr<stats::GroupLive[]> events_;
@@ -232,18 +232,22 @@ class FlowTable {
   const uint64_t latency =
       stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, (flags & Handoff::kCe) != 0, &events_[o.group], bytes);
   if (responder_ != nullptr) responder_->OnData(slot, seq, rx_ns, (flags & Handoff::kCe) != 0);
-  if (!flow_latency_.empty() && (slot != run.flow_slot || latency != run.flow_latency)) {
-    if (run.flow_n != 0) flow_latency_[run.flow_slot].Record(run.flow_latency, run.flow_n);
-    run.flow_slot = slot;
-    run.flow_latency = latency;
-    run.flow_n = 0;
+  // One test for the common case: the latency of the frame before, and (with
+  // per-flow distributions) its flow. The flow's run has the group run's
+  // latency, so a new latency starts both.
+  if (latency != run.latency || (per_flow_latency_ && slot != run.flow_slot)) [[unlikely]] {
+    if (latency != run.latency) {
+      if (run.n != 0) groups_[run.group].latency.Record(run.latency, run.n);
+      run.n = 0;
+    }
+    if (per_flow_latency_) {
+      if (run.flow_n != 0) flow_latency_[run.flow_slot].Record(run.latency, run.flow_n);
+      run.flow_slot = slot;
+      run.flow_n = 0;
+    }
+    run.latency = latency;
   }
   ++run.flow_n;
-  if (latency != run.latency) {
-    if (run.n != 0) groups_[run.group].latency.Record(run.latency, run.n);
-    run.latency = latency;
-    run.n = 0;
-  }
   ++run.n;
   ++run.packets;
   run.bytes += bytes;

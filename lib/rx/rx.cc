@@ -199,7 +199,8 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // ORed into one word: 297.1 -> 240.4 instructions per frame; loopback
 // 44.69 Mpps = 0.77x testpmd flowgen, 1,000,000 flows 19.2 % below one
 // (tools/bench_vs_testpmd.sh build 10 loop; docs/benchmarks.md "Issue 13,
-// stage 4").
+// stage 4"). With a frame's latency runs tested once (FlowTable::Observe):
+// 235.2; loopback 38.39 Mpps = 0.83x testpmd flowgen (49.77) on a slower hour.
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns

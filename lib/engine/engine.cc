@@ -294,6 +294,9 @@ void LiveRun::TakeSample(uint64_t tx_end) {
     if (t1 - t0 <= max_read || attempt == 3) break;
   }
   smp.t_ns = now > start_ ? static_cast<int64_t>(clock_.ToNs(now - start_)) : 0;
+  // The end's sample after one the background thread timed by its read (later than tx_end when that read
+  // straddled the end): never back in time.
+  if (!result_.samples.empty()) smp.t_ns = std::max(smp.t_ns, result_.samples.back().t_ns);
   for (const auto& t : tables_) {
     for (uint32_t i = 0; i < streams_.size(); ++i) smp.rx_packets[i] += t->counters(i).packets;
   }

@@ -325,7 +325,7 @@ class SignatureFinder {
   }
 
   SignatureParse opt_;
-  size_t len_ = 0;  // 0: no layout kept (a frame is never that short)
+  size_t len_ = SIZE_MAX;  // no layout kept: no frame is that long
 #if defined(__SSE4_1__)
   using Chunk = __m128i;
 #else

@@ -77,7 +77,7 @@ TEST(FlowPacer, AFlowBehindCatchesUpInRunsAndAFlowOnTimeSendsOneFrameATurn) {
   uint32_t out[64];
   uint64_t sk = 0, st = 0;
   // 25 slots of flow 0 have passed at 50,000 ticks (its first at 0), flow 1's first (staggered half its
-  // interval, 1 ms) not yet: a run of 8, then the next 8, ... in one poll of 32, then the last 1.
+  // interval) not yet: runs of 8, 8, 8 and 2 in one poll of 32.
   unsigned n = p.Next(Fp(50'000), 32, out, &sk, &st);
   ASSERT_EQ(n, 26u);
   for (unsigned i = 0; i < n; ++i) EXPECT_EQ(out[i], 0u) << i;

@@ -484,35 +484,16 @@ void TxTask::CountResends(State& st, unsigned n) {
   }
 }
 
-// Measured cost: 275-285 instructions per packet in Poll with rte_eth_tx_burst
-// into net_null (98 of them the PMD freeing each mbuf), 10^6 RoCEv2 SEND
-// frames of 78 B unpaced (tools/count_instructions.sh build; it counts the
-// empty polls until the lcores stop too, which once made it 353; 356 before
-// the shape-specialised loops, Fill);
-// 53-77 TSC cycles per frame on this 2-vCPU VM (report.json
-// lcores[].tx_cycles_per_packet, TX only; the host's noise is the spread).
-// Against testpmd: tools/bench_vs_testpmd.sh, docs/benchmarks.md "Issue 13,
-// stage 2". Re-measured with the ended-stream branch (RC recovery after the
-// end) and the resend count in Generate: 275.8 instructions per packet,
-// 39.21 Mpps = 0.81x testpmd txonly at 78 B (docs/benchmarks.md "Issue 14").
-// With READ's branch per stream and poll: 280.4 and 281.2 (the commit before:
-// 279.8 and 295.0 the same hour; idle polls make the spread), docs/benchmarks.md
-// "After READ". 275.1 on 2026-12-02 (AMD EPYC host): 48.96 Mpps = 0.79x
-// testpmd txonly at 78 B, paired runs (docs/benchmarks.md "Issue 14: the
-// responder's fast path"). Stage 3 (docs/benchmarks.md "Issue 13, stage 3"):
-// Fill stamps a one-kind burst from locals (stream::StampConsts), the ICRC
-// share of the sequence's and PSN's high bytes kept per flow, and DPDK is
-// linked statically (no __tls_get_addr in net_null's free): 274.6 -> 223.4
-// instructions per packet (tools/count_instructions.sh build), 80.51 Mpps =
-// 1.25x testpmd txonly at 78 B and 1.16x at 1022 B (tools/bench_vs_testpmd.sh
-// build 10, Zen 5 host, 35.8 -> ~31 TSC cycles per frame). Stage 4 (the
-// paced many-flow path fetches a flow's state once per catch-up run and
-// SendPending counts by runs; the unpaced loop is unchanged): 221.4
-// instructions per packet, 91.80 Mpps = 1.22x testpmd txonly at 78 B and
-// 1.21x at 1022 B (1.09x and 1.15x in a run an hour before: the host's
-// drift); 4,096 own-rate flows all behind 33-44 TSC cycles per frame against
-// 26-32 for one flow (tools/bench_flow_rates.sh build 5 5, docs/benchmarks.md
-// "Issue 13, stage 4").
+// Measured cost (Poll, rte_eth_tx_burst into net_null included, ~98 of it the
+// PMD freeing each mbuf; 10^6 RoCEv2 SEND frames of 78 B, unpaced): 221.4
+// instructions per packet (tools/count_instructions.sh build), 91.80 Mpps =
+// 1.22x testpmd txonly at 78 B and 1.21x at 1022 B (tools/bench_vs_testpmd.sh
+// build 10 tx, Zen 5 host; 1.09x / 1.15x an hour before with the same loop:
+// the host's drift). 4,096 own-rate flows all behind: 33-44 TSC cycles per
+// frame against 26-32 for one flow (tools/bench_flow_rates.sh build 5 5).
+// The history (356 -> 275 -> 223 -> 221: shape-specialised loops, stamps
+// from locals, static DPDK, catch-up runs) is in docs/benchmarks.md, "Issue
+// 13, stage 2" to "stage 4".
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();

@@ -107,9 +107,10 @@ streams:
   // second, some hours several times a second: docs/lab.md "The host").
   auto r = RunTrial(TestEal(), {p.get()}, streams, opt);
   auto say = [](int run, const engine::TrialResult& t) {
-    std::printf("  run %d: %lu slots skipped in %lu stalls (the host held a worker up)\n", run,
+    std::printf("  run %d: %lu slots skipped in %lu stalls%s\n", run,
                 static_cast<unsigned long>(t.streams[0].tx.credit_dropped),
-                static_cast<unsigned long>(t.streams[0].tx.stalls));
+                static_cast<unsigned long>(t.streams[0].tx.stalls),
+                t.streams[0].tx.credit_dropped != 0 ? " (the host held a worker up)" : "");
   };
   for (int attempt = 1; attempt < 10 && r.ok() && r->streams[0].tx.credit_dropped != 0; ++attempt) {
     if (attempt == 1) say(1, *r);

@@ -237,10 +237,20 @@ inline int FindSignatureOffset(const uint8_t* frame, size_t len, const Signature
 // test frame, its layout remembered). The answer is always the walk's
 // (test/unit/proto/signature_test.cc compares them on mutated frames).
 // UET layouts, and frames under 64 bytes, are always walked.
-class SignatureFinder {
+// kVector: the compare in SSE4.1 (the build's default where the target has
+// it), else in 64-bit words; the test runs both.
+#if defined(__SSE4_1__)
+inline constexpr bool kSignatureVector = true;
+#else
+inline constexpr bool kSignatureVector = false;
+#endif
+template <bool kVector = kSignatureVector>
+class BasicSignatureFinder {
+  static_assert(!kVector || kSignatureVector, "the vector compare needs SSE4.1");
+
  public:
   static constexpr size_t kWindow = 64;
-  explicit SignatureFinder(const SignatureParse& opt = {}) : opt_(opt) {}
+  explicit BasicSignatureFinder(const SignatureParse& opt = {}) : opt_(opt) {}
 
   // What Find returns: the signature's offset (-1: none), where the payload
   // ends, the IP header's ECN bits (0 when the frame has no IP header).
@@ -251,13 +261,13 @@ class SignatureFinder {
   };
   // By value, not through pointers: a store through a uint8_t* may alias
   // anything, and the RX loop's other loads would be repeated after it.
-  [[gnu::always_inline]] At Find(const uint8_t* frame, size_t len) const {
+  [[gnu::always_inline]] At Find(const uint8_t* frame, size_t len) {
     if (len == len_ && SameLayout(frame)) {
       const auto ecn = static_cast<uint8_t>((frame[ecn_at_] >> ecn_shift_) & 3);
       if (Load16(frame + sig_) != kSignatureMagic) return At{-1, 0, ecn};
       return At{sig_, end_, ecn};
     }
-    return const_cast<SignatureFinder*>(this)->Walk(frame, len);
+    return Walk(frame, len);
   }
 
  private:
@@ -284,23 +294,26 @@ class SignatureFinder {
   // Whether every bit of mask_ is the same in the frame as in value_.
   bool SameLayout(const uint8_t* frame) const {
 #if defined(__SSE4_1__)
-    __m128i diff = _mm_setzero_si128();
-    for (size_t k = 0; k < kWindow / 16; ++k) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(frame + 16 * k));
-      diff = _mm_or_si128(diff, _mm_and_si128(_mm_xor_si128(v, value_[k]), mask_[k]));
+    if constexpr (kVector) {
+      __m128i diff = _mm_setzero_si128();
+      for (size_t k = 0; k < kWindow / 16; ++k) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(frame + 16 * k));
+        const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(value_ + 16 * k));
+        const __m128i m = _mm_load_si128(reinterpret_cast<const __m128i*>(mask_ + 16 * k));
+        diff = _mm_or_si128(diff, _mm_and_si128(_mm_xor_si128(v, x), m));
+      }
+      return _mm_testz_si128(diff, diff) != 0;
     }
-    return _mm_testz_si128(diff, diff) != 0;
-#else
+#endif
     uint64_t diff = 0;
     for (size_t w = 0; w < kWindow / 8; ++w) {
       uint64_t v, m, x;
       std::memcpy(&v, frame + 8 * w, 8);
-      std::memcpy(&m, reinterpret_cast<const uint8_t*>(mask_) + 8 * w, 8);
-      std::memcpy(&x, reinterpret_cast<const uint8_t*>(value_) + 8 * w, 8);
+      std::memcpy(&m, mask_ + 8 * w, 8);
+      std::memcpy(&x, value_ + 8 * w, 8);
       diff |= (v ^ x) & m;
     }
     return diff == 0;
-#endif
   }
 
   // Off the fast path: a frame of another layout (or none).
@@ -326,18 +339,14 @@ class SignatureFinder {
 
   SignatureParse opt_;
   size_t len_ = SIZE_MAX;  // no layout kept: no frame is that long
-#if defined(__SSE4_1__)
-  using Chunk = __m128i;
-#else
-  struct alignas(16) Chunk {
-    uint64_t w[2];
-  };
-#endif
-  Chunk mask_[kWindow / 16] = {}, value_[kWindow / 16] = {};
+  alignas(16) uint8_t mask_[kWindow] = {};
+  alignas(16) uint8_t value_[kWindow] = {};
   int sig_ = -1;
   uint32_t end_ = 0;
   uint32_t ecn_at_ = 0;
   uint8_t ecn_shift_ = 0;
 };
+
+using SignatureFinder = BasicSignatureFinder<>;
 
 }  // namespace fg::proto

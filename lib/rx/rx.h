@@ -1,8 +1,10 @@
 // rx/rx.h: the RX queue task: receive, classify, hand each frame to its flow's owner.
 //
 // One RxTask serves one (port, queue) on one lcore. Each frame is parsed only
-// as far as the signature (proto::FindSignatureOffset, which also returns the
-// ECN bits); its flow id names the flow's owner lcore and its slot there
+// as far as the signature, which also gives the ECN bits: the queue's
+// proto::SignatureFinder answers a frame of its last test frame's header
+// layout with one masked compare of 64 bytes and walks the headers
+// (proto::FindSignatureOffset's walk) for any other; its flow id names the flow's owner lcore and its slot there
 // (PortDispatch). Frames of flows this lcore owns are observed at once in its
 // FlowTable; the others become Handoff records pushed to the owner's SPSC
 // ring, which the owner drains on its next poll. Feedback without a

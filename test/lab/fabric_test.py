@@ -79,11 +79,17 @@ class NftTruthsTest(LabRun):
     def test_htb_bottleneck_rate_within_2_percent_and_drops_equal_the_qdisc(self):
         s = self.streams["shaped"]
         qdisc = {q["kind"]: q for q in self.imps[6]["qdisc"]}
-        # htb counts frames without FCS (1514 B), at 80 Mbit/s.
-        truth = 80e6 / (1514 * 8)
-        rate = s["rx_packets"] / (s["duration_ns"] / 1e9)
-        self.say("htb 80 Mbit/s = %.1f frames/s of 1518 B: received %.1f frames/s (%+.2f %%); lost %d, bfifo dropped %d",
-                 truth, rate, (rate / truth - 1) * 100, s["lost_packets"], qdisc["bfifo"]["drops"])
+        # htb counts frames without FCS (1514 B), at 80 Mbit/s. Offered
+        # 97 Mbit/s, it passes its rate's worth in the run, plus its bucket
+        # (full at the start; 250 kB, so a hold-up of the lab's CPU of up to
+        # 25 ms is made up afterwards) and its queue (drained after the run).
+        seconds = s["duration_ns"] / 1e9
+        burst, limit = 250000, 100000
+        truth = (80e6 / 8 * seconds + burst + limit) / (1514 * seconds)
+        rate = s["rx_packets"] / seconds
+        self.say("htb 80 Mbit/s, %d B bucket, %d B queue over %.3f s = %.1f frames/s of 1518 B: received %.1f "
+                 "frames/s (%+.2f %%); lost %d, bfifo dropped %d", burst, limit, seconds, truth, rate,
+                 (rate / truth - 1) * 100, s["lost_packets"], qdisc["bfifo"]["drops"])
         self.assertLess(abs(rate / truth - 1), 0.02)
         self.assertEqual(s["lost_packets"], qdisc["bfifo"]["drops"])
 
@@ -112,7 +118,7 @@ class NftTruthsTest(LabRun):
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class StageTest(LabRun):
     """configs/lab/stage-delay-reorder.yaml: our impairment stage delays b's
-    frames (3 ms +/- 1 ms) and reorders c's; its decision logs are the truth."""
+    frames (6 ms +/- 4 ms) and reorders c's; its decision logs are the truth."""
 
     PLAN = "stage-delay-reorder.yaml"
     CAPTURES = (("stage1", "out"),)  # what the reordering stage really sent, in order
@@ -151,7 +157,7 @@ class StageTest(LabRun):
         got = s["p99_ns"] - s["p50_ns"]
         self.say("jitter: stage log P99 - P50 %.0f ns; fabricgen %.0f ns (%+.2f %%); baseline path P99 - P50 %.0f ns",
                  truth, got, (got / truth - 1) * 100, path)
-        self.assertGreater(truth, 900e3)  # the +/-1 ms draw is there
+        self.assertGreater(truth, 3.5e6)  # the +/-4 ms draw is there (P99 - P50 of it: 3.92 ms)
         self.assertGreater(got, truth * 0.95)
         self.assertLess(got, truth * 1.05 + path)
 

@@ -57,9 +57,10 @@ name: tbf capacity
   - {name: s, port: a, rx_port: b, rate: 10 kpps, frame: {size: %(frame)d B}}
 tests:
   - throughput: {name: ndr-binary, search: binary, min: 0.5 %%, max: 5 %%, precision: 0.02 %%,
-                 trial_duration: 2 s, warmup: 500 ms}
+                 trial_duration: 2 s, warmup: 500 ms, tester_limit_retries: %(retries)d}
   - throughput: {name: pdr-binary, search: binary, min: 0.5 %%, max: 5 %%, precision: 0.02 %%,
-                 loss_tolerance: 0.5 %%, trial_duration: 2 s, warmup: none}
+                 loss_tolerance: 0.5 %%, trial_duration: 2 s, warmup: none,
+                 tester_limit_retries: %(retries)d}
   - throughput:
       name: ndr-pdr
       search: multi_goal
@@ -68,8 +69,9 @@ tests:
       trial_duration: 2 s
       initial_duration: 500 ms
       warmup: none
+      tester_limit_retries: %(retries)d
       goals: [{name: NDR, loss: 0 %%, width: 1 %%}, {name: PDR, loss: 0.5 %%, width: 1 %%}]
-""" % {"frame": FRAME, "ports": PORTS}
+""" % {"frame": FRAME, "ports": PORTS, "retries": labtest.RETRIES}
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
@@ -103,23 +105,19 @@ class TbfCapacityTest(LabRun):
         self.assertLess(seconds["ndr-pdr"], seconds["ndr-binary"] + seconds["pdr-binary"])
 
     def test_the_tester_kept_up_in_every_trial(self):
-        # Unloaded, the tester keeps up; on a shared VM its host may still take
-        # a vCPU away for a few ms in some of the ~40 trials (af_packet's
-        # sendto also runs the lab's kernel forwarding on the same 2 vCPUs),
-        # and such a trial must be excluded, named, and run again (the
-        # capacities above come from the trials it kept up in). A slow TX
-        # path falls short in most trials: at most 1 in 5 may be limited.
+        # Unloaded, the tester keeps up; on a shared VM its host still takes
+        # a vCPU away for a few ms in some of the ~40 trials, and such a trial
+        # must be excluded, named, and run again (the capacities above come
+        # from the trials it kept up in). A TX path too slow for its rate
+        # shows as a shortfall no stall explains (or stops the search).
         trials = [t for test in self.report["tests"] for t in test["trials"] if t["phase"] != "warm-up"]
         limited = [(test["name"], t["index"], t["excluded_because"]) for test in self.report["tests"]
                    for t in test["trials"] if t["tester_limited"] and t["phase"] != "warm-up"]
         self.say("tester-limited trials unloaded: %d of %d: %s", len(limited), len(trials), limited or "none")
-        self.assertLessEqual(len(limited), max(2, len(trials) // 5), limited)
         self.assertEqual(self.report["tester_limited"], bool(limited))
         for test in self.report["tests"]:
             self.assertTrue(test["complete"], test["name"])
-            for t in test["trials"]:
-                if t["tester_limited"]:
-                    self.assertFalse(t["included"])
+            labtest.assert_limited_trials_were_holdups(self, test["trials"])
         for test in self.report["tests"]:
             self.assertEqual(test["trial_accounting"]["excluded_tester_limited"],
                              sum(1 for t in test["trials"] if t["tester_limited"] and t["phase"] != "warm-up"),
@@ -150,9 +148,9 @@ streams:
   - {name: rd, port: a, rx_port: b, rate: 10 Mbps, flows: 4,
      frame: {roce: {op: READ_REQUEST, message: 4 KiB, pmtu: 1024}}}
 tests:
-  - throughput: {name: read, search: binary, min: 0.5 %, max: 5 %, precision: 0.02 %, trial_duration: 2 s,
-                 warmup: 500 ms}
-""" + labtest.TWO_HOSTS_LAB + """  impairments:
+  - throughput: {name: read, search: binary, min: 0.5 %%, max: 5 %%, precision: 0.02 %%, trial_duration: 2 s,
+                 warmup: 500 ms, tester_limit_retries: %d}
+""" % labtest.RETRIES + labtest.TWO_HOSTS_LAB + """  impairments:
     - {link: leaf0-a, shape: {rate: %d bps, burst: %d B, limit: %d B}}
 """ % (READ_RATE, BURST, QUEUE)
 # The queue holds 20 ms of the data, as TbfCapacityTest's (a host hold-up of
@@ -194,13 +192,10 @@ class ReadCapacityTest(LabRun):
         limited = [(tr["index"], tr["excluded_because"]) for tr in t["trials"] if tr["tester_limited"]]
         self.say("READ: tester-limited trials: %d of %d: %s", len(limited), len(t["trials"]), limited or "none")
         # The one worker lcore sends the requests, takes them in as the
-        # responder, sends the data and analyses it: on this 2-vCPU VM a host
-        # hold-up of over 1 ms (named pacing_stall, the trial run again) comes
-        # in up to a third of the trials; at most half may be limited.
-        self.assertLessEqual(len(limited), max(2, len(t["trials"]) // 2), limited)
-        for tr in t["trials"]:
-            if tr["tester_limited"]:
-                self.assertFalse(tr["included"], tr["index"])
+        # responder, sends the data and analyses it: a host hold-up of over
+        # 1 ms (pacing_stall, the trial run again) comes in a third to a half
+        # of the 2 s trials on a shared 2-vCPU VM. Each must be one.
+        labtest.assert_limited_trials_were_holdups(self, t["trials"])
 
 
 LATENCY_PLAN = """
@@ -208,9 +203,11 @@ name: tbf queueing delay
 %(ports)sstreams:
   - {name: s, port: a, rx_port: b, rate: 10 kpps, frame: {size: %(frame)d B}}
 tests:
-  - latency: {name: base, load: 0.5 %%, runs: 3, trial_duration: 1 s, warmup: 200 ms}
-  - latency: {name: queued, load: 1.2 %%, runs: 3, trial_duration: 2 s, warmup: 1 s}
-""" % {"frame": FRAME, "ports": PORTS}
+  - latency: {name: base, load: 0.5 %%, runs: 3, trial_duration: 1 s, warmup: 200 ms,
+               tester_limit_retries: %(retries)d}
+  - latency: {name: queued, load: 1.2 %%, runs: 3, trial_duration: 2 s, warmup: 1 s,
+               tester_limit_retries: %(retries)d}
+""" % {"frame": FRAME, "ports": PORTS, "retries": labtest.RETRIES}
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
@@ -242,8 +239,9 @@ drain: 300 ms
 %(ports)sstreams:
   - {name: s, port: a, rx_port: b, rate: 1 kpps, frame: {size: %(frame)d B}}
 tests:
-  - burst: {name: buffer, min_frames: 1, max_frames: 64, repetitions: 5, gap: 300 ms, warmup: 100 ms}
-""" % {"frame": FRAME, "ports": PORTS}
+  - burst: {name: buffer, min_frames: 1, max_frames: 64, repetitions: 5, gap: 300 ms, warmup: 100 ms,
+             tester_limit_retries: %(retries)d}
+""" % {"frame": FRAME, "ports": PORTS, "retries": labtest.RETRIES}
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")

@@ -275,7 +275,8 @@ class Lab:
             else:
                 sh("tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1", ns=ns)
                 sh("tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-                   "rate", "%dbit" % p["rate_bps"], "ceil", "%dbit" % p["rate_bps"], "burst", p["burst"], ns=ns)
+                   "rate", "%dbit" % p["rate_bps"], "ceil", "%dbit" % p["rate_bps"], "burst", p["burst"],
+                   "cburst", p["burst"], ns=ns)  # both buckets: a class sends only while each has tokens
                 sh("tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "bfifo", "limit", p["limit"],
                    ns=ns)
         elif imp.kind == "stage":

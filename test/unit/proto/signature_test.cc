@@ -65,8 +65,10 @@ TEST(Signature, FoundAtThePayloadOfEveryFrameKind) {
 // several opcodes and pads, UDP, UET), most of them copies of a few
 // templates and the rest with 1-3 random bytes changed (in the headers
 // mostly, so layouts change, and in the magic), or cut short. Every answer
-// (offset, ECN bits, payload end) must be the walk's.
-TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFrames) {
+// (offset, ECN bits, payload end) must be the walk's. Both compares: the
+// SSE4.1 one the build uses, and the 64-bit word one of targets without it.
+template <class Finder>
+void ExpectTheLayoutCacheAnswersAsTheWalk() {
   std::vector<std::vector<uint8_t>> templates;
   for (bool v6 : {false, true}) {
     for (bool vlan : {false, true}) {
@@ -91,7 +93,7 @@ TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFrames) {
       templates.push_back(BuildFrame(e, std::span<const uint8_t>(hdr, n), 64, 0, Trailer::kNone).bytes);
     }
   }
-  SignatureFinder finder;
+  Finder finder;
   uint64_t x = 0x9E3779B97F4A7C15ull;
   auto rnd = [&x] {
     x ^= x << 13;
@@ -118,7 +120,7 @@ TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFrames) {
     uint8_t ecn_walk = 0, ecn_cache = 0;
     uint32_t end_walk = 0, end_cache = 0;
     const int walk = FindSignatureOffset(f.data(), len, {}, &ecn_walk, &end_walk);
-    const SignatureFinder::At at = finder.Find(f.data(), len);
+    const typename Finder::At at = finder.Find(f.data(), len);
     const int cache = at.offset;
     ecn_cache = at.ecn;
     end_cache = at.payload_end;
@@ -131,6 +133,14 @@ TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFrames) {
   }
   EXPECT_GT(found, 100000u);
   EXPECT_GT(mutated, 40000u);
+}
+
+TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFrames) {
+  ExpectTheLayoutCacheAnswersAsTheWalk<SignatureFinder>();
+}
+
+TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFramesInItsScalarCompare) {
+  ExpectTheLayoutCacheAnswersAsTheWalk<BasicSignatureFinder<false>>();
 }
 
 TEST(Signature, PayloadCheckCoversThePayloadOnly) {

@@ -179,7 +179,7 @@ class RunTest(Workdir):
         self.assertGreaterEqual(len(plans), 7)
         for plan in plans:
             out = os.path.join(self.dir, os.path.basename(plan))
-            r = run("run", plan, "--out", out, "--quiet")
+            r = run("run", self.riding_out_holdups(plan), "--out", out, "--quiet")
             self.assertEqual(r.returncode, 0, plan + ": " + r.stderr)
             with open(os.path.join(out, "report.json")) as f:
                 rep = json.load(f)
@@ -205,6 +205,24 @@ class RunTest(Workdir):
                 self.assertEqual(port["rx_roce_ack_packets"], sum(s["ack_received"] for s in rep["streams"]), plan)
             self.assertEqual(port["rx_unknown_packets"], unsigned + answers, plan)
 
+
+    def riding_out_holdups(self, plan):
+        """The plan as it is, or, when it has tests, a copy whose tests run a
+        trial again up to 20 times when the tester was held up (the default,
+        5, is for a host that is not shared: on a 2-vCPU VM six stalls of
+        over 1 ms in a row happen, and the test then stops incomplete)."""
+        import yaml
+        with open(plan) as f:
+            doc = yaml.safe_load(f)
+        if not doc.get("tests"):
+            return plan
+        for t in doc["tests"]:
+            for params in t.values():
+                params.setdefault("tester_limit_retries", 20)
+        copy = os.path.join(self.dir, "retries-" + os.path.basename(plan))
+        with open(copy, "w") as f:
+            yaml.safe_dump(doc, f, sort_keys=False)
+        return copy
 
     def check_tests_report(self, plan, rep):
         # The loopback loses nothing: every search ends at its maximum load,

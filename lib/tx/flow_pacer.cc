@@ -78,7 +78,9 @@ void FlowPacer::Unlink(uint32_t f) {
 // before); under callgrind the wheel sweep dominates (valgrind's slow
 // clock moves many slots a poll), so the pacer is timed by pacer_bench, not
 // counted. docs/benchmarks.md "Issue 13, stage 4".
-unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls) {
+unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls, Run* runs,
+                         unsigned* nruns) {
+  if (nruns != nullptr) *nruns = 0;
   if (paused_) return 0;
   const uint64_t cur = now_fp >> kSlotFpBits;
   // Sweep the wheel up to now: due flows to the FIFO, the others (a later
@@ -131,13 +133,17 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
     // This frame, and the flow's later slots that have passed too, up to a
     // run of kMaxRun: a flow behind catches up in one turn, its state in L1
     // for the whole run, instead of one frame per trip round the FIFO.
-    const unsigned run_end = k + std::min(kMaxRun, n - k);
+    const unsigned run_start = k, run_end = k + std::min(kMaxRun, n - k);
     uint64_t t = h.next;
     do {
-      out[k++] = f;
+      ++k;
       t += h.iv;
     } while (k < run_end && t <= now_fp);
     h.next = t;
+    if (out != nullptr) {
+      for (unsigned i = run_start; i < k; ++i) out[i] = f;
+    }
+    if (runs != nullptr) runs[(*nruns)++] = Run{f, k - run_start};
     if (h.next <= now_fp) {
       PushReady(f);
     } else {

@@ -19,6 +19,8 @@
 //   fg::tx::FlowPacer p({1000, 2000}, tsc_hz);        // flow 0 at 1 kpps, flow 1 at 2 kpps
 //   uint32_t flows[32];
 //   unsigned n = p.Next(now_fp, 32, flows, &skipped, &stalls);   // a flow per frame
+//   FlowPacer::Run runs[32];                                     // or (flow, count) per turn
+//   n = p.Next(now_fp, 32, nullptr, &skipped, &stalls, runs, &nruns);
 //   p.SetRate(1, 500, now_fp);                        // from the owner lcore
 #pragma once
 
@@ -34,8 +36,14 @@ class FlowPacer {
   static constexpr int kSlotFpBits = kFpShift + kSlotTickBits;
   static constexpr uint32_t kWheelSlots = 4096;
   static constexpr uint32_t kNil = UINT32_MAX;
-  // The most frames of one flow in a row when it is behind (a catch-up run).
-  static constexpr unsigned kMaxRun = 8;
+  // The most frames of one flow in a row when it is behind (a catch-up run):
+  // a burst's worth, the one burst the stream pacer keeps after a hold-up.
+  static constexpr unsigned kMaxRun = 32;
+  // A turn's frames: `count` frames of `flow`, adjacent in Next's `out`.
+  struct Run {
+    uint32_t flow;
+    uint32_t count;
+  };
 
   // `pps[f]` > 0 and finite for every flow; first sends staggered over one interval.
   FlowPacer(const std::vector<double>& pps, uint64_t tsc_hz);
@@ -49,7 +57,10 @@ class FlowPacer {
   // and kMaxRun intervals behind gives up the slots it missed before its
   // last kMaxRun (added to `*skipped`, one `*stalls` per such flow): those
   // it sends now, as the stream pacer sends one burst after a hold-up.
-  unsigned Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls);
+  // With `runs`, the turns too, in order (`*nruns` of them, at most n): what
+  // TX takes (`out` may then be null), filling and counting run by run.
+  unsigned Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls,
+                Run* runs = nullptr, unsigned* nruns = nullptr);
 
   // A new rate for flow f from now (no catch-up on the old one): its next
   // frame goes now (a live change takes effect at once).

@@ -331,20 +331,20 @@ bool TxTask::Done() const {
 
 template <uint32_t kShape>
 void TxTask::FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags,
-                        const uint32_t* flows) {
+                        const FlowPacer::Run* runs, unsigned nruns) {
   const bool one_kind = st.s->program.packets_per_message() == 1;
-  if (flows != nullptr) {
-    one_kind ? Fill<kShape, true, true>(st, n, ts, keep_flags, flows)
-             : Fill<kShape, true, false>(st, n, ts, keep_flags, flows);
+  if (runs != nullptr) {
+    one_kind ? Fill<kShape, true, true>(st, n, ts, keep_flags, runs, nruns)
+             : Fill<kShape, true, false>(st, n, ts, keep_flags, runs, nruns);
   } else {
-    one_kind ? Fill<kShape, false, true>(st, n, ts, keep_flags, flows)
-             : Fill<kShape, false, false>(st, n, ts, keep_flags, flows);
+    one_kind ? Fill<kShape, false, true>(st, n, ts, keep_flags, runs, nruns)
+             : Fill<kShape, false, false>(st, n, ts, keep_flags, runs, nruns);
   }
 }
 
 template <uint32_t kShape, bool kPaced, bool kOneKind>
 void TxTask::Fill(State& st, unsigned n, const stream::StampTime& burst_ts, uint64_t keep_flags,
-                  const uint32_t* flows) {
+                  const FlowPacer::Run* runs, unsigned nruns) {
   const stream::Program& prog = st.s->program;
   const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
   // Locals no frame store can alias (see stream::StampConsts): the burst's
@@ -368,53 +368,66 @@ void TxTask::Fill(State& st, unsigned n, const stream::StampTime& burst_ts, uint
   const stream::PacketKind& k1 = prog.kinds()[0];
   const uint32_t len1 = static_cast<uint32_t>(k1.t.bytes.size());
   const uint64_t key1 = tag_salt ^ reinterpret_cast<uintptr_t>(&k1);
+  // One frame of flow f into pending[i].
+  auto frame = [&]<bool kScheduled>(unsigned i, uint32_t f) __attribute__((always_inline)) {
+    rte_mbuf* m = pending[i];
+    if (i + 2 < n) {
+      char* ahead_data = rte_pktmbuf_mtod(pending[i + 2], char*);
+      __builtin_prefetch(ahead_data, 1);
+      __builtin_prefetch(ahead_data + 64, 1);
+    }
+    uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
+    const stream::PacketKind& k = kOneKind ? k1 : prog.KindAt(cursors[f]);
+    const uint32_t len = kOneKind ? len1 : static_cast<uint32_t>(k.t.bytes.size());
+    // Still holding this template (same task, same kind)? Stamp rewrites
+    // every field that differs between packets: no reset, no copy.
+    uint64_t* tag = tag_off >= 0 ? RTE_MBUF_DYNFIELD(m, tag_off, uint64_t*) : nullptr;
+    const uint64_t key = kOneKind ? key1 : tag_salt ^ reinterpret_cast<uintptr_t>(&k);
+    if (tag == nullptr || *tag != key) [[unlikely]] {
+      rte_pktmbuf_reset(m);
+      d = rte_pktmbuf_mtod(m, uint8_t*);
+      stream::CopyTemplate(d, k.copy_src.data(), len);
+      m->data_len = static_cast<uint16_t>(len);
+      m->pkt_len = len;
+      if (tag != nullptr) *tag = key;
+    }
+    if constexpr (kScheduled) m->ol_flags &= keep_flags;  // only the burst's first mbuf is scheduled
+    if constexpr (kOneKind) {
+      prog.StampWith<kShape>(d, one_sc, k, cursors[f], ts, vars[f]);
+    } else {
+      prog.Stamp<kShape>(d, k, cursors[f], ts, vars[f]);
+    }
+    pending_len[i] = len + kEthFcsLen;
+    pending_flow[i] = f;
+  };
+  auto prefetch_flow = [&](uint32_t f) __attribute__((always_inline)) {
+    __builtin_prefetch(&cursors[f], 1);
+    __builtin_prefetch(&vars[f], 0);
+    __builtin_prefetch(&sent[f], 1);  // counted once the PMD takes the frame
+  };
   // Loop-invariant choices as constants (one copy of the loop each): no
   // per-frame test of them.
   auto fill = [&]<bool kMany, bool kScheduled>() __attribute__((always_inline)) {
-    for (unsigned i = 0; i < n; ++i) {
-      rte_mbuf* m = pending[i];
-      if (i + 2 < n) {
-        char* ahead_data = rte_pktmbuf_mtod(pending[i + 2], char*);
-        __builtin_prefetch(ahead_data, 1);
-        __builtin_prefetch(ahead_data + 64, 1);
-      }
-      // The flows take turns (or the pacer named them): fetch the state of the
-      // one 8 ahead now (a few flows' state stays in L1 by itself).
-      const uint32_t f = kPaced ? flows[i] : next_flow;
-      if constexpr (kMany) {
-        // Paced, the flow 8 frames on only when it starts a run there (a
-        // catch-up run is one flow's frames in a row: one fetch for the run).
-        if (!kPaced || (i + 8 < n && flows[i + 8] != flows[i + 7])) {
-          const uint32_t ahead = kPaced ? flows[i + 8] : (f + 8 < nflows ? f + 8 : f + 8 - nflows);
-          __builtin_prefetch(&cursors[ahead], 1);
-          __builtin_prefetch(&vars[ahead], 0);
-          __builtin_prefetch(&sent[ahead], 1);  // counted once the PMD takes the frame
+    if constexpr (kPaced) {
+      // Run by run: a run is one flow's frames in a row (a catch-up run of
+      // the pacer, a READ's job), its flow's state fetched once. The flow 8
+      // runs on is fetched now (a few flows' state stays in L1 by itself).
+      unsigned i = 0;
+      for (unsigned r = 0; r < nruns; ++r) {
+        const uint32_t f = runs[r].flow;
+        if constexpr (kMany) {
+          if (r + 8 < nruns) prefetch_flow(runs[r + 8].flow);
         }
+        for (const unsigned end = i + runs[r].count; i < end; ++i) frame.template operator()<kScheduled>(i, f);
       }
-      uint8_t* d = rte_pktmbuf_mtod_offset(m, uint8_t*, 0);
-      const stream::PacketKind& k = kOneKind ? k1 : prog.KindAt(cursors[f]);
-      const uint32_t len = kOneKind ? len1 : static_cast<uint32_t>(k.t.bytes.size());
-      // Still holding this template (same task, same kind)? Stamp rewrites
-      // every field that differs between packets: no reset, no copy.
-      uint64_t* tag = tag_off >= 0 ? RTE_MBUF_DYNFIELD(m, tag_off, uint64_t*) : nullptr;
-      const uint64_t key = kOneKind ? key1 : tag_salt ^ reinterpret_cast<uintptr_t>(&k);
-      if (tag == nullptr || *tag != key) [[unlikely]] {
-        rte_pktmbuf_reset(m);
-        d = rte_pktmbuf_mtod(m, uint8_t*);
-        stream::CopyTemplate(d, k.copy_src.data(), len);
-        m->data_len = static_cast<uint16_t>(len);
-        m->pkt_len = len;
-        if (tag != nullptr) *tag = key;
+    } else {
+      // The flows take turns: the state of the one 8 ahead fetched now.
+      for (unsigned i = 0; i < n; ++i) {
+        const uint32_t f = next_flow;
+        if constexpr (kMany) prefetch_flow(f + 8 < nflows ? f + 8 : f + 8 - nflows);
+        frame.template operator()<kScheduled>(i, f);
+        if (++next_flow == nflows) next_flow = 0;
       }
-      if constexpr (kScheduled) m->ol_flags &= keep_flags;  // only the burst's first mbuf is scheduled
-      if constexpr (kOneKind) {
-        prog.StampWith<kShape>(d, one_sc, k, cursors[f], ts, vars[f]);
-      } else {
-        prog.Stamp<kShape>(d, k, cursors[f], ts, vars[f]);
-      }
-      if (!kPaced && ++next_flow == nflows) next_flow = 0;
-      pending_len[i] = len + kEthFcsLen;
-      pending_flow[i] = f;
     }
   };
   if (many_flows) {
@@ -423,9 +436,11 @@ void TxTask::Fill(State& st, unsigned n, const stream::StampTime& burst_ts, uint
     scheduled ? fill.template operator()<false, true>() : fill.template operator()<false, false>();
   }
   st.next_flow = next_flow;
+  st.pending_same_len = kOneKind ? len1 + kEthFcsLen : 0;
 }
 
-bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const uint32_t* flows) {
+bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const FlowPacer::Run* runs,
+                      unsigned nruns) {
   // Raw mbufs: the ones that still hold this task's template for the kind
   // are in the state TX left them in (a PMD frees an mbuf without touching
   // its fields or data); only the others are reset and filled.
@@ -447,15 +462,17 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const u
   // RoCEv2 frame does not have (tools/count_instructions.sh: 356 -> see the
   // comment at Poll).
   switch (prog.shape()) {
-    case stream::shape::kRoceEntropy: FillShaped<stream::shape::kRoceEntropy>(st, n, ts, keep_flags, flows); break;
-    case stream::shape::kRoceSprayed: FillShaped<stream::shape::kRoceSprayed>(st, n, ts, keep_flags, flows); break;
-    default: FillShaped<stream::shape::kAnyShape>(st, n, ts, keep_flags, flows); break;
+    case stream::shape::kRoceEntropy: FillShaped<stream::shape::kRoceEntropy>(st, n, ts, keep_flags, runs, nruns); break;
+    case stream::shape::kRoceSprayed: FillShaped<stream::shape::kRoceSprayed>(st, n, ts, keep_flags, runs, nruns); break;
+    default: FillShaped<stream::shape::kAnyShape>(st, n, ts, keep_flags, runs, nruns); break;
   }
   if (sched_.enabled()) {
     *RTE_MBUF_DYNFIELD(st.pending[0], sched_.offset, uint64_t*) = sched_.line.ToNic(tx_ns);
     st.pending[0]->ol_flags |= sched_.flag;
   }
   st.npending = static_cast<uint16_t>(n);
+  st.npending_runs = static_cast<uint16_t>(nruns);
+  if (nruns != 0) std::memcpy(st.pending_runs, runs, nruns * sizeof(FlowPacer::Run));
   st.generated += n;
   if (st.flows_behind != 0) {
     CountResends(st, n);
@@ -539,17 +556,17 @@ unsigned TxTask::Poll() {
       } else if (st.pacer != nullptr) {
         // Per-flow rates: the flows due now, a frame each (a catch-up run for one behind).
         if (now >= st.start_tsc) {
-          uint32_t fl[kTxBurst];
-          unsigned n = kTxBurst;
+          FlowPacer::Run runs[kTxBurst];
+          unsigned n = kTxBurst, nruns = 0;
           if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - (st.generated - st.resent)));
           uint64_t skipped = 0, stalls = 0;
-          n = st.pacer->Next((now - st.start_tsc) << kFpShift, n, fl, &skipped, &stalls);
+          n = st.pacer->Next((now - st.start_tsc) << kFpShift, n, nullptr, &skipped, &stalls, runs, &nruns);
           if (skipped != 0) {
             st.credit_dropped.Add(skipped);
             st.stalls.Add(stalls);
           }
           // A failed allocation leaves these slots unsent: counted (tx_error), never sent late.
-          if (n != 0) Generate(st, n, now, now, fl);
+          if (n != 0) Generate(st, n, now, now, runs, nruns);
         }
       } else if (now >= st.start_tsc && ((now - st.start_tsc) << kFpShift) >= st.next_fp) {
         const uint64_t now_fp = (now - st.start_tsc) << kFpShift;
@@ -585,19 +602,48 @@ unsigned TxTask::SendPending(State& st, uint64_t now) {
     // (Resends after the end are not the TX span; a READ's responses go until the drain ends.)
     if (!st.done.load(std::memory_order_relaxed) || st.responses) st.last_ns.Set(ns);
     uint64_t bytes = 0;
-    if (st.flow_sent.size() == 1) {  // one flow: its counts are the burst's
+    const uint32_t same_len = st.pending_same_len;
+    if (same_len != 0) {
+      bytes = uint64_t{sent} * same_len;
+    } else {
       for (uint16_t i = 0; i < sent; ++i) bytes += st.pending_len[i];
+    }
+    if (st.flow_sent.size() == 1) {  // one flow: its counts are the burst's
       st.flow_sent[0].packets += sent;
       st.flow_sent[0].bytes += bytes;
+    } else if (st.npending_runs != 0) {
+      // The pacer's runs (a flow's frames in a row): one update of a flow's
+      // counts per run, no pass over the frames when they have one length.
+      State::FlowSent* const fs = st.flow_sent.data();
+      FlowPacer::Run* const runs = st.pending_runs;
+      unsigned r = 0;
+      for (uint32_t at = 0, left = sent; left != 0; ++r) {
+        const uint32_t c = std::min(runs[r].count, left);
+        uint64_t b = uint64_t{c} * same_len;
+        if (same_len == 0) {
+          for (uint32_t i = at; i < at + c; ++i) b += st.pending_len[i];
+        }
+        fs[runs[r].flow].packets += c;
+        fs[runs[r].flow].bytes += b;
+        at += c;
+        left -= c;
+        if (c < runs[r].count) {  // the PMD took part of this run: the rest stays pending
+          runs[r].count -= c;
+          break;
+        }
+      }
+      if (r != 0) {
+        std::memmove(runs, runs + r, (st.npending_runs - r) * sizeof(FlowPacer::Run));
+        st.npending_runs = static_cast<uint16_t>(st.npending_runs - r);
+      }
     } else {
-      // Counted by runs of one flow (the pacer's catch-up runs): one update
-      // of a flow's counts per run, not per frame.
+      // Flows named frame by frame (round robin, resends): counted by runs
+      // of one flow found here.
       State::FlowSent* const fs = st.flow_sent.data();
       uint32_t f = st.pending_flow[0];
       uint64_t run_packets = 0, run_bytes = 0;
       for (uint16_t i = 0; i < sent; ++i) {
         const uint32_t len = st.pending_len[i];
-        bytes += len;
         if (st.pending_flow[i] != f) {
           fs[f].packets += run_packets;
           fs[f].bytes += run_bytes;
@@ -633,7 +679,7 @@ unsigned TxTask::SendPending(State& st, uint64_t now) {
 unsigned TxTask::Recover(State& st, uint64_t now) {
   if (now >= st.gbn_next) TickRetransmit(st, now);
   if (st.npending == 0 && !st.owing.empty()) {
-    uint32_t fl[kTxBurst];
+    FlowPacer::Run runs[kTxBurst];
     unsigned n = 0;
     size_t keep = 0;
     for (size_t k = 0; k < st.owing.size(); ++k) {
@@ -642,11 +688,11 @@ unsigned TxTask::Recover(State& st, uint64_t now) {
         st.owed[f] = 0;  // caught up with what it had sent
         continue;
       }
-      if (n < kTxBurst) fl[n++] = f;
+      if (n < kTxBurst) runs[n++] = FlowPacer::Run{f, 1};
       st.owing[keep++] = f;
     }
     st.owing.resize(keep);
-    if (n != 0) Generate(st, n, now, now, fl);
+    if (n != 0) Generate(st, n, now, now, runs, n);
   }
   return st.npending != 0 ? SendPending(st, now) : 0;
 }
@@ -694,8 +740,8 @@ uint64_t TxTask::resent(size_t i) const { return streams_[i]->resent_live.Read()
 // frames is stamped.
 unsigned TxTask::Respond(State& st, uint64_t now) {
   if (st.npending == 0 && st.job_count != 0) {
-    uint32_t fl[kTxBurst];
-    unsigned n = 0;
+    FlowPacer::Run runs[kTxBurst];
+    unsigned n = 0, nruns = 0;
     size_t head = st.job_head, count = st.job_count;
     State::ReadJob front = st.jobs[head];
     while (n < kTxBurst && count != 0) {
@@ -709,7 +755,8 @@ unsigned TxTask::Respond(State& st, uint64_t now) {
         st.read_next[front.flow] = front.seq;
       }
       const unsigned m = std::min<unsigned>(front.left, kTxBurst - n);
-      for (unsigned x = 0; x < m; ++x) fl[n++] = front.flow;
+      runs[nruns++] = FlowPacer::Run{front.flow, m};
+      n += m;
       st.read_next[front.flow] += m;
       front.seq += m;
       front.left -= m;
@@ -719,12 +766,12 @@ unsigned TxTask::Respond(State& st, uint64_t now) {
         if (count != 0) front = st.jobs[head];
       }
     }
-    if (Generate(st, n, now, now, fl)) {
+    if (Generate(st, n, now, now, runs, nruns)) {
       st.job_head = head;
       st.job_count = count;
       if (count != 0) st.jobs[head] = front;  // the one left part-sent
     } else {
-      for (unsigned x = 0; x < n; ++x) --st.read_next[fl[x]];  // as before: the jobs stay for the next poll
+      for (unsigned r = 0; r < nruns; ++r) st.read_next[runs[r].flow] -= runs[r].count;  // the jobs stay for the next poll
     }
   }
   return st.npending != 0 ? SendPending(st, now) : 0;
@@ -776,6 +823,7 @@ void TxTask::Finish() {
   for (auto& st : streams_) {
     if (st->npending != 0) rte_pktmbuf_free_bulk(st->pending, st->npending);
     st->npending = 0;
+    st->npending_runs = 0;
     if (!st->exhausted) {
       const uint64_t stop = st->ctl_stop_tsc.load(std::memory_order_relaxed);
       Exhaust(*st, std::min(stop != 0 ? stop : now, st->end_tsc));

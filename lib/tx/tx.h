@@ -28,6 +28,7 @@
 #include "port/port.h"
 #include "stats/histogram.h"
 #include "stream/stream.h"
+#include "tx/flow_pacer.h"
 
 struct rte_mempool;
 
@@ -176,16 +177,21 @@ class TxTask : public PollTask {
   // Allocates `n` mbufs and writes the stream's next `n` packets into them
   // (pending); false when the pool is empty (counted, retried next poll).
   // `due` is the TSC time the burst is due (its first slot; now when unpaced).
-  // `flows`: the shard flow of each frame (a FlowPacer's choice); null: the flows take turns.
-  bool Generate(State& st, unsigned n, uint64_t now, uint64_t due, const uint32_t* flows = nullptr);
+  // `runs`: whose frames they are, in runs of one flow (a FlowPacer's
+  // turns, a READ's jobs, resends), `nruns` of them summing to n; null: the
+  // flows take turns. SendPending counts a flow's frames once per run.
+  bool Generate(State& st, unsigned n, uint64_t now, uint64_t due, const FlowPacer::Run* runs = nullptr,
+                unsigned nruns = 0);
   // Generate's loop over the burst, for a program whose kinds all have stamp
   // shape kShape (stream::shape; kAnyShape tests each field per frame).
-  // kPaced: `flows` names each frame's flow (else they take turns); kOneKind:
+  // kPaced: `runs` name the frames' flows (else they take turns); kOneKind:
   // one packet per message (every frame is kinds()[0]).
   template <uint32_t kShape, bool kPaced, bool kOneKind>
-  void Fill(State& st, unsigned n, const stream::StampTime& burst_ts, uint64_t keep_flags, const uint32_t* flows);
+  void Fill(State& st, unsigned n, const stream::StampTime& burst_ts, uint64_t keep_flags,
+            const FlowPacer::Run* runs, unsigned nruns);
   template <uint32_t kShape>
-  void FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const uint32_t* flows);
+  void FillShaped(State& st, unsigned n, const stream::StampTime& ts, uint64_t keep_flags, const FlowPacer::Run* runs,
+                  unsigned nruns);
   void ApplyFlowCommands(State& st, uint64_t now);  // on the lcore
   void TickDcqcn(State& st, uint64_t now);          // on the lcore: timers and byte counters
   void TickRetransmit(State& st, uint64_t now);     // on the lcore: go back after a timeout without progress

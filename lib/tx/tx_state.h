@@ -117,6 +117,12 @@ struct alignas(64) TxTask::State {
   rte_mbuf* pending[kTxBurst] = {};
   uint32_t pending_len[kTxBurst] = {};   // frame bytes of each pending mbuf (never read an mbuf once sent)
   uint32_t pending_flow[kTxBurst] = {};  // its shard flow
+  // The pending frames as the pacer's runs of one flow (npending_runs 0:
+  // not known, count frame by frame), and their one length when every
+  // pending frame has it (a one-kind program; 0: see pending_len).
+  uint16_t npending_runs = 0;
+  uint32_t pending_same_len = 0;
+  FlowPacer::Run pending_runs[kTxBurst] = {};
 
   alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, stalls,
       late_burst_frames, first_ns, last_ns, due;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "dpdk_test_env.h"
 #include "engine/engine.h"
 #include "port/port.h"
+#include "proto/signature.h"
 #include "stream/stream.h"
 
 namespace fg::testing {
@@ -215,6 +217,91 @@ streams:
   EXPECT_EQ(in_total, out_total);
   EXPECT_GE(in_total, kPackets / 3);
   EXPECT_LT(in_total, kPackets);
+}
+
+// A PMD that takes part of a burst: per-flow rates behind (the pacer's
+// catch-up runs, several flows' in a burst), into a TX ring of 128 that a
+// slow reader empties, so tx_burst leaves part of a run pending again and
+// again. Every flow's tx_packets and tx_bytes are what the ring carried of it.
+TEST(Workers, PerFlowTxCountsStayExactWhenThePmdTakesPartOfARun) {
+  static int id = 0;
+  const std::string tag = "pr" + std::to_string(id++);
+  rte_ring* rxr = rte_ring_create((tag + "_r").c_str(), 1024, SOCKET_ID_ANY, 0);
+  rte_ring* txr = rte_ring_create((tag + "_t").c_str(), 128, SOCKET_ID_ANY, 0);
+  ASSERT_NE(rxr, nullptr);
+  ASSERT_NE(txr, nullptr);
+  ASSERT_GE(rte_eth_from_rings(tag.c_str(), &rxr, 1, &txr, 1, SOCKET_ID_ANY), 0);
+  auto p = OpenPort("net_ring_" + tag, 1);
+  // 4 flows of 80 kpps (320 kpps) against a reader that takes 1..24 frames
+  // every ~30 us (~0.4 Mpps): while the ring is full each flow falls 2-3
+  // slots behind, so a burst holds runs of 2-3 frames of each flow, and the
+  // PMD takes part of it, cutting a run anywhere.
+  const auto streams = CompileYaml(R"(
+duration: 10 s
+streams:
+  - {name: s, count: 100000, flows: {count: 4, rates: [80 kpps]}, frame: {size: 64}}
+)",
+                                   {p->capabilities().line_bps()});
+  constexpr uint32_t kFlows = 4;
+  const uint32_t first = streams[0].flow_id;
+  std::vector<uint64_t> got(kFlows), got_bytes(kFlows);
+  uint64_t other = 0;
+  auto take = [&](unsigned max) {
+    rte_mbuf* m[8];
+    const unsigned n = rte_ring_dequeue_burst(txr, reinterpret_cast<void**>(m), std::min(max, 8u), nullptr);
+    for (unsigned i = 0; i < n; ++i) {
+      const uint8_t* d = rte_pktmbuf_mtod(m[i], const uint8_t*);
+      const int off = proto::FindSignatureOffset(d, m[i]->data_len);
+      const uint32_t f = off >= 0 ? proto::Load24(d + off + 3) - first : UINT32_MAX;
+      if (f < kFlows) {
+        ++got[f];
+        got_bytes[f] += m[i]->data_len + 4u;  // + FCS, as TX counts
+      } else {
+        ++other;
+      }
+      rte_pktmbuf_free(m[i]);
+    }
+    return n;
+  };
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    uint32_t x = 12345;
+    while (!stop.load()) {  // 1..24 frames at a time, so the PMD's cuts fall anywhere in a burst
+      x = x * 1103515245u + 12345u;
+      for (unsigned left = 1 + (x >> 16) % 24, k; left != 0 && (k = take(left)) != 0; left -= k) {
+      }
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+      while (std::chrono::steady_clock::now() < until) rte_pause();
+    }
+  });
+  TrialOptions opt;
+  opt.drain_ns = 10'000'000;
+  auto r = RunTrial(TestEal(), {p.get()}, streams, opt);
+  stop.store(true);
+  reader.join();
+  while (take(8) != 0) {
+  }
+  p.reset();
+  rte_ring_free(rxr);
+  rte_ring_free(txr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const StreamResult& s = r->streams[0];
+  EXPECT_EQ(s.tx.packets, 100000u);
+  EXPECT_GT(s.tx.retries, 100u);  // the PMD left frames pending that often
+  EXPECT_EQ(other, 0u);
+  ASSERT_EQ(s.per_flow.size(), kFlows);
+  uint64_t sum = 0;
+  for (uint32_t f = 0; f < kFlows; ++f) {
+    EXPECT_EQ(s.per_flow[f].tx_packets, got[f]) << "flow " << f;
+    EXPECT_EQ(s.per_flow[f].tx_bytes, got_bytes[f]) << "flow " << f;
+    EXPECT_EQ(got_bytes[f], got[f] * 64) << "flow " << f;
+    sum += got[f];
+  }
+  EXPECT_EQ(sum, 100000u);
+  std::printf("  %lu tx_burst calls left frames pending; flows got %lu..%lu frames\n",
+              static_cast<unsigned long>(s.tx.retries),
+              static_cast<unsigned long>(*std::min_element(got.begin(), got.end())),
+              static_cast<unsigned long>(*std::max_element(got.begin(), got.end())));
 }
 
 // Feedback naming chosen QPs, put on the RX queue of the lcore that does not

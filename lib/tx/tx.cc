@@ -506,8 +506,10 @@ void TxTask::CountResends(State& st, unsigned n) {
 // instructions per packet (tools/count_instructions.sh build), 91.80 Mpps =
 // 1.22x testpmd txonly at 78 B and 1.21x at 1022 B (tools/bench_vs_testpmd.sh
 // build 10 tx, Zen 5 host; 1.09x / 1.15x an hour before with the same loop:
-// the host's drift). 4,096 own-rate flows all behind: 33-44 TSC cycles per
-// frame against 26-32 for one flow (tools/bench_flow_rates.sh build 5 5).
+// the host's drift). 4,096 own-rate flows all behind, filled and counted by
+// the pacer's runs: 25.3-25.9 TSC cycles per frame against 23.1-23.5 for one
+// flow, 0.91x (tools/bench_flow_rates.sh build 5 5; stage 5: 222.0
+// instructions a frame for one flow, 1.13x testpmd at 78 B that hour).
 // The history (356 -> 275 -> 223 -> 221: shape-specialised loops, stamps
 // from locals, static DPDK, catch-up runs) is in docs/benchmarks.md, "Issue
 // 13, stage 2" to "stage 4".

@@ -7,10 +7,13 @@
 // log, written in the order the frames leave, so the log is the truth a test
 // compares fabricgen's analyzer with:
 //
-//   out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce
+//   out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce,due_ns
 //
 // in_ns is the kernel's receive time of the frame (SO_TIMESTAMPNS), out_ns the
 // time just before it is sent, both CLOCK_REALTIME; held_ns = out_ns - in_ns.
+// due_ns is when the stage's model said the frame should leave (its queue's
+// departure plus its delay): out_ns is that plus the stage's own lateness,
+// which a hold-up of the stage's CPU makes large (-1 for drops).
 // action is `pass` (no reordering: the frame left after its delay, in arrival
 // order), `reorder` (held back until `extent` later frames had left; extent
 // is how many actually did) or a drop (`drop`, `drop_red`: out_index, out_ns
@@ -189,7 +192,7 @@ void Send(int fd, const std::vector<uint8_t>& bytes) {
 class Stage {
  public:
   Stage(const Options& o, int out_fd, FILE* log) : o_(o), out_(out_fd), log_(log), rng_(o.seed) {
-    std::fprintf(log_, "out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce\n");
+    std::fprintf(log_, "out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce,due_ns\n");
   }
 
   void Arrive(Frame f) {
@@ -282,10 +285,11 @@ class Stage {
   }
   void Drop(const Frame& f, const char* action) { Log(f, -1, -1, action, 0); }
   void Log(const Frame& f, long long out_index, int64_t out_ns, const char* action, int extent) {
-    std::fprintf(log_, "%lld,%llu,%zu,%lld,%lld,%lld,%s,%d,%llu,%d\n", out_index,
+    std::fprintf(log_, "%lld,%llu,%zu,%lld,%lld,%lld,%s,%d,%llu,%d,%lld\n", out_index,
                  static_cast<unsigned long long>(f.in_index), f.bytes.size(), static_cast<long long>(f.in_ns),
                  static_cast<long long>(out_ns), out_ns < 0 ? -1LL : static_cast<long long>(out_ns - f.in_ns), action,
-                 extent, static_cast<unsigned long long>(f.depth), f.ce ? 1 : 0);
+                 extent, static_cast<unsigned long long>(f.depth), f.ce ? 1 : 0,
+                 out_ns < 0 ? -1LL : static_cast<long long>(f.release_ns));
   }
 
   const Options& o_;

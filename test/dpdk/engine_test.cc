@@ -134,7 +134,10 @@ TEST(Engine, AStreamWithAStartSendsFromThenToItsEndAndOwesOnlyThat) {
   EXPECT_NEAR(static_cast<double>(a.tx.due), 40000.0, 32.0);
   EXPECT_NEAR(static_cast<double>(s.tx.due), 20000.0, 32.0);
   EXPECT_EQ(s.rx.packets, s.tx.packets);
-  EXPECT_GE(s.tx.first_ns, a.tx.first_ns + 199'000'000);
+  // a's first frame is the run's start unless the host held the lcore up
+  // then (a's pacer then fell behind: a stall), as it did once by 1.24 ms.
+  const int64_t slack = a.tx.stalls == 0 ? 1'000'000 : 20'000'000;
+  EXPECT_GE(s.tx.first_ns, a.tx.first_ns + 200'000'000 - slack) << "a's stalls " << a.tx.stalls;
   EXPECT_NEAR(static_cast<double>(s.tx.last_ns), static_cast<double>(a.tx.last_ns), 1e6);
 }
 

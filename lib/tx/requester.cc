@@ -7,6 +7,7 @@
 #include <bit>
 
 #include "proto/roce.h"
+#include "tx/flow_pacer.h"
 #include "tx/tx.h"
 #include "tx/tx_state.h"
 
@@ -185,6 +186,33 @@ const std::vector<RatePoint>& TxTask::rate_timeline(size_t i, uint32_t flow) con
   static const std::vector<RatePoint> kNone;
   const State& st = *streams_[i];
   return st.timeline.empty() ? kNone : st.timeline[flow];
+}
+
+// After its end an RC requester sends nothing new but recovers what it sent:
+// a NAK's go-back (OnFeedback) or a timeout (TickRetransmit) moves a flow's
+// cursor back, and the flows that owe packets resend them here, one frame
+// per flow per call (unpaced: at most one go-back window each). Runs on the
+// lcore in the run (a stream that ended before the others) and in the
+// engine's drain (PollRecovery).
+unsigned TxTask::Recover(State& st, uint64_t now) {
+  if (now >= st.gbn_next) TickRetransmit(st, now);
+  if (st.npending == 0 && !st.owing.empty()) {
+    FlowPacer::Run runs[kTxBurst];
+    unsigned n = 0;
+    size_t keep = 0;
+    for (size_t k = 0; k < st.owing.size(); ++k) {
+      const uint32_t f = st.owing[k];
+      if (st.cursors[f].seq >= st.gbn[f].high) {
+        st.owed[f] = 0;  // caught up with what it had sent
+        continue;
+      }
+      if (n < kTxBurst) runs[n++] = FlowPacer::Run{f, 1};
+      st.owing[keep++] = f;
+    }
+    st.owing.resize(keep);
+    if (n != 0) Generate(st, n, now, now, runs, n);
+  }
+  return st.npending != 0 ? SendPending(st, now) : 0;
 }
 
 }  // namespace fg::tx

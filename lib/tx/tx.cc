@@ -18,7 +18,6 @@
 
 namespace fg::tx {
 
-
 namespace {
 
 // Longest interval the pacer keeps exact: n * interval for a burst of 32
@@ -166,68 +165,6 @@ void TxTask::Arm(uint64_t start_tsc) {
 }
 
 size_t TxTask::num_streams() const { return streams_.size(); }
-const stream::CompiledStream& TxTask::stream(size_t i) const { return *streams_[i]->s; }
-
-const std::vector<uint32_t>& TxTask::flows(size_t i) const { return streams_[i]->flow_index; }
-
-void TxTask::FlowSent(size_t i, std::vector<uint64_t>& packets, std::vector<uint64_t>& bytes) const {
-  const State& st = *streams_[i];
-  for (size_t f = 0; f < st.flow_index.size(); ++f) {
-    packets[st.flow_index[f]] += st.flow_sent[f].packets;
-    bytes[st.flow_index[f]] += st.flow_sent[f].bytes;
-  }
-}
-
-TxCounters TxTask::counters(size_t i) const {
-  const State& st = *streams_[i];
-  TxCounters c;
-  c.packets = st.packets.Read();
-  c.bytes = st.bytes.Read();
-  c.retries = st.retries.Read();
-  c.alloc_failures = st.alloc_failures.Read();
-  c.credit_dropped = st.credit_dropped.Read();
-  c.stalls = st.stalls.Read();
-  c.late_burst_frames = st.late_burst_frames.Read();
-  c.first_ns = st.first_ns.Read();
-  c.last_ns = st.last_ns.Read();
-  c.due = st.due.Read();
-  c.paced = st.paced.load(std::memory_order_relaxed);
-  return c;
-}
-
-void TxTask::Control(size_t i, double pps, int mode) {
-  State& st = *streams_[i];
-  if (mode == State::kStopped && st.ctl_stop_tsc.load(std::memory_order_relaxed) == 0) {
-    st.ctl_stop_tsc.store(ReadTsc(), std::memory_order_relaxed);
-  }
-  st.ctl_pps_bits.store(std::bit_cast<uint64_t>(pps), std::memory_order_relaxed);
-  st.ctl_mode.store(mode, std::memory_order_relaxed);
-  st.ctl_gen.store(st.ctl_gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-}
-
-void TxTask::SetRate(size_t i, double pps) {
-  const int mode = streams_[i]->ctl_mode.load(std::memory_order_relaxed);
-  Control(i, pps, mode);
-}
-// A pause or stop keeps the control rate last set (not the flows' current
-// sum, which per-flow changes and DCQCN move: the lcore would take the
-// difference for a new stream rate).
-void TxTask::SetPaused(size_t i, bool paused) {
-  if (streams_[i]->ctl_mode.load(std::memory_order_relaxed) == State::kStopped) return;
-  Control(i, std::bit_cast<double>(streams_[i]->ctl_pps_bits.load(std::memory_order_relaxed)),
-          paused ? State::kPaused : State::kRunning);
-}
-void TxTask::Stop(size_t i) {
-  Control(i, std::bit_cast<double>(streams_[i]->ctl_pps_bits.load(std::memory_order_relaxed)), State::kStopped);
-}
-double TxTask::rate(size_t i) const {
-  if (streams_[i]->pacer != nullptr) {
-    return std::bit_cast<double>(streams_[i]->pacer_pps_bits.load(std::memory_order_relaxed));
-  }
-  return std::bit_cast<double>(streams_[i]->ctl_pps_bits.load(std::memory_order_relaxed));
-}
-bool TxTask::stopped(size_t i) const { return streams_[i]->done.load(std::memory_order_acquire); }
-bool TxTask::paused(size_t i) const { return streams_[i]->ctl_mode.load(std::memory_order_relaxed) == State::kPaused; }
 
 // Frames the open segment called for. At the stream's end (`final`, at TSC
 // time t): paced, the slots due before t (packet k is due k intervals after
@@ -672,33 +609,6 @@ unsigned TxTask::SendPending(State& st, uint64_t now) {
   return sent;
 }
 
-// After its end an RC requester sends nothing new but recovers what it sent:
-// a NAK's go-back (OnFeedback) or a timeout (TickRetransmit) moves a flow's
-// cursor back, and the flows that owe packets resend them here, one frame
-// per flow per call (unpaced: at most one go-back window each). Runs on the
-// lcore in the run (a stream that ended before the others) and in the
-// engine's drain (PollRecovery).
-unsigned TxTask::Recover(State& st, uint64_t now) {
-  if (now >= st.gbn_next) TickRetransmit(st, now);
-  if (st.npending == 0 && !st.owing.empty()) {
-    FlowPacer::Run runs[kTxBurst];
-    unsigned n = 0;
-    size_t keep = 0;
-    for (size_t k = 0; k < st.owing.size(); ++k) {
-      const uint32_t f = st.owing[k];
-      if (st.cursors[f].seq >= st.gbn[f].high) {
-        st.owed[f] = 0;  // caught up with what it had sent
-        continue;
-      }
-      if (n < kTxBurst) runs[n++] = FlowPacer::Run{f, 1};
-      st.owing[keep++] = f;
-    }
-    st.owing.resize(keep);
-    if (n != 0) Generate(st, n, now, now, runs, n);
-  }
-  return st.npending != 0 ? SendPending(st, now) : 0;
-}
-
 unsigned TxTask::PollRecovery() {
   unsigned sent = 0;
   const uint64_t now = ReadTsc();
@@ -735,63 +645,6 @@ unsigned TxTask::PollRecovery() {
   return sent;
 }
 
-void TxTask::OnRead(size_t i, uint32_t flow, uint32_t seq) {
-  State& st = *streams_[i];
-  const uint32_t k = st.s->read_packets;
-  st.due.Set(st.due.Read() + k);  // asked for: sent, or the tester's shortfall
-  if (st.job_count == kReadJobs) return;
-  st.jobs[(st.job_head + st.job_count) & (kReadJobs - 1)] = State::ReadJob{flow, seq * k, k};
-  ++st.job_count;
-}
-
-bool TxTask::responds(size_t i) const { return streams_[i]->responses; }
-
-uint64_t TxTask::resent(size_t i) const { return streams_[i]->resent_live.Read(); }
-
-// A READ's responses, in the order their requests were executed: each
-// job's packets back to back, several jobs to a burst. A job whose flow
-// must move to another PSN (past requests that never came, or back to a
-// late one) starts a burst of its own: its cursor moves before any of its
-// frames is stamped.
-unsigned TxTask::Respond(State& st, uint64_t now) {
-  if (st.npending == 0 && st.job_count != 0) {
-    FlowPacer::Run runs[kTxBurst];
-    unsigned n = 0, nruns = 0;
-    size_t head = st.job_head, count = st.job_count;
-    State::ReadJob front = st.jobs[head];
-    while (n < kTxBurst && count != 0) {
-      // read_next: the packet (PSN) the flow's cursor will be at once the
-      // frames planned so far are stamped. A job elsewhere (requests skipped
-      // or late) moves its PSN there; its signature sequence goes on, so the
-      // requester's analysis sees what was sent, in the order it was sent.
-      if (st.read_next[front.flow] != front.seq) {
-        if (n != 0) break;
-        st.s->program.SeekPacket(st.cursors[front.flow], front.seq);
-        st.read_next[front.flow] = front.seq;
-      }
-      const unsigned m = std::min<unsigned>(front.left, kTxBurst - n);
-      runs[nruns++] = FlowPacer::Run{front.flow, m};
-      n += m;
-      st.read_next[front.flow] += m;
-      front.seq += m;
-      front.left -= m;
-      if (front.left == 0) {
-        head = (head + 1) & (kReadJobs - 1);
-        --count;
-        if (count != 0) front = st.jobs[head];
-      }
-    }
-    if (Generate(st, n, now, now, runs, nruns)) {
-      st.job_head = head;
-      st.job_count = count;
-      if (count != 0) st.jobs[head] = front;  // the one left part-sent
-    } else {
-      for (unsigned r = 0; r < nruns; ++r) st.read_next[runs[r].flow] -= runs[r].count;  // the jobs stay for the next poll
-    }
-  }
-  return st.npending != 0 ? SendPending(st, now) : 0;
-}
-
 void TxTask::ApplyFlowCommands(State& st, uint64_t now) {
   State::FlowCmd cmds[64];
   const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
@@ -806,32 +659,6 @@ void TxTask::ApplyFlowCommands(State& st, uint64_t now) {
   // control thread's own input, ctl_pps_bits, which only the control thread writes).
   st.pacer_pps_bits.store(std::bit_cast<uint64_t>(st.pacer_pps), std::memory_order_relaxed);
 }
-
-bool TxTask::SetFlowRate(size_t i, uint32_t flow, double pps) {
-  State& st = *streams_[i];
-  if (st.pacer == nullptr || flow >= st.flow_index.size() || st.done.load(std::memory_order_acquire)) return false;
-  std::lock_guard<std::mutex> lock(st.flow_cmd_mu);
-  const State::FlowCmd c{flow, pps};
-  if (st.flow_cmds->Push(&c, 1) == 0) return false;  // 1,024 not yet applied: the lcore is not polling
-  st.flow_rate_view[flow] = pps;
-  st.flow_cmd_seq.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-bool TxTask::FlowRatesApplied(size_t i) const {
-  const State& st = *streams_[i];
-  return st.flow_cmd_done.load(std::memory_order_acquire) == st.flow_cmd_seq.load(std::memory_order_relaxed);
-}
-
-double TxTask::flow_rate(size_t i, uint32_t flow) const {
-  const State& st = *streams_[i];
-  if (st.pacer == nullptr) return rate(i) / static_cast<double>(st.flow_index.size());
-  std::lock_guard<std::mutex> lock(const_cast<State&>(st).flow_cmd_mu);
-  return st.flow_rate_view[flow];
-}
-
-bool TxTask::per_flow_rates(size_t i) const { return streams_[i]->pacer != nullptr; }
-
 
 void TxTask::Finish() {
   const uint64_t now = ReadTsc();

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "base/tsc.h"
+#include "base/units.h"
 #include "engine/worker.h"
 #include "port/kernel_if.h"
 
@@ -539,6 +540,97 @@ absl::StatusOr<std::vector<CapturedFrame>> LiveRun::Capture(size_t port, size_t 
   return frames;
 }
 
+uint64_t LiveRun::FramesSent() const {
+  uint64_t n = 0;
+  for (const LcoreWork& w : work_) {
+    n += w.tx_packets.Read();
+    for (const AnswerPort& ap : w.answer_ports) n += ap.packets.Read();
+  }
+  return n;
+}
+
+uint64_t LiveRun::Drain() {
+  // A frame sent in the drain (a READ's responses to requests the path held
+  // up, an ACK, a go-back-N resend) needs the drain's time to arrive as much
+  // as TX's last one: the counters are read drain_ns after the last frame
+  // sent, not after TX's end (else the trial counts it lost, and a packet
+  // socket's PMD took it after its interface's counters were read). Sampled
+  // every 1 ms; a change counts as sent at the sample that saw it.
+  const int64_t drain = std::max<int64_t>(0, options_.drain_ns);
+  // A recovery can chain (a resend's ACK, a timeout, a resend), each round
+  // a timeout and a path's delay; a requester resending into a dead link
+  // never ends: bounded at drain_ns + max(drain_ns, 1 s).
+  const int64_t bound = drain + std::max<int64_t>(drain, 1'000'000'000);
+  const uint64_t t0 = ReadTsc();
+  auto since = [&] { return static_cast<int64_t>(clock_.ToNs(ReadTsc() - t0)); };
+  std::vector<std::pair<int64_t, uint64_t>> seen{{0, FramesSent()}};  // (ns since t0, frames sent)
+  int64_t last_sent = 0;
+  bool quiet = false;
+  for (;;) {
+    const int64_t now = since();
+    if (now >= drain && now - last_sent >= drain) {
+      quiet = true;
+      break;
+    }
+    if (now >= bound) break;
+    const int64_t wait = std::min<int64_t>(1'000'000, std::max(drain, last_sent + drain) - now);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(wait, 1)));
+    const uint64_t n = FramesSent();
+    const int64_t t = since();
+    if (n != seen.back().second) last_sent = t;
+    seen.emplace_back(t, n);
+  }
+  WaitForKernelTx();
+  if (quiet) return 0;
+  // The bound reached with frames still going out: those of the last
+  // drain_ns had less than the drain's time.
+  const int64_t from = since() - drain;
+  uint64_t before = seen.front().second;
+  for (const auto& [t, n] : seen) {
+    if (t <= from) before = n;
+  }
+  return FramesSent() - before;
+}
+
+void LiveRun::WaitForKernelTx() {
+  // Frames a packet socket's PMD took but its interface has not sent (nor
+  // failed to hand on) wait in the socket's TX ring: the kernel refused the
+  // PMD's one request to send them (its send buffer full of frames the
+  // peer's input had not processed), and the PMD asks again only when a
+  // burst brings frames. Asked here every millisecond, they go out inside
+  // the trial; counted at the end they would be the tester's loss
+  // (tx_error), sent in the next trial's warm-up.
+  auto unsent = [&](size_t pi) -> uint64_t {
+    if (ports_[pi]->options().kernel_iface.empty()) return 0;
+    const uint64_t took = ports_[pi]->stats().tx_packets;  // first (see Finish)
+    const port::KernelCounters k = ports_[pi]->kernel_stats();
+    return k.valid && took > k.tx_packets + k.tx_dropped ? took - k.tx_packets - k.tx_dropped : 0;
+  };
+  const int64_t cap_ns = std::max<int64_t>(options_.drain_ns, 1'000'000'000);
+  const uint64_t t0 = ReadTsc();
+  std::vector<uint64_t> first(ports_.size(), 0);
+  for (size_t pi = 0; pi < ports_.size(); ++pi) first[pi] = unsent(pi);
+  if (std::all_of(first.begin(), first.end(), [](uint64_t n) { return n == 0; })) return;
+  bool waiting = true;
+  while (waiting && static_cast<int64_t>(clock_.ToNs(ReadTsc() - t0)) < cap_ns) {
+    for (size_t pi = 0; pi < ports_.size(); ++pi) {
+      if (first[pi] != 0) ports_[pi]->KickKernelTx();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    waiting = false;
+    for (size_t pi = 0; pi < ports_.size() && !waiting; ++pi) waiting = unsent(pi) != 0;
+  }
+  const int64_t waited_ns = static_cast<int64_t>(clock_.ToNs(ReadTsc() - t0));
+  for (size_t pi = 0; pi < ports_.size(); ++pi) {
+    if (first[pi] == 0) continue;
+    result_.warnings.push_back(absl::StrFormat(
+        "port %s: at the end of the drain interface %s had not yet sent %s frames its PMD took (the kernel had not "
+        "taken them from the packet socket's TX ring); the drain waited %s more for them%s",
+        ports_[pi]->name(), ports_[pi]->options().kernel_iface, FormatCount(first[pi]), FormatDuration(waited_ns),
+        waiting ? " and stopped at its bound (the rest count as tx_error)" : ""));
+  }
+}
+
 TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   if (finished_) return result_;
   finished_ = true;
@@ -556,15 +648,22 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     if (options_.sample_interval_ns > 0) TakeSample(tx_end);
   }
   for (auto& w : work_) w.phase.store(kDrain, std::memory_order_release);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(0, options_.drain_ns)));
+  const uint64_t drain_start = ReadTsc();
+  uint64_t late = Drain();
   // The kernel's side of kernel-backed ports while RX still polls (a frame
   // the kernel counted is read within the millisecond that follows), then
   // the PMDs' once the lcores have stopped: a frame never shows as dropped
   // only because it came between the two readings.
   kernel_end_.assign(ports_.size(), {});
+  kernel_pmd_tx_.assign(ports_.size(), 0);
+  const uint64_t sent_at_read = FramesSent();
+  result_.drain_ns = static_cast<int64_t>(clock_.ToNs(ReadTsc() - drain_start));
   bool kernel_backed = false;
   for (size_t pi = 0; pi < ports_.size(); ++pi) {
     if (ports_[pi]->options().kernel_iface.empty()) continue;
+    // The PMD's first: a frame it takes between the two readings is the
+    // kernel's to count, never one the kernel had not sent.
+    kernel_pmd_tx_[pi] = ports_[pi]->stats().tx_packets;
     kernel_end_[pi] = ports_[pi]->kernel_stats();
     kernel_backed = true;
   }
@@ -575,6 +674,10 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   if (kernel_backed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (auto& w : work_) w.phase.store(kStop, std::memory_order_release);
   rte_eal_mp_wait_lcore();
+  // Frames sent after the reading (in its last millisecond): not in the
+  // kernel's counts, and no time to arrive.
+  late += FramesSent() - sent_at_read;
+  result_.drain_late_frames = late;
   // Records handed over as the lcores stopped one after another (still in a
   // ring, or held back by a full one): observed here, the lcores being gone.
   {
@@ -725,7 +828,10 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     result_.ports[pi].xstats = ports_[pi]->xstats();
     result_.ports[pi].kernel_iface = ports_[pi]->options().kernel_iface;
     result_.ports[pi].software_rx_stamps = ports_[pi]->rx_timestamp().unit == port::RxTimestamp::Unit::kNone;
-    if (pi < kernel_end_.size()) result_.ports[pi].kernel = kernel_end_[pi];
+    if (pi < kernel_end_.size()) {
+      result_.ports[pi].kernel = kernel_end_[pi];
+      result_.ports[pi].kernel_read_pmd_tx = kernel_pmd_tx_[pi];
+    }
   }
   AssessTesterLimits(result_);
   // A NIC whose RX stamps do not count the clock its driver reads (a mode

@@ -196,6 +196,7 @@ struct PortResult {
   port::Stats hw;  // the PMD's counters over the trial
   std::vector<port::Xstat> xstats;
   port::KernelCounters kernel;  // the kernel interface behind the PMD (af_packet), over the trial
+  uint64_t kernel_read_pmd_tx = 0;  // the PMD's tx_packets when `kernel` was read (TX may send after)
   // RX lcores that came back to this port's queues after more than 1 ms with frames waiting.
   uint64_t rx_stalls = 0, rx_stall_max_ns = 0;
   bool software_rx_stamps = true;  // RX times from the TSC after rx_burst (a stall delays them)
@@ -221,6 +222,12 @@ struct TrialResult {
   std::vector<std::string> warnings;
   // Frames the host kernel dropped at its input backlog during the trial; -1: not read (no kernel-backed port).
   int64_t host_backlog_drops = -1;
+  // The drain (TrialOptions::drain_ns, from the last frame an lcore sent):
+  // how long it took, and the frames sent less than drain_ns before the
+  // counters were read or after (its bound, drain_ns + max(drain_ns, 1 s),
+  // reached while frames still went out: the tester limit drain_short).
+  int64_t drain_ns = 0;
+  uint64_t drain_late_frames = 0;
   // Some stream or port has a tester limit: its figures are not only the device's.
   bool tester_limited() const;
 };
@@ -357,6 +364,17 @@ class LiveRun {
   absl::Status Ask(const std::vector<std::pair<rx::RxTask*, rx::RxRequest*>>& asks, int64_t timeout_ns,
                    bool cancel_on_timeout) const;
   void CollectFlows();
+  // Frames the lcores have sent so far: TX tasks' and responders' answers.
+  uint64_t FramesSent() const;
+  // The drain: until drain_ns have passed since the last frame an lcore sent
+  // (TX, answers, a requester's recovery), at least drain_ns after TX ended,
+  // at most drain_ns + max(drain_ns, 1 s); then, while a kernel-backed port's interface has
+  // sent fewer frames than its PMD took (they wait in the packet socket's TX
+  // ring for the kernel, e.g. a host that held the lab's CPU), on, the
+  // lcores still kicking that ring, up to max(drain_ns, 1 s) more. Returns
+  // the frames sent less than drain_ns before its end (0 when it ended quiet).
+  uint64_t Drain();
+  void WaitForKernelTx();
 
   struct RxRef {
     size_t port;
@@ -393,6 +411,7 @@ class LiveRun {
   bool tx_ended_ = false;                         // under sample_mu_
   int64_t backlog_drops_start_ = -1;              // HostBacklogDrops() at start, with a kernel-backed port
   std::vector<port::KernelCounters> kernel_end_;  // per port, read at the end of the drain
+  std::vector<uint64_t> kernel_pmd_tx_;           // per port, the PMD's tx_packets at that reading
 };
 
 }  // namespace fg::engine

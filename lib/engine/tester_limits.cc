@@ -88,10 +88,13 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::stri
     // veth's tx_dropped: the peer's input backlog, the device's side, which
     // host_backlog_drop also sees); anything else the PMD took was lost in
     // the tester.
-    if (hw.tx_packets > k.tx_packets + k.tx_dropped) {
-      out.push_back({kTxError, hw.tx_packets - k.tx_packets - k.tx_dropped,
-                     absl::StrFormat("the PMD took %s frames, interface %s sent %s (and could not hand on %s)",
-                                     FormatCount(hw.tx_packets), p.kernel_iface, FormatCount(k.tx_packets),
+    // Both read at the end of the drain (the PMD's first); frames TX sent
+    // after that reading are drain_short's.
+    if (p.kernel_read_pmd_tx > k.tx_packets + k.tx_dropped) {
+      out.push_back({kTxError, p.kernel_read_pmd_tx - k.tx_packets - k.tx_dropped,
+                     absl::StrFormat("the PMD took %s frames, interface %s sent %s (and could not hand on %s) by the "
+                                     "end of the drain",
+                                     FormatCount(p.kernel_read_pmd_tx), p.kernel_iface, FormatCount(k.tx_packets),
                                      FormatCount(k.tx_dropped))});
     }
     if (host_backlog_drops > 0) {
@@ -262,6 +265,16 @@ void AssessTesterLimits(TrialResult& r) {
   for (StreamResult& s : r.streams) {
     s.tester_limits.clear();
     AssessStream(s, r.ports, r.warnings);
+    if (r.drain_late_frames != 0) {
+      // The whole trial's: any stream's counts may miss them.
+      s.tester_limits.push_back(
+          {kDrainShort, r.drain_late_frames,
+           absl::StrFormat("the run's lcores sent %s frames (responses, answers or resends to frames the path "
+                           "delivered late, or resends into a path that loses them all) too close to the drain's end "
+                           "to arrive within it: it runs `drain` past the last frame sent, bounded at `drain` + "
+                           "max(`drain`, 1 s) after TX (it took %s); they may count as lost",
+                           FormatCount(r.drain_late_frames), FormatDuration(r.drain_ns))});
+    }
   }
   if (const std::string note = HoldUpNote(r.lcores); !note.empty()) {
     for (PortResult& p : r.ports) AppendHoldUpNote(p.tester_limits, note);

@@ -49,6 +49,7 @@ inline constexpr char kRxDrop[] = "rx_drop";
 inline constexpr char kRxStall[] = "rx_stall";
 inline constexpr char kHostBacklogDrop[] = "host_backlog_drop";
 inline constexpr char kAnswerDrop[] = "answer_drop";
+inline constexpr char kDrainShort[] = "drain_short";
 
 // "tx_shortfall 6,198 (sent 8,802 of 15,000 ...); rx_drop 82 (...)"
 std::string DescribeLimits(const std::vector<TesterLimit>& limits);

@@ -212,6 +212,8 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
       }
     }
   }
+  t.warnings = r.warnings;
+  t.drain_ns = r.drain_ns;
   t.loss_ratio = t.tx_frames == 0 ? 0
                                   : static_cast<double>(t.tx_frames - std::min(t.tx_frames, t.rx_frames)) /
                                         static_cast<double>(t.tx_frames);

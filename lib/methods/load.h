@@ -59,6 +59,11 @@ struct TrialRecord {
   // The trial's QPs set up by CM (frame.roce.connect: cm) before its data:
   // every such stream's together (empty: none connects).
   std::optional<engine::QpSetup> qp_setup;
+  // What a reader of the trial's figures must know and that is not a tester
+  // limit (engine::TrialResult::warnings: PAUSE that held TX back, frames
+  // received in error, a drain that waited for a packet socket's TX ring).
+  std::vector<std::string> warnings;
+  int64_t drain_ns = 0;  // how long the drain took (`drain` past the last frame sent)
 };
 
 struct MethodOptions {

@@ -3,7 +3,15 @@
 #include <fstream>
 #include <sstream>
 
+#include <dirent.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 namespace fg::port {
 namespace {
@@ -86,6 +94,39 @@ std::string KernelInterfaceOf(const std::string& device) {
     }
   }
   return "";
+}
+
+std::vector<int> PacketSocketsOf(const std::string& iface) {
+  std::vector<int> out;
+  const unsigned index = if_nametoindex(iface.c_str());
+  if (index == 0) return out;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return out;
+  const int self = dirfd(d);
+  while (const dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == self) continue;
+    struct stat st {};
+    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    int domain = 0;
+    socklen_t len = sizeof domain;
+    if (getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_PACKET) continue;
+    sockaddr_ll sll{};
+    len = sizeof sll;
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sll), &len) != 0) continue;
+    if (static_cast<unsigned>(sll.sll_ifindex) == index) out.push_back(static_cast<int>(fd));
+  }
+  closedir(d);
+  return out;
+}
+
+int KickPacketSockets(const std::vector<int>& fds) {
+  int refused = 0;
+  for (int fd : fds) {
+    if (sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) == -1 && (errno == EAGAIN || errno == ENOBUFS)) ++refused;
+  }
+  return refused;
 }
 
 }  // namespace fg::port

@@ -53,6 +53,17 @@ std::vector<int64_t> ParseStealNs(std::istream& stat, long ticks_per_s);
 // see is the CPU taken from the whole system (a hypervisor, firmware).
 int64_t ThreadRunDelayNs(int tid);
 
+// This process's packet sockets (AF_PACKET) bound to interface `iface`:
+// net_af_packet's, one per queue. Empty when there are none.
+std::vector<int> PacketSocketsOf(const std::string& iface);
+// Asks the kernel to send what waits in each socket's TX ring (an empty
+// non-blocking send: the kernel walks the ring). net_af_packet in DPDK
+// 22.11 asks only when a burst brings frames (an empty burst returns
+// before it), and ignores a refusal (the socket's send buffer full), so
+// the frames of a trial's last burst can wait in the ring for a burst that
+// never comes. Returns the sockets the kernel refused (EAGAIN/ENOBUFS).
+int KickPacketSockets(const std::vector<int>& fds);
+
 // The kernel interface a DPDK device string names through `iface=NAME`
 // (net_af_packet0,iface=veth0; net_pcap0,iface=eth0), or "".
 std::string KernelInterfaceOf(const std::string& device);

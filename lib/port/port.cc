@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 #include "base/units.h"
@@ -345,6 +346,9 @@ absl::Status Port::Start() {
     return RteError(ret, absl::StrFormat("port '%s': rte_eth_dev_start", name()));
   }
   started_ = true;
+  if (!options_.kernel_iface.empty() && absl::StartsWith(options_.dpdk_name, "net_af_packet")) {
+    packet_sockets_ = PacketSocketsOf(options_.kernel_iface);
+  }
   if (ts_driver_ && !nic_clock_) {
     // Fit the NIC clock before the first frame: a few bracketed readings
     // ~0.2 ms apart; the engine keeps sampling and re-fitting during runs.

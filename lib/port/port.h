@@ -233,6 +233,10 @@ class Port {
   std::vector<Xstat> xstats() const;
   // The kernel interface's counters since ResetStats (invalid without one).
   KernelCounters kernel_stats() const;
+  // net_af_packet: asks the kernel to send what waits in the port's packet
+  // sockets' TX rings (KickPacketSockets); from any thread. Returns the
+  // sockets whose kernel refused for now; 0 on any other port.
+  int KickKernelTx() const { return KickPacketSockets(packet_sockets_); }
   void ResetStats();
   // Refreshes link state (speed, up/down) in capabilities().
   void RefreshLink();
@@ -255,6 +259,7 @@ class Port {
   std::unique_ptr<NicClock> nic_clock_;
   std::vector<std::string> notes_;
   KernelCounters kernel_base_;  // at ResetStats
+  std::vector<int> packet_sockets_;  // net_af_packet's, found at Start
   bool started_ = false;
 };
 

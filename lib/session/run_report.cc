@@ -239,6 +239,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   w.Field("interrupted", r.interrupted);
   w.Field("timed_out", r.timed_out);
   w.Field("duration_ns", r.duration_ns);
+  w.Field("drain_ns", r.drain_ns);  // `drain` past the last frame sent (longer when the drain sent frames)
   // The tester fell behind somewhere: the streams' tester_limits say where.
   w.Field("tester_limited", r.tester_limited());
   w.Key("warnings");

@@ -1,6 +1,8 @@
 #include "session/test_report.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/units.h"
 #include "methods/kinds.h"
 #include "report/json.h"
@@ -40,6 +42,11 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   for (const auto& [k, v] : t.port_counters) w.Field(k, v);
   w.EndObject();
   WriteQpSetup(w, t.qp_setup);  // the trial's connection initiation latency (its QPs' CM set-up)
+  w.Field("drain_ns", t.drain_ns);
+  w.Key("warnings");
+  w.BeginArray();
+  for (const std::string& x : t.warnings) w.String(x);
+  w.EndArray();
   w.EndObject();
 }
 
@@ -155,7 +162,10 @@ std::string TrialLine(const std::string& test, const methods::TrialRecord& t, do
                          test, t.index, t.phase, what, FormatDuration(static_cast<int64_t>(t.duration_s * 1e9)),
                          FormatCount(t.tx_frames), FormatCount(t.rx_frames), t.loss_ratio * 100,
                          t.included ? "" : " (not counted: " + t.excluded_because + ")", elapsed_s,
-                         left_s < 0 ? "" : absl::StrFormat(", ~%.0f s left (estimate)", left_s));
+                         left_s < 0 ? "" : absl::StrFormat(", ~%.0f s left (estimate)", left_s)) +
+         absl::StrJoin(t.warnings, "", [](std::string* out, const std::string& w) {
+           absl::StrAppend(out, "    warning: ", w, "\n");
+         });
 }
 
 std::string TestsSummary(const std::vector<TestOutcome>& results) {

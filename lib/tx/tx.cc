@@ -629,19 +629,6 @@ unsigned TxTask::PollRecovery() {
       sent += Recover(*st, now);
     }
   }
-  // A kernel-backed PMD (af_packet) marks a burst's frames in its ring and
-  // then asks the kernel to send them with one syscall, whose refusal (the
-  // socket's send buffer full while the kernel's backlog waits for a CPU a
-  // VM host took away) it ignores: those frames wait for the next burst's
-  // syscall. At a trial's end there is none, and they were never sent (the
-  // port's tx_error "the PMD took N frames, interface sent N - 64", in every
-  // attempt of a trial on such an hour). The drain sends an empty burst
-  // every 100 us, which makes the PMD ask again; on other PMDs a no-op.
-  if (sent == 0 && now >= next_kick_) {
-    next_kick_ = now + late_ticks_ / 10;
-    rte_mbuf* none[1];
-    rte_eth_tx_burst(port_id_, queue_, none, 0);
-  }
   return sent;
 }
 

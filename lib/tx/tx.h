@@ -219,7 +219,6 @@ class TxTask : public PollTask {
   int tag_off_;
   uint64_t tag_salt_;    // differs per task, so a tag from an earlier run never matches
   uint64_t late_ticks_;  // 1 ms: a burst released later than this after its start is late
-  uint64_t next_kick_ = 0;  // the drain's next empty burst (PollRecovery)
   std::vector<std::unique_ptr<State>> streams_;
   port::TxSchedule sched_;
   uint64_t sched_seen_ = 0;  // the shared line's sequence last copied

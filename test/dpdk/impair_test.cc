@@ -220,6 +220,38 @@ streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
   ExpectOnlyHostHoldUps(s);
 }
 
+// The drain runs `drain` (100 ms here) past the last frame sent, not past
+// TX's end: the path holds every data frame 50 ms, and the mover drops the
+// first copy of each QP's last packet. TX ends at 100 ms; the responder's
+// ACKs go on until the last data arrives (~150 ms), the requester's 80 ms
+// timeout resends the 4 packets at ~230 ms, which arrive at ~280 ms. A drain
+// ending 100 ms after TX (at ~200 ms) would leave them unrecovered; this one
+// ends 100 ms after the resends (~230 ms after TX), and every message
+// completes.
+TEST(Responder, TheDrainWaitsForWhatTheRecoverySends) {
+  RingPath path("gbndrain");
+  ASSERT_TRUE(path.ok()) << path.error();
+  Impairments imp;
+  imp.drop_first = {999};
+  imp.delay_ns = 50'000'000;
+  auto res = path.RunPlan(R"(
+duration: 1 s
+ports: [{name: a}, {name: b, respond: true}]
+streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, retransmit: {timeout: 80 ms}}}}]
+)", imp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  const StreamResult& s = res->streams[0];
+  EXPECT_EQ(s.retx.unique_packets, 4000u);
+  EXPECT_EQ(s.retx.timeouts, 4u);  // each QP's lost last packet, once
+  EXPECT_EQ(s.responder.delivered_packets, 4000u);
+  EXPECT_EQ(s.tx.packets - s.rx.packets, 4u);  // the 4 first copies dropped
+  EXPECT_EQ(res->drain_late_frames, 0u);
+  EXPECT_GE(res->drain_ns, 200'000'000) << "the drain did not wait for the resends";
+  EXPECT_LT(res->drain_ns, 1'100'000'000);
+  ExpectOnlyHostHoldUps(s);
+}
+
 // Interrupted, an RC requester still recovers what it sent: from its
 // 2,000th packet on the mover drops the first copy of every packet of each of
 // 4 QPs, so only the retransmit timeout (10 ms) brings each back, and at any

@@ -10,6 +10,7 @@
 #include <rte_ring.h>
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <set>
@@ -41,6 +42,9 @@ struct Impairments {
   // Asked for every frame, in arrival order, with the frame's TX time from
   // its signature: true drops it (a policer, a shaper's tail drop).
   std::function<bool(uint64_t tx_ns)> police;
+  // Every frame handed on this long after the mover took it (a path's
+  // delay), in the order taken; 0: at once.
+  uint64_t delay_ns = 0;
 };
 
 // A token-bucket policer as a DUT of known capacity: `pps` tokens a second,
@@ -96,10 +100,24 @@ class Mover {
     ip[11] = static_cast<uint8_t>(~sum);
   }
   void Put(rte_mbuf* m) {
+    if (imp_.delay_ns != 0) {
+      delayed_.emplace_back(rte_rdtsc() + imp_.delay_ns * rte_get_tsc_hz() / 1'000'000'000, m);
+      return;
+    }
+    Forward(m);
+  }
+  void Forward(rte_mbuf* m) {
     if (on_forward_) on_forward_(m);
     while (rte_ring_enqueue(out_, m) != 0) {
     }
     moved_.fetch_add(1);
+  }
+  void ReleaseDue() {
+    const uint64_t now = rte_rdtsc();
+    while (!delayed_.empty() && delayed_.front().first <= now) {
+      Forward(delayed_.front().second);
+      delayed_.pop_front();
+    }
   }
   void Run() {
     // On the main lcore's CPU, never on a worker's: the DUT must not take
@@ -111,6 +129,7 @@ class Mover {
     rte_mbuf* burst[32];
     std::map<uint32_t, rte_mbuf*> held;
     while (!stop_.load()) {
+      ReleaseDue();
       const unsigned n = rte_ring_dequeue_burst(in_, reinterpret_cast<void**>(burst), 32, nullptr);
       for (unsigned i = 0; i < n; ++i) {
         rte_mbuf* m = burst[i];
@@ -145,6 +164,7 @@ class Mover {
       }
     }
     for (auto& [s, m] : held) rte_pktmbuf_free(m);
+    for (auto& [t, m] : delayed_) rte_pktmbuf_free(m);
   }
 
   rte_ring* in_;
@@ -152,6 +172,7 @@ class Mover {
   rte_mempool* pool_;
   Impairments imp_;
   std::set<uint64_t> dropped_first_;  // (flow id << 32 | seq) dropped once already
+  std::deque<std::pair<uint64_t, rte_mbuf*>> delayed_;  // (TSC due, frame), Impairments::delay_ns
   std::function<void(rte_mbuf*)> on_forward_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> moved_{0};

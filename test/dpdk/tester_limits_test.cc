@@ -4,9 +4,15 @@
 #include "engine/tester_limits.h"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <rte_lcore.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -118,8 +124,38 @@ TEST(TesterLimits, AVethsPeerRefusingFramesIsNotATxError) {
   r.ports[0].kernel_iface = "fga";
   // The PMD took them all; the interface sent all but 5, which its peer's input backlog refused.
   r.ports[0].kernel = port::KernelCounters{true, 0, r.ports[0].hw.tx_packets - 5, 0, 5};
+  r.ports[0].kernel_read_pmd_tx = r.ports[0].hw.tx_packets;
   AssessTesterLimits(r);
   EXPECT_EQ(Find(r.ports[0].tester_limits, kTxError), nullptr);
+  r.ports[0].kernel.tx_dropped = 4;  // one neither sent nor refused
+  AssessTesterLimits(r);
+  const TesterLimit* t = Find(r.ports[0].tester_limits, kTxError);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->count, 1u);
+}
+
+// The drain's last millisecond: the kernel's counters are read, then the
+// lcores stop. A frame the PMD took in between (a READ's response to a late
+// request) is not one the kernel failed to send: it is drain_short's.
+TEST(TesterLimits, FramesTheTxSentAfterTheKernelReadingAreNotATxError) {
+  TrialResult r = KeptUp();
+  r.ports[0].kernel_iface = "fga";
+  r.ports[0].kernel_read_pmd_tx = r.ports[0].hw.tx_packets - 331;
+  r.ports[0].kernel = port::KernelCounters{true, 0, r.ports[0].kernel_read_pmd_tx, 0, 0};
+  r.drain_late_frames = 331;
+  r.drain_ns = 200'000'000;
+  AssessTesterLimits(r);
+  EXPECT_EQ(Find(r.ports[0].tester_limits, kTxError), nullptr);
+  for (const StreamResult& s : r.streams) {
+    const TesterLimit* d = Find(s.tester_limits, kDrainShort);
+    ASSERT_NE(d, nullptr) << s.name;
+    EXPECT_EQ(d->count, 331u);
+    EXPECT_NE(d->detail.find("sent 331 frames"), std::string::npos) << d->detail;
+    EXPECT_NE(d->detail.find("(it took 200.000 ms)"), std::string::npos) << d->detail;
+  }
+  r.drain_late_frames = 0;
+  AssessTesterLimits(r);
+  EXPECT_FALSE(r.tester_limited());
 }
 
 TEST(TesterLimits, AnRxStallMattersOnlyWithSoftwareRxTimes) {
@@ -166,6 +202,7 @@ TEST(TesterLimits, KernelInterfaceCountsWhatTheSocketDropped) {
   r.ports[1].kernel = port::KernelCounters{true, r.ports[1].hw.rx_packets + 82, 0, 0, 0};
   r.ports[0].kernel_iface = "fga";
   r.ports[0].kernel = port::KernelCounters{true, 0, r.ports[0].hw.tx_packets - 4, 0, 0};
+  r.ports[0].kernel_read_pmd_tx = r.ports[0].hw.tx_packets;
   AssessTesterLimits(r);
   const TesterLimit* d = Find(r.ports[1].tester_limits, kRxDrop);
   ASSERT_NE(d, nullptr);
@@ -248,6 +285,25 @@ TEST(KernelInterface, NamedByIfaceInTheDeviceString) {
   EXPECT_EQ(port::KernelInterfaceOf("0000:03:00.0"), "");
   EXPECT_FALSE(port::ReadKernelCounters("no-such-if0").valid);
   EXPECT_TRUE(port::ReadKernelCounters("lo").valid);
+}
+
+// The sockets a net_af_packet port's kick asks the kernel through: this
+// process's packet sockets bound to the interface, no other socket.
+TEST(KernelInterface, PacketSocketsAreFoundByTheInterfaceTheyAreBoundTo) {
+  const int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+  if (fd < 0) GTEST_SKIP() << "no packet socket here (needs CAP_NET_RAW)";
+  const int udp = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_ll sll{};
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons(ETH_P_ALL);
+  sll.sll_ifindex = static_cast<int>(if_nametoindex("lo"));
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll), 0);
+  EXPECT_EQ(port::PacketSocketsOf("lo"), std::vector<int>{fd});
+  EXPECT_TRUE(port::PacketSocketsOf("no-such-if0").empty());
+  EXPECT_EQ(port::KickPacketSockets({}), 0);
+  close(udp);
+  close(fd);
+  EXPECT_TRUE(port::PacketSocketsOf("lo").empty());
 }
 
 // Holds the CPU of worker lcore `lcore` for `ms` at real-time priority:

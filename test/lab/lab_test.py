@@ -137,9 +137,8 @@ class TbfCapacityTest(LabRun):
                 c = t["port_counters"]
                 self.assertEqual(c["a.hw_rx_packets"] + c["b.hw_rx_packets"], t["rx_frames_unique"] + t["rx_frames_other"],
                                  test["name"])
-        lost = sum(t["tx_frames"] - t["rx_frames_unique"] for test in self.report["tests"] for t in test["trials"])
-        self.say("lost over all trials: %d by our count, %d by the qdisc's", lost, tbf_dropped(self.truth))
-        self.assertEqual(lost, tbf_dropped(self.truth))
+        trials = [t for test in self.report["tests"] for t in test["trials"]]
+        lost = labtest.assert_lost_are_the_counted_drops(self, trials, tbf_dropped(self.truth), "frames")
         self.assertGreater(lost, 0)
 
 
@@ -189,10 +188,8 @@ class ReadCapacityTest(LabRun):
         self.assertTrue(t["complete"])
         for tr in t["trials"]:
             self.assertEqual(tr["tx_frames"] % 4, 0, tr["index"])  # 4 response packets per request asked for
-        lost = sum(tr["tx_frames"] - tr["rx_frames_unique"] for tr in t["trials"])
-        self.say("READ: response frames lost over all trials: %d by our count, %d by the tbf's", lost,
-                 tbf_dropped(self.truth))
-        self.assertEqual(lost, tbf_dropped(self.truth))
+        lost = labtest.assert_lost_are_the_counted_drops(self, t["trials"], tbf_dropped(self.truth),
+                                                         "READ: response frames")
         self.assertGreater(lost, 0)
         limited = [(tr["index"], tr["excluded_because"]) for tr in t["trials"] if tr["tester_limited"]]
         self.say("READ: tester-limited trials: %d of %d: %s", len(limited), len(t["trials"]), limited or "none")
@@ -269,8 +266,7 @@ class TbfBufferTest(LabRun):
         self.assertLessEqual(abs(p["absorbed_burst_frames_per_sender"] - truth), 1)
         self.assertEqual(p["first_loss_burst_frames_per_sender"], p["absorbed_burst_frames_per_sender"] + 1)
         self.assertEqual(p["incast_ratio"], "1:1")
-        lost = sum(tr["tx_frames"] - tr["rx_frames_unique"] for tr in t["trials"])
-        self.assertEqual(lost, tbf_dropped(self.truth))
+        labtest.assert_lost_are_the_counted_drops(self, t["trials"], tbf_dropped(self.truth), "burst frames")
 
 
 if __name__ == "__main__":

@@ -153,3 +153,38 @@ def assert_limited_trials_were_holdups(case, trials):
             continue
         case.assertFalse(t["included"], t["index"])
         case.assertEqual(limits_not_explained_by_a_holdup(t), [], (t["index"], t["excluded_because"]))
+
+
+# Limits under which the tester itself lost frames it counts as sent: frames
+# its PMD took that its interface never sent (tx_error), frames dropped in its
+# own ring or packet socket (rx_drop), the host's input backlog (on a shared
+# host the tester's or the lab's), frames sent too close to the drain's end
+# to arrive (drain_short: the whole trial's, listed on every stream).
+LOSS_KINDS = ("tx_error", "rx_drop", "host_backlog_drop")
+
+
+def tester_own_losses(trial):
+    """The frames a trial's tester limits say the tester itself lost (an upper
+    bound: a limit names the frames it could have cost)."""
+    limits = trial.get("tester_limits", [])
+    drain = max([l["count"] for l in limits if l["kind"] == "drain_short"] or [0])
+    return drain + sum(l["count"] for l in limits if l["kind"] in LOSS_KINDS)
+
+
+def assert_lost_are_the_counted_drops(case, trials, dropped, what):
+    """Every frame lost over `trials` (sent minus received once) is one the
+    lab's counter `dropped` counted, exactly, when the tester lost none
+    itself. When it did (its limits name them, and those trials were
+    excluded) the loss lies between the counter and the counter plus those:
+    a frame left in the tester's TX ring at a trial's end goes out in the
+    next trial's warm-up, where the counter may drop it too."""
+    lost = sum(t["tx_frames"] - t["rx_frames_unique"] for t in trials)
+    own = sum(tester_own_losses(t) for t in trials)
+    case.say("%s lost over all trials: %d by our count, %d by the lab's counter; the tester's own losses: %d",
+             what, lost, dropped, own)
+    if own == 0:
+        case.assertEqual(lost, dropped)
+    else:
+        case.assertGreaterEqual(lost, dropped)
+        case.assertLessEqual(lost, dropped + own)
+    return lost

@@ -29,9 +29,14 @@ streams:
   - {name: roce, rate: 1 Gbps, frame: {roce: {op: SEND, message: 256 B}}}
 tests:
   - throughput: {name: tput, streams: [udp], search: binary, min: 1 %, max: 30 %, precision: 10 %,
-                 trial_duration: 100 ms, warmup: none}
-  - latency: {name: lat, streams: [udp], at_throughput_of: tput, runs: 1, trial_duration: 100 ms, warmup: none}
+                 trial_duration: 100 ms, warmup: none, tester_limit_retries: 20}
+  - latency: {name: lat, streams: [udp], at_throughput_of: tput, runs: 1, trial_duration: 100 ms, warmup: none,
+              tester_limit_retries: 20}
 """
+# tester_limit_retries: 20 (the product's default is 5): these tests are about
+# the CLI; on a VM host that steals 20-90 ms of a busy vCPU per 300 ms every
+# trial's RX lcore stalls > 1 ms now and then, and 6 limited attempts in a row
+# stopped the latency test (2026-12-03).
 
 
 class Hardening(unittest.TestCase):

@@ -30,8 +30,11 @@ streams:
   - {name: roce, rate: 20 kpps, flows: 4, frame: {roce: {op: SEND, message: 256 B}}}
   - {name: udp, rate: 10 kpps, frame: {size: 128 B}}
 tests:
-  - latency: {name: quick, load: 0.1 %, runs: 1, trial_duration: 300 ms, warmup: none}
+  - latency: {name: quick, load: 0.1 %, runs: 1, trial_duration: 300 ms, warmup: none, tester_limit_retries: 20}
 """
+# tester_limit_retries: 20 (default 5): a test of the shell, not of the host; a
+# VM host taking 20-90 ms of a busy vCPU per trial stalled RX > 1 ms in 6
+# attempts in a row (2026-12-03).
 
 
 class Pty:

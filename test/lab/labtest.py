@@ -36,9 +36,45 @@ class LabRun(unittest.TestCase):
     # fabricgen exits 1 when a test stops incomplete (e.g. the tester was the
     # limit in every attempt of a trial); such a class still reads the report.
     ALLOW_INCOMPLETE = False
+    # A plain run (no tests section, so no tester_limit_retries) whose
+    # latencies a test judges, per stream named here. An rx_stall (the RX
+    # lcore back more than 1 ms late with frames waiting) makes those frames'
+    # software RX times late, as the product says; each stall delays about
+    # one frame of a slow stream. While a stream's stalls exceed
+    # MAX_STALLED_SHARE of its frames the whole lab run is made again, up to
+    # RUN_ATTEMPTS times; `held_up` says what the kept run still had, and a
+    # test widens its bound by the stalls it accepted (`stalled`).
+    CLEAN_LATENCY_STREAMS = ()
+    RUN_ATTEMPTS = 5
+    MAX_STALLED_SHARE = 0.02
+
+    @staticmethod
+    def stalled(stream):
+        return sum(l["count"] for l in stream.get("tester_limits", []) if l["kind"] == "rx_stall")
+
+    @classmethod
+    def held_up_streams(cls, report):
+        return ["%s: rx_stall %d of %d frames" % (s["name"], cls.stalled(s), s["rx_packets"])
+                for s in report.get("streams", []) if s["name"] in cls.CLEAN_LATENCY_STREAMS
+                and cls.stalled(s) > cls.MAX_STALLED_SHARE * max(1, s["rx_packets"])]
 
     @classmethod
     def setUpClass(cls):
+        cls.held_up, cls.attempts = [], 0
+        for cls.attempts in range(1, cls.RUN_ATTEMPTS + 1):
+            cls.run_once()
+            if not cls.CLEAN_LATENCY_STREAMS or cls.report is None:
+                break
+            cls.held_up = cls.held_up_streams(cls.report)
+            if not cls.held_up:
+                break
+            sys.stderr.write("  %s: attempt %d held up (%s), run again\n" % (cls.__name__, cls.attempts,
+                                                                          "; ".join(cls.held_up)))
+            if cls.attempts < cls.RUN_ATTEMPTS:
+                cls.tmp.cleanup()
+
+    @classmethod
+    def run_once(cls):
         import fglab as lab
         cls.lab = lab
         cls.tmp = tempfile.TemporaryDirectory(prefix="fabricgen-lab-")

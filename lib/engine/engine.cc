@@ -549,13 +549,33 @@ uint64_t LiveRun::FramesSent() const {
   return n;
 }
 
-uint64_t LiveRun::Drain() {
+uint64_t LiveRun::FramesReceived() const {
+  uint64_t n = 0;
+  for (const LcoreWork& w : work_) n += w.rx_packets.Read();
+  return n;
+}
+
+uint64_t LiveRun::UnsentInKernel(size_t pi) const {
+  if (ports_[pi]->options().kernel_iface.empty()) return 0;
+  const uint64_t took = ports_[pi]->stats().tx_packets;  // first (see Finish)
+  const port::KernelCounters k = ports_[pi]->kernel_stats();
+  return k.valid && took > k.tx_packets + k.tx_dropped ? took - k.tx_packets - k.tx_dropped : 0;
+}
+
+LiveRun::DrainEnd LiveRun::Drain() {
   // A frame sent in the drain (a READ's responses to requests the path held
   // up, an ACK, a go-back-N resend) needs the drain's time to arrive as much
   // as TX's last one: the counters are read drain_ns after the last frame
   // sent, not after TX's end (else the trial counts it lost, and a packet
   // socket's PMD took it after its interface's counters were read). Sampled
   // every 1 ms; a change counts as sent at the sample that saw it.
+  //
+  // Frames a packet socket's PMD took but its interface has not sent (nor
+  // failed to hand on) wait in the socket's TX ring: the kernel refused the
+  // PMD's one request to send them (its send buffer full of frames the
+  // peer's input had not processed), and the PMD asks again only when a
+  // burst brings frames. They count as not sent yet: asked here every
+  // millisecond, they go out inside the trial and get the drain's time too.
   const int64_t drain = std::max<int64_t>(0, options_.drain_ns);
   // A recovery can chain (a resend's ACK, a timeout, a resend), each round
   // a timeout and a path's delay; a requester resending into a dead link
@@ -563,11 +583,26 @@ uint64_t LiveRun::Drain() {
   const int64_t bound = drain + std::max<int64_t>(drain, 1'000'000'000);
   const uint64_t t0 = ReadTsc();
   auto since = [&] { return static_cast<int64_t>(clock_.ToNs(ReadTsc() - t0)); };
-  std::vector<std::pair<int64_t, uint64_t>> seen{{0, FramesSent()}};  // (ns since t0, frames sent)
+  // (ns since t0, frames sent, frames received)
+  struct Seen {
+    int64_t t;
+    uint64_t sent, received;
+  };
+  std::vector<Seen> seen{{0, FramesSent(), FramesReceived()}};
+  std::vector<uint64_t> waited(ports_.size(), 0);  // most frames a port's TX ring held
   int64_t last_sent = 0;
-  bool quiet = false;
+  bool quiet = false, in_ring = false;
   for (;;) {
+    in_ring = false;
+    for (size_t pi = 0; pi < ports_.size(); ++pi) {
+      if (const uint64_t u = UnsentInKernel(pi); u != 0) {
+        ports_[pi]->KickKernelTx();
+        waited[pi] = std::max(waited[pi], u);
+        in_ring = true;
+      }
+    }
     const int64_t now = since();
+    if (in_ring) last_sent = now;
     if (now >= drain && now - last_sent >= drain) {
       quiet = true;
       break;
@@ -575,60 +610,40 @@ uint64_t LiveRun::Drain() {
     if (now >= bound) break;
     const int64_t wait = std::min<int64_t>(1'000'000, std::max(drain, last_sent + drain) - now);
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(wait, 1)));
-    const uint64_t n = FramesSent();
-    const int64_t t = since();
-    if (n != seen.back().second) last_sent = t;
-    seen.emplace_back(t, n);
+    const Seen x{since(), FramesSent(), FramesReceived()};
+    if (x.sent != seen.back().sent) last_sent = x.t;
+    seen.push_back(x);
   }
-  WaitForKernelTx();
-  if (quiet) return 0;
-  // The bound reached with frames still going out: those of the last
-  // drain_ns had less than the drain's time.
-  const int64_t from = since() - drain;
-  uint64_t before = seen.front().second;
-  for (const auto& [t, n] : seen) {
-    if (t <= from) before = n;
-  }
-  return FramesSent() - before;
-}
-
-void LiveRun::WaitForKernelTx() {
-  // Frames a packet socket's PMD took but its interface has not sent (nor
-  // failed to hand on) wait in the socket's TX ring: the kernel refused the
-  // PMD's one request to send them (its send buffer full of frames the
-  // peer's input had not processed), and the PMD asks again only when a
-  // burst brings frames. Asked here every millisecond, they go out inside
-  // the trial; counted at the end they would be the tester's loss
-  // (tx_error), sent in the next trial's warm-up.
-  auto unsent = [&](size_t pi) -> uint64_t {
-    if (ports_[pi]->options().kernel_iface.empty()) return 0;
-    const uint64_t took = ports_[pi]->stats().tx_packets;  // first (see Finish)
-    const port::KernelCounters k = ports_[pi]->kernel_stats();
-    return k.valid && took > k.tx_packets + k.tx_dropped ? took - k.tx_packets - k.tx_dropped : 0;
-  };
-  const int64_t cap_ns = std::max<int64_t>(options_.drain_ns, 1'000'000'000);
-  const uint64_t t0 = ReadTsc();
-  std::vector<uint64_t> first(ports_.size(), 0);
-  for (size_t pi = 0; pi < ports_.size(); ++pi) first[pi] = unsent(pi);
-  if (std::all_of(first.begin(), first.end(), [](uint64_t n) { return n == 0; })) return;
-  bool waiting = true;
-  while (waiting && static_cast<int64_t>(clock_.ToNs(ReadTsc() - t0)) < cap_ns) {
-    for (size_t pi = 0; pi < ports_.size(); ++pi) {
-      if (first[pi] != 0) ports_[pi]->KickKernelTx();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    waiting = false;
-    for (size_t pi = 0; pi < ports_.size() && !waiting; ++pi) waiting = unsent(pi) != 0;
-  }
-  const int64_t waited_ns = static_cast<int64_t>(clock_.ToNs(ReadTsc() - t0));
+  const int64_t took = since();
   for (size_t pi = 0; pi < ports_.size(); ++pi) {
-    if (first[pi] == 0) continue;
+    if (waited[pi] == 0) continue;
     result_.warnings.push_back(absl::StrFormat(
-        "port %s: at the end of the drain interface %s had not yet sent %s frames its PMD took (the kernel had not "
-        "taken them from the packet socket's TX ring); the drain waited %s more for them%s",
-        ports_[pi]->name(), ports_[pi]->options().kernel_iface, FormatCount(first[pi]), FormatDuration(waited_ns),
-        waiting ? " and stopped at its bound (the rest count as tx_error)" : ""));
+        "port %s: in the drain interface %s had up to %s frames its PMD took not yet sent (the kernel had not taken "
+        "them from the packet socket's TX ring); the drain asked it again every millisecond and ran `drain` past "
+        "their sending%s",
+        ports_[pi]->name(), ports_[pi]->options().kernel_iface, FormatCount(waited[pi]),
+        in_ring ? "; at its bound some were still there (they count as tx_error)" : ""));
   }
+  DrainEnd end{seen.back().sent, 0};
+  if (quiet) return end;
+  // The bound reached with frames still going out: those of its last
+  // drain_ns had less than the drain's time. When nothing arrived in that
+  // time either (a requester resending into a path that loses everything)
+  // the loss is the path's, not the tester's: said, not a tester limit.
+  const Seen* from = &seen.front();
+  for (const Seen& x : seen) {
+    if (x.t <= took - drain) from = &x;
+  }
+  const uint64_t late = seen.back().sent - from->sent;
+  if (seen.back().received != from->received) {
+    end.late = late;
+  } else {
+    result_.warnings.push_back(absl::StrFormat(
+        "the drain reached its bound (%s) with frames still being sent (%s in its last %s: resends, answers) and "
+        "none arriving in that time: the path lost them, as the trial's loss says",
+        FormatDuration(took), FormatCount(late), FormatDuration(drain)));
+  }
+  return end;
 }
 
 TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
@@ -649,14 +664,16 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   }
   for (auto& w : work_) w.phase.store(kDrain, std::memory_order_release);
   const uint64_t drain_start = ReadTsc();
-  uint64_t late = Drain();
+  const DrainEnd drained = Drain();
+  uint64_t late = drained.late;
   // The kernel's side of kernel-backed ports while RX still polls (a frame
   // the kernel counted is read within the millisecond that follows), then
   // the PMDs' once the lcores have stopped: a frame never shows as dropped
   // only because it came between the two readings.
   kernel_end_.assign(ports_.size(), {});
   kernel_pmd_tx_.assign(ports_.size(), 0);
-  const uint64_t sent_at_read = FramesSent();
+  // From the drain's last sample: a frame sent since counts as after the reading.
+  const uint64_t sent_at_read = drained.sent;
   result_.drain_ns = static_cast<int64_t>(clock_.ToNs(ReadTsc() - drain_start));
   bool kernel_backed = false;
   for (size_t pi = 0; pi < ports_.size(); ++pi) {

@@ -364,17 +364,22 @@ class LiveRun {
   absl::Status Ask(const std::vector<std::pair<rx::RxTask*, rx::RxRequest*>>& asks, int64_t timeout_ns,
                    bool cancel_on_timeout) const;
   void CollectFlows();
-  // Frames the lcores have sent so far: TX tasks' and responders' answers.
+  // Frames the lcores have sent so far (TX tasks' and responders' answers),
+  // and received.
   uint64_t FramesSent() const;
+  uint64_t FramesReceived() const;
+  // Frames port pi's PMD took that its kernel interface has neither sent
+  // nor refused (waiting in its packet socket's TX ring); 0 without one.
+  uint64_t UnsentInKernel(size_t pi) const;
   // The drain: until drain_ns have passed since the last frame an lcore sent
-  // (TX, answers, a requester's recovery), at least drain_ns after TX ended,
-  // at most drain_ns + max(drain_ns, 1 s); then, while a kernel-backed port's interface has
-  // sent fewer frames than its PMD took (they wait in the packet socket's TX
-  // ring for the kernel, e.g. a host that held the lab's CPU), on, the
-  // lcores still kicking that ring, up to max(drain_ns, 1 s) more. Returns
-  // the frames sent less than drain_ns before its end (0 when it ended quiet).
-  uint64_t Drain();
-  void WaitForKernelTx();
+  // (TX, answers, a requester's recovery) or a packet socket's TX ring last
+  // held one (the control thread asks the kernel to send them, every 1 ms),
+  // at least drain_ns after TX ended, at most drain_ns + max(drain_ns, 1 s).
+  struct DrainEnd {
+    uint64_t sent = 0;  // FramesSent() at its last sample
+    uint64_t late = 0;  // sent less than drain_ns before its end (0: it ended quiet, or nothing arrived then)
+  };
+  DrainEnd Drain();
 
   struct RxRef {
     size_t port;

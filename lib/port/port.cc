@@ -346,7 +346,9 @@ absl::Status Port::Start() {
     return RteError(ret, absl::StrFormat("port '%s': rte_eth_dev_start", name()));
   }
   started_ = true;
-  if (!options_.kernel_iface.empty() && absl::StartsWith(options_.dpdk_name, "net_af_packet")) {
+  const bool af_packet =
+      absl::StartsWith(options_.dpdk_name, "net_af_packet") || absl::StartsWith(options_.dpdk_name, "eth_af_packet");
+  if (af_packet && !options_.kernel_iface.empty()) {
     packet_sockets_ = PacketSocketsOf(options_.kernel_iface);
   }
   if (ts_driver_ && !nic_clock_) {

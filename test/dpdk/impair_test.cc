@@ -252,6 +252,34 @@ streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
   ExpectOnlyHostHoldUps(s);
 }
 
+// A path that loses everything from some point on (a dead link): the
+// requester resends the lost packets every timeout until the drain's bound
+// (100 ms + 1 s). Nothing arrives in its last 100 ms, so the frames still
+// being sent are the path's loss, said in a warning, never the tester's
+// drain_short.
+TEST(Responder, ResendsIntoADeadPathAreThePathsLossNotTheTesters) {
+  RingPath path("gbndead");
+  ASSERT_TRUE(path.ok()) << path.error();
+  Impairments imp;
+  for (uint32_t q = 900; q < 1000; ++q) imp.drop.insert(q);  // every copy of each QP's last 100
+  auto res = path.RunPlan(R"(
+duration: 1 s
+ports: [{name: a}, {name: b, respond: true}]
+streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, retransmit: {timeout: 10 ms}}}}]
+)", imp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  const StreamResult& s = res->streams[0];
+  EXPECT_EQ(s.responder.delivered_packets, 3600u);
+  EXPECT_GT(s.retx.timeouts, 4u * 50);  // one a QP every 10 ms, for over a second
+  EXPECT_EQ(res->drain_late_frames, 0u);
+  EXPECT_GE(res->drain_ns, 1'100'000'000);  // its bound
+  bool said = false;
+  for (const std::string& w : res->warnings) said |= w.find("the path lost them") != std::string::npos;
+  EXPECT_TRUE(said);
+  ExpectOnlyHostHoldUps(s);
+}
+
 // Interrupted, an RC requester still recovers what it sent: from its
 // 2,000th packet on the mover drops the first copy of every packet of each of
 // 4 QPs, so only the retransmit timeout (10 ms) brings each back, and at any

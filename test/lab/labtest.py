@@ -195,16 +195,21 @@ def assert_limited_trials_were_holdups(case, trials):
 # its PMD took that its interface never sent (tx_error), frames dropped in its
 # own ring or packet socket (rx_drop), the host's input backlog (on a shared
 # host the tester's or the lab's), frames sent too close to the drain's end
-# to arrive (drain_short: the whole trial's, listed on every stream).
+# to arrive (drain_short: the whole trial's, listed on every stream; a
+# port's limits are listed on every stream of the port).
 LOSS_KINDS = ("tx_error", "rx_drop", "host_backlog_drop")
 
 
 def tester_own_losses(trial):
     """The frames a trial's tester limits say the tester itself lost (an upper
     bound: a limit names the frames it could have cost)."""
-    limits = trial.get("tester_limits", [])
-    drain = max([l["count"] for l in limits if l["kind"] == "drain_short"] or [0])
-    return drain + sum(l["count"] for l in limits if l["kind"] in LOSS_KINDS)
+    # A trial lists each stream's limits ("stream S: ..."); a port's (and the
+    # trial's drain_short) appear once per stream on it: counted once.
+    seen = {}
+    for l in trial.get("tester_limits", []):
+        if l["kind"] in LOSS_KINDS + ("drain_short",):
+            seen[(l["kind"], re.sub(r"^stream [^:]*: ", "", l["detail"]))] = l["count"]
+    return sum(seen.values())
 
 
 def assert_lost_are_the_counted_drops(case, trials, dropped, what):

@@ -151,7 +151,8 @@ class RunTest(Workdir):
 
     def test_ctrl_c_during_tests_writes_the_trials_so_far_marked_incomplete(self):
         plan = self.write("tests.yaml", "streams: [{name: s, rate: 1 kpps}]\n"
-                          "tests:\n  - latency: {load: 1 %, runs: 20, trial_duration: 2 s, warmup: none}\n")
+                          "tests:\n  - latency: {load: 1 %, runs: 20, trial_duration: 2 s, warmup: none,"
+                          " tester_limit_retries: 20}\n")
         out = os.path.join(self.dir, "out")
         # One run done, the second under way.
         # (a run the machine held the tester up in is not counted: wait for a counted one)

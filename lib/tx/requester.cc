@@ -68,8 +68,9 @@ void TxTask::GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now) {
   }
 }
 
-void TxTask::TickRetransmit(State& st, uint64_t now) {
-  st.gbn_next = now + st.gbn_tick;
+void TxTask::TickRetransmit(State& st, uint64_t tsc) {
+  st.gbn_next = tsc + st.gbn_tick;
+  const uint64_t now = poll_tsc_;  // the timers count the time this lcore ran (Clock)
   for (uint32_t f = 0; f < st.gbn.size(); ++f) {
     State::Gbn& g = st.gbn[f];
     if (g.acked >= std::max(g.high, st.cursors[f].seq)) {
@@ -94,7 +95,7 @@ void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
     stream::Cursor& c = st.cursors[flow];
     const uint32_t sent = std::max(g.high, c.seq);  // the highest sequence sent + 1
     const uint32_t seq = SeqOfPsn(st.s->program, g.acked, fb.psn);
-    const uint64_t now = poll_tsc_;  // this lcore's last poll: within a loop of now, for a timeout of >= 1 ms
+    const uint64_t now = poll_tsc_;  // the go-back-N clock at this lcore's last poll (within a loop of now)
     // ACK: seq and all before it arrived. NAK: all before seq did.
     const uint32_t acked = fb.kind == endpoint::Feedback::kRoceAck ? seq + 1 : seq;
     if (acked > g.acked && acked <= sent) {  // (a PSN beyond what was sent is not ours: ignored)
@@ -186,6 +187,45 @@ const std::vector<RatePoint>& TxTask::rate_timeline(size_t i, uint32_t flow) con
   static const std::vector<RatePoint> kNone;
   const State& st = *streams_[i];
   return st.timeline.empty() ? kNone : st.timeline[flow];
+}
+
+// The flows take turns as in Fill, except that a go-back-N stream with a
+// count (share_turns) gives a turn only to a flow that owes a resend or has
+// not sent its share: strict turns would let the others send the packets of
+// a QP held up by its resends (a QP whose NAK came a few frames later than
+// another's ended 1-2 packets short, another as many beyond its 1,000, and
+// Responder.GoBackNRecoversAfterTheEnd saw 5 NAKs for 4 gaps). Per burst,
+// one visit per frame; a flow's frames already given in this burst are
+// counted back only when the flows are fewer than a burst (revisits).
+unsigned TxTask::GenerateShares(State& st, unsigned n, uint64_t now, uint64_t due) {
+  FlowPacer::Run runs[kTxBurst];
+  const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
+  const bool revisits = nflows < kTxBurst;
+  unsigned k = 0;
+  uint32_t f = st.next_flow;
+  for (uint32_t idle = 0; k < n && idle < nflows;) {
+    const uint64_t share = st.share_base + (f < st.share_extra ? 1 : 0);
+    uint64_t at = st.cursors[f].seq;
+    if (revisits) {
+      for (unsigned r = 0; r < k; ++r) at += runs[r].flow == f;
+    }
+    if (at < std::max<uint64_t>(share, st.gbn[f].high)) {
+      runs[k++] = FlowPacer::Run{f, 1};
+      idle = 0;
+    } else {
+      ++idle;
+    }
+    if (++f == nflows) f = 0;
+  }
+  if (k == 0) {  // every flow has sent its share and owes nothing
+    Exhaust(st, std::min(now, st.end_tsc));
+    return 0;
+  }
+  const uint32_t first = st.next_flow;
+  st.next_flow = f;
+  if (Generate(st, k, now, due, runs, k)) return k;
+  st.next_flow = first;  // nothing made: the same turns next time
+  return 0;
 }
 
 // After its end an RC requester sends nothing new but recovers what it sent:

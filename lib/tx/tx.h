@@ -194,7 +194,7 @@ class TxTask : public PollTask {
                   unsigned nruns);
   void ApplyFlowCommands(State& st, uint64_t now);  // on the lcore
   void TickDcqcn(State& st, uint64_t now);          // on the lcore: timers and byte counters
-  void TickRetransmit(State& st, uint64_t now);     // on the lcore: go back after a timeout without progress
+  void TickRetransmit(State& st, uint64_t tsc);     // on the lcore: go back after a timeout without progress
   void GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now);  // resend flow f from packet seq
   // After the stream's end: resend what go-backs owe (one frame per owing
   // flow per call), then hand pending frames to the PMD.
@@ -202,6 +202,11 @@ class TxTask : public PollTask {
   // A READ's responses: the jobs' frames (a burst at most), then pending frames to the PMD.
   unsigned Respond(State& st, uint64_t now);
   static void CountResends(State& st, unsigned n);  // after Generate, for a go-back-N stream
+  // Generate for a stream with share_turns: up to n frames with the flows
+  // taking turns, but only flows with a resend owed or their share not yet
+  // sent take one; when none has, the stream ends here (Exhaust). The
+  // frames made (0: none, or the pool was empty).
+  unsigned GenerateShares(State& st, unsigned n, uint64_t now, uint64_t due);
   unsigned SendPending(State& st, uint64_t now);  // pending frames to the PMD; counts what it took
   // The pacer follows flow f's Rc (after a cut, or an increase).
   void SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool cut);
@@ -211,7 +216,19 @@ class TxTask : public PollTask {
   static uint64_t SegmentDue(const State& st, uint64_t t, bool final);
   static void CloseSegment(State& st, uint64_t t, bool final);
   size_t rr_ = 0;  // the stream that goes first this poll (streams sharing the queue take turns)
-  uint64_t poll_tsc_ = 0;  // the TSC at this lcore's last Poll (feedback's clock for go-back-N progress)
+  // Go-back-N's clock: the TSC less the time this lcore was held up beyond
+  // 1 ms between two polls. After such a stall the ACKs that came meanwhile
+  // still wait in an RX queue this lcore has not polled yet; the time it did
+  // not run is the tester's, not the path's silence, and fires no timeout.
+  void Clock(uint64_t now) {
+    if (last_poll_tsc_ != 0 && now - last_poll_tsc_ > late_ticks_) held_up_ticks_ += now - last_poll_tsc_ - late_ticks_;
+    last_poll_tsc_ = now;
+    poll_tsc_ = now - held_up_ticks_;
+  }
+  uint64_t poll_tsc_ = 0;        // the go-back-N clock at this lcore's last poll (feedback's and the timers' time)
+  uint64_t last_poll_tsc_ = 0;   // the TSC then
+  uint64_t held_up_ticks_ = 0;   // the stalls' time left out of poll_tsc_
+  bool gbn_ = false;             // a stream of this task is a go-back-N requester
   void Control(size_t i, double pps, int mode);  // control thread
   uint16_t port_id_, queue_;
   rte_mempool* pool_;

@@ -92,6 +92,11 @@ struct alignas(64) TxTask::State {
   uint64_t gbn_timeout = 0, gbn_tick = 0, gbn_next = 0;
   uint64_t gbn_rewinds = 0, gbn_timeouts = 0;
   uint32_t flows_behind = 0;  // flows with Gbn::behind set (0: CountResends has nothing to count)
+  // A go-back-N stream with a `count` whose flows take turns: flow f sends
+  // share_base packets, one more for the first share_extra flows (the split
+  // turns give an open-loop stream), resends in its own turns (GenerateShares).
+  bool share_turns = false;
+  uint64_t share_base = 0, share_extra = 0;
   // READ responses (the stream is a READ's responses, stream.h): sent as
   // the responder executes requests (OnRead), unpaced, in the order the
   // requests came: a FIFO of jobs (flow, its next response packet: the PSN

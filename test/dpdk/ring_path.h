@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -39,6 +40,7 @@ struct Impairments {
   std::set<uint32_t> corrupt;               // flip the last payload byte
   std::set<uint32_t> ce;                    // mark ECN CE (IPv4; the header checksum kept valid)
   std::set<uint32_t> drop_first;            // drop each flow's first frame with this sequence (not its resends)
+  std::optional<uint32_t> drop_first_flow;  // set: drop_first applies to this flow id (signature) only
   // Asked for every frame, in arrival order, with the frame's TX time from
   // its signature: true drops it (a policer, a shaper's tail drop).
   std::function<bool(uint64_t tx_ns)> police;
@@ -86,6 +88,9 @@ class Mover {
     thread_.join();
   }
   uint64_t moved() const { return moved_.load(); }
+  // The longest this DUT went without looking at its rings (its thread held
+  // up by the host): a path that delays frames that long, whatever it was told.
+  uint64_t max_gap_ns() const { return max_gap_tsc_.load() * 1'000'000'000 / rte_get_tsc_hz(); }
 
  private:
   // An untagged IPv4 frame: ECN bits to CE, the header checksum recomputed.
@@ -128,7 +133,11 @@ class Mover {
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     rte_mbuf* burst[32];
     std::map<uint32_t, rte_mbuf*> held;
+    uint64_t last = rte_rdtsc();
     while (!stop_.load()) {
+      const uint64_t t = rte_rdtsc();
+      if (t - last > max_gap_tsc_.load(std::memory_order_relaxed)) max_gap_tsc_.store(t - last, std::memory_order_relaxed);
+      last = t;
       ReleaseDue();
       const unsigned n = rte_ring_dequeue_burst(in_, reinterpret_cast<void**>(burst), 32, nullptr);
       for (unsigned i = 0; i < n; ++i) {
@@ -136,8 +145,9 @@ class Mover {
         const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
         const int off = proto::FindSignatureOffset(d, m->data_len);
         const uint32_t seq = off >= 0 ? proto::Load32(d + off + 6) : UINT32_MAX;
-        if (off >= 0 && imp_.drop_first.count(seq) &&
-            dropped_first_.insert(uint64_t{proto::Load24(d + off + 3)} << 32 | seq).second) {
+        const uint32_t flow = off >= 0 ? proto::Load24(d + off + 3) : UINT32_MAX;
+        if (off >= 0 && imp_.drop_first.count(seq) && (!imp_.drop_first_flow || *imp_.drop_first_flow == flow) &&
+            dropped_first_.insert(uint64_t{flow} << 32 | seq).second) {
           rte_pktmbuf_free(m);
           continue;
         }
@@ -176,6 +186,7 @@ class Mover {
   std::function<void(rte_mbuf*)> on_forward_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> moved_{0};
+  std::atomic<uint64_t> max_gap_tsc_{0};
   std::thread thread_;
 };
 
@@ -238,8 +249,12 @@ class RingPath {
     TrialOptions opt;
     opt.drain_ns = 100'000'000;
     opt.interrupt = interrupt;
-    return RunTrial(TestEal(), {tx(), rx()}, streams, opt);
+    auto res = RunTrial(TestEal(), {tx(), rx()}, streams, opt);
+    mover_max_gap_ns_ = mover.max_gap_ns();
+    return res;
   }
+  // The last Run's Mover::max_gap_ns.
+  uint64_t mover_max_gap_ns() const { return mover_max_gap_ns_; }
   // The plan `yaml` (ports a and b), compiled for two 10 G ports, in one trial.
   absl::StatusOr<TrialResult> RunPlan(const std::string& yaml, Impairments imp,
                                       const std::atomic<bool>* interrupt = nullptr) {
@@ -258,6 +273,7 @@ class RingPath {
   rte_ring *in_ = nullptr, *out_ = nullptr, *sink_ = nullptr;
   std::vector<std::unique_ptr<port::Port>> ports_;
   std::string error_;
+  uint64_t mover_max_gap_ns_ = 0;
 };
 
 }  // namespace fg::testing

@@ -58,6 +58,7 @@ void TxTask::GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now) {
   g.high = std::max(g.high, c.seq);
   st.s->program.Seek(c, seq);
   g.progress_tsc = now;
+  if (st.share_turns) st.share_done[f >> 6] &= ~(uint64_t{1} << (f & 63));  // it owes resends: its turns again
   if (!g.behind && c.seq < g.high) {  // resending now: CountResends looks at its frames
     g.behind = 1;
     ++st.flows_behind;
@@ -77,7 +78,10 @@ void TxTask::TickRetransmit(State& st, uint64_t tsc) {
       g.progress_tsc = now;  // nothing outstanding: the timer starts with the next packet
       continue;
     }
-    if (g.acked < st.cursors[f].seq && now - g.progress_tsc > st.gbn_timeout) {
+    // (progress_tsc is on this clock once the QP has had feedback or a
+    // go-back; before that it is Arm's TSC, which a stall before the
+    // stream's start leaves ahead of it: no time has passed then.)
+    if (g.acked < st.cursors[f].seq && now > g.progress_tsc && now - g.progress_tsc > st.gbn_timeout) {
       ++st.gbn_timeouts;
       GoBack(st, f, g.acked, now);
     }
@@ -194,27 +198,42 @@ const std::vector<RatePoint>& TxTask::rate_timeline(size_t i, uint32_t flow) con
 // not sent its share: strict turns would let the others send the packets of
 // a QP held up by its resends (a QP whose NAK came a few frames later than
 // another's ended 1-2 packets short, another as many beyond its 1,000, and
-// Responder.GoBackNRecoversAfterTheEnd saw 5 NAKs for 4 gaps). Per burst,
-// one visit per frame; a flow's frames already given in this burst are
-// counted back only when the flows are fewer than a burst (revisits).
+// Responder.GoBackNRecoversAfterTheEnd saw 5 NAKs for 4 gaps).
+// Flows found done are marked in share_done and skipped 64 at a time, so
+// the stream's tail (a few flows left of a million) costs a bitmap scan per
+// round, not a visit per flow; GoBack clears a flow's mark. Once the turns
+// have gone round (fewer flows left than the burst), a flow's frames given
+// earlier in this burst count toward its share.
 unsigned TxTask::GenerateShares(State& st, unsigned n, uint64_t now, uint64_t due) {
   FlowPacer::Run runs[kTxBurst];
   const uint32_t nflows = static_cast<uint32_t>(st.cursors.size());
-  const bool revisits = nflows < kTxBurst;
+  uint64_t* const done = st.share_done.data();
   unsigned k = 0;
   uint32_t f = st.next_flow;
+  uint64_t visits = 0;
   for (uint32_t idle = 0; k < n && idle < nflows;) {
+    if (const uint64_t open = ~done[f >> 6] >> (f & 63); (open & 1) == 0) {
+      // Done: on to the next flow not marked (or the word's end, or the last flow's).
+      const uint32_t step = std::min<uint32_t>(open == 0 ? 64 - (f & 63) : std::countr_zero(open), nflows - f);
+      idle += step;
+      visits += step;
+      f = f + step == nflows ? 0 : f + step;
+      continue;
+    }
     const uint64_t share = st.share_base + (f < st.share_extra ? 1 : 0);
+    const uint64_t end = std::max<uint64_t>(share, st.gbn[f].high);
     uint64_t at = st.cursors[f].seq;
-    if (revisits) {
+    if (visits >= nflows) {
       for (unsigned r = 0; r < k; ++r) at += runs[r].flow == f;
     }
-    if (at < std::max<uint64_t>(share, st.gbn[f].high)) {
+    if (at < end) {
       runs[k++] = FlowPacer::Run{f, 1};
       idle = 0;
     } else {
+      if (at == st.cursors[f].seq) done[f >> 6] |= uint64_t{1} << (f & 63);
       ++idle;
     }
+    ++visits;
     if (++f == nflows) f = 0;
   }
   if (k == 0) {  // every flow has sent its share and owes nothing

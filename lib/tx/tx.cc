@@ -149,6 +149,7 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
         st->share_turns = true;
         st->share_base = st->limit / nf;
         st->share_extra = st->limit % nf;
+        st->share_done.assign((nf + 63) / 64, 0);
       }
     }
     streams_.push_back(std::move(st));

@@ -113,9 +113,10 @@ LiveRun::DrainEnd LiveRun::Drain() {
   if (seen.back().received != from->received) {
     end.late = late;
   } else {
+    end.path_lost = true;
     result_.warnings.push_back(absl::StrFormat(
-        "the drain reached its bound (%s) with frames still being sent (%s in its last %s: resends, answers) and "
-        "none arriving in that time: the path lost them, as the trial's loss says",
+        "the drain reached its bound (%s) with frames still being sent (%s in its last %s: resends, answers; more "
+        "as the lcores stopped) and none arriving in that time: the path lost them, as the trial's loss says",
         FormatDuration(took), FormatCount(late), FormatDuration(drain)));
   }
   return end;

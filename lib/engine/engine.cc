@@ -585,8 +585,9 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   for (auto& w : work_) w.phase.store(kStop, std::memory_order_release);
   rte_eal_mp_wait_lcore();
   // Frames sent after the reading (in its last millisecond): not in the
-  // kernel's counts, and no time to arrive.
-  late += FramesSent() - sent_at_read;
+  // kernel's counts, and no time to arrive; into a path that was losing
+  // everything, its loss like those before (Drain's warning says so).
+  if (!drained.path_lost) late += FramesSent() - sent_at_read;
   result_.drain_late_frames = late;
   // Records handed over as the lcores stopped one after another (still in a
   // ring, or held back by a full one): observed here, the lcores being gone.

@@ -378,6 +378,9 @@ class LiveRun {
   struct DrainEnd {
     uint64_t sent = 0;  // FramesSent() at its last sample
     uint64_t late = 0;  // sent less than drain_ns before its end (0: it ended quiet, or nothing arrived then)
+    // The bound reached with frames going out and none arriving: they, and
+    // those sent after the reading, are the path's loss (a warning), not late.
+    bool path_lost = false;
   };
   DrainEnd Drain();
 

@@ -414,8 +414,15 @@ absl::Status Shell::SetFlowRate(const Args& a, const Rate& rate, size_t flow, st
   s.pps = s.pps - s.pps * s.flow_weight[flow] / weights + pps;
   std::string effect;
   if (live_ != nullptr) {
-    FG_ASSIGN_OR_RETURN(const int64_t ns, live_->SetFlowRate(i, static_cast<uint32_t>(flow), pps));
-    effect = absl::StrFormat(", in effect after %s", FormatDuration(ns));
+    FG_ASSIGN_OR_RETURN(const engine::LiveRun::FlowRateChange c,
+                        live_->SetFlowRate(i, static_cast<uint32_t>(flow), pps));
+    effect = absl::StrFormat(", in effect after %s", FormatDuration(c.ns));
+    // Over 1 ms with the host holding up the lcore or this thread as long:
+    // the tester's delay, said so (not the engine's reaction time).
+    if (c.ns > 1'000'000 && c.held_up_ns > 1'000'000) {
+      effect += absl::StrFormat(" (the host held up the owner lcore or the CLI for %s meanwhile)",
+                                FormatDuration(c.held_up_ns));
+    }
   }
   out << absl::StrFormat("%s flow %d: %s (was %s)%s; stream %s\n", s.name, flow, FormatPacketRate(pps),
                          FormatPacketRate(was), effect, FormatPacketRate(stream_pps));

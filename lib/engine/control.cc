@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 #include "engine/engine.h"
+#include "engine/worker.h"
 
 namespace fg::engine {
 
@@ -48,7 +49,7 @@ absl::Status LiveRun::SetRate(size_t stream, double pps) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> LiveRun::SetFlowRate(size_t stream, uint32_t flow, double pps) {
+absl::StatusOr<LiveRun::FlowRateChange> LiveRun::SetFlowRate(size_t stream, uint32_t flow, double pps) {
   if (!(pps > 0) || !std::isfinite(pps)) return absl::InvalidArgumentError("a flow's rate must be > 0 and finite");
   FG_RETURN_IF_ERROR(FollowsRequests(stream, "set the rates of"));
   if (stream < streams_.size() && streams_[stream].read_request()) {
@@ -75,17 +76,41 @@ absl::StatusOr<int64_t> LiveRun::SetFlowRate(size_t stream, uint32_t flow, doubl
       return absl::FailedPreconditionError(
           absl::StrFormat("stream %s has ended: its flows' rates no longer change", streams_[stream].name));
     }
-    const auto t0 = std::chrono::steady_clock::now();
+    // The owner's loop counts its polls: a count that stands still while
+    // this thread runs is the lcore held up (descheduled, stolen).
+    const Counter* polls = nullptr;
+    for (const LcoreWork& w : work_) {
+      if (std::find(w.tx.begin(), w.tx.end(), sh.task) != w.tx.end()) polls = &w.polls;
+    }
+    using Clock = std::chrono::steady_clock;
+    auto ns = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
+    const auto t0 = Clock::now();
     if (!sh.task->SetFlowRate(sh.index, static_cast<uint32_t>(it - flows.begin()), pps)) {
       return absl::UnavailableError("the owner lcore has not taken the previous rate changes yet");
     }
+    FlowRateChange change;
+    uint64_t seen_polls = polls != nullptr ? polls->Read() : 0;
+    auto last = t0, polled = t0;
     while (!sh.task->FlowRatesApplied(sh.index)) {
-      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) {
+      const auto now = Clock::now();
+      if (now - t0 > std::chrono::seconds(1)) {
         return absl::DeadlineExceededError("the owner lcore did not apply the rate within 1 s");
       }
+      change.held_up_ns = std::max(change.held_up_ns, ns(now - last));  // this thread's own gap
+      if (polls != nullptr) {
+        if (const uint64_t p = polls->Read(); p != seen_polls) {
+          seen_polls = p;
+          polled = now;
+        } else {
+          change.held_up_ns = std::max(change.held_up_ns, ns(now - polled));
+        }
+      }
+      last = now;
       std::this_thread::yield();
     }
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    change.ns = ns(Clock::now() - t0);
+    change.held_up_ns = std::max(change.held_up_ns, ns(Clock::now() - last));
+    return change;
   }
   return absl::NotFoundError(absl::StrFormat("no flow %d in stream %d of this run", flow, stream));
 }

@@ -278,9 +278,15 @@ class LiveRun {
 
   absl::Status SetRate(size_t stream, double pps);
   // One flow's rate (a stream with per-flow rates), applied by its owner
-  // lcore on its next poll; returns how long, from this call, the owner took
-  // to have it in effect (waits up to 1 s for it).
-  absl::StatusOr<int64_t> SetFlowRate(size_t stream, uint32_t flow, double pps);
+  // lcore on its next poll (waits up to 1 s for it).
+  struct FlowRateChange {
+    int64_t ns = 0;  // from this call until the owner had it in effect
+    // The longest the host held up either side meanwhile: the owner lcore's
+    // loop not going round, or this thread not running (over 1 ms: the
+    // tester's delay, not the engine's).
+    int64_t held_up_ns = 0;
+  };
+  absl::StatusOr<FlowRateChange> SetFlowRate(size_t stream, uint32_t flow, double pps);
   absl::StatusOr<double> FlowRate(size_t stream, uint32_t flow) const;
   absl::Status SetPaused(size_t stream, bool paused);
   absl::Status StopStream(size_t stream);

@@ -79,8 +79,9 @@ void TxTask::TickRetransmit(State& st, uint64_t tsc) {
       continue;
     }
     // (progress_tsc is on this clock once the QP has had feedback or a
-    // go-back; before that it is Arm's TSC, which a stall before the
-    // stream's start leaves ahead of it: no time has passed then.)
+    // go-back; before that it is Arm's TSC, which the lcore's stalls since
+    // leave ahead of it: until the clock passes it the QP's timer has not
+    // started, so its first timeout can come that much later.)
     if (g.acked < st.cursors[f].seq && now > g.progress_tsc && now - g.progress_tsc > st.gbn_timeout) {
       ++st.gbn_timeouts;
       GoBack(st, f, g.acked, now);

@@ -165,14 +165,22 @@ class ShellTest(unittest.TestCase):
         path = os.path.join(self.tmp.name, "flows.txt")
         with open(path, "w") as f:
             f.write("start\nwait 500 ms\nrate s 20 kpps flow 2\nwait 1 s\nshow runtime\nstop\nsave %s\n" % out)
-        r = subprocess.run([FABRICGEN, "cli", plan, "--script", path], capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
-        m = re.search(r"s flow 2: 20\.000 kpps \(was 1\.000 kpps\), in effect after ([\d.]+) (ns|us|ms); "
-                      r"stream 23\.000 kpps", r.stdout)
-        self.assertIsNotNone(m, r.stdout)
-        after_ms = float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0}[m.group(2)]
-        print("  flow 2's new rate in effect after %.3f ms" % after_ms)
-        self.assertLess(after_ms, 1.0)
+        # Over 1 ms only when the product says the host held up the lcore or
+        # the CLI as long (a stolen vCPU): then the session is made again, up
+        # to 5 times; an unexplained delay fails at once.
+        for attempt in range(1, 6):
+            r = subprocess.run([FABRICGEN, "cli", plan, "--script", path], capture_output=True, text=True,
+                               timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+            m = re.search(r"s flow 2: 20\.000 kpps \(was 1\.000 kpps\), in effect after ([\d.]+) (ns|us|ms)"
+                          r"( \(the host held up the owner lcore or the CLI for [\d.]+ (?:us|ms|s) meanwhile\))?; "
+                          r"stream 23\.000 kpps", r.stdout)
+            self.assertIsNotNone(m, r.stdout)
+            after_ms = float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0}[m.group(2)]
+            print("  flow 2's new rate in effect after %.3f ms%s (attempt %d)" % (after_ms, m.group(3) or "", attempt))
+            if after_ms < 1.0 or not m.group(3):
+                break
+        self.assertLess(after_ms, 1.0, "held up by the host in all 5 sessions" if m.group(3) else "")
         self.assertRegex(r.stdout, r"lcore +flows +polls +busy polls +tx frames +rx frames +handoff in +handoff out +waits +wait ns +steal ns +busy "
                                    r"+tx cyc/fr +rx cyc/fr")
         with open(os.path.join(out, "report.json")) as f:

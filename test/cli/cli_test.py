@@ -199,7 +199,7 @@ class RunTest(Workdir):
         for plan in plans:
             out = os.path.join(self.dir, os.path.basename(plan))
             r = run("run", self.riding_out_holdups(plan), "--out", out, "--quiet")
-            self.assertEqual(r.returncode, 0, plan + ": " + r.stderr)
+            self.assertEqual(r.returncode, 0, plan + ": " + r.stderr + r.stdout[-3000:])
             with open(os.path.join(out, "report.json")) as f:
                 rep = json.load(f)
             if rep.get("schema") == "tests":

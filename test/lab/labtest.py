@@ -165,6 +165,14 @@ def limits_not_explained_by_a_holdup(trial):
     limits = trial.get("tester_limits", [])
     stalled = sum(l["count"] for l in limits if l["kind"] == "pacing_stall")
     rest = [l for l in limits if l["kind"] not in HOLDUP_KINDS + ("tx_shortfall",)]
+    # Frames dropped in a port's packet socket in a trial whose lcores were
+    # measured held up: the socket filled because nobody read it. On this
+    # 2-vCPU host fabricgen runs one worker, which reads every port, so any
+    # measured stall of the trial is its reader's. (CI, 2026-12-03: rx_drop
+    # 10 on port a beside the READ responder's 26.9 ms stall on the same
+    # worker, 470 ms of steal in the trial.) A drop with no stall stays.
+    if any(l["kind"] in HOLDUP_KINDS for l in limits):
+        rest = [l for l in rest if l["kind"] != "rx_drop"]
     for l in limits:
         if l["kind"] != "tx_shortfall":
             continue

@@ -74,6 +74,17 @@ void ExpectTimeouts(const RingPath& path, const StreamResult& s, uint64_t timeou
   }
 }
 
+// The go-back-N drain tests' plan: 4 RC QPs of 1,000 1 KiB WRITEs each at
+// 40 kpps (100 ms of TX), port b responding, the requester's `timeout`.
+std::string FourQpWrites(const char* timeout) {
+  return absl::StrFormat(R"(
+duration: 1 s
+ports: [{name: a}, {name: b, respond: true}]
+streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
+           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, retransmit: {timeout: %s}}}}]
+)", timeout);
+}
+
 void ExpectOnlyHostHoldUps(const StreamResult& s) {
   for (const TesterLimit& l : s.tester_limits) {
     if (l.kind != kPacingStall && l.kind != kTxShortfall && l.kind != kRxStall) {
@@ -239,12 +250,7 @@ TEST(Responder, GoBackNRecoversAfterTheEndWhatNothingFollowed) {
   ASSERT_TRUE(path.ok()) << path.error();
   Impairments imp;
   imp.drop_first = {500, 999};
-  auto res = path.RunPlan(R"(
-duration: 1 s
-ports: [{name: a}, {name: b, respond: true}]
-streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
-           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, retransmit: {timeout: 10 ms}}}}]
-)", imp);
+  auto res = path.RunPlan(FourQpWrites("10 ms"), imp);
   ASSERT_TRUE(res.ok()) << res.status();
   const StreamResult& s = res->streams[0];
   const endpoint::ResponderCounters& c = s.responder;
@@ -328,12 +334,7 @@ TEST(Responder, TheDrainWaitsForWhatTheRecoverySends) {
   Impairments imp;
   imp.drop_first = {999};
   imp.delay_ns = 30'000'000;
-  auto res = path.RunPlan(R"(
-duration: 1 s
-ports: [{name: a}, {name: b, respond: true}]
-streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
-           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, retransmit: {timeout: 60 ms}}}}]
-)", imp);
+  auto res = path.RunPlan(FourQpWrites("60 ms"), imp);
   ASSERT_TRUE(res.ok()) << res.status();
   const StreamResult& s = res->streams[0];
   EXPECT_EQ(s.retx.unique_packets, 4000u);
@@ -355,12 +356,7 @@ TEST(Responder, ResendsIntoADeadPathEndAtTheDrainsBound) {
   ASSERT_TRUE(path.ok()) << path.error();
   Impairments imp;
   for (uint32_t q = 900; q < 1000; ++q) imp.drop.insert(q);  // every copy of each QP's last 100
-  auto res = path.RunPlan(R"(
-duration: 1 s
-ports: [{name: a}, {name: b, respond: true}]
-streams: [{name: s, port: a, rx_port: b, rate: 40 kpps, flows: 4, count: 4000,
-           frame: {roce: {op: WRITE, message: 1024, pmtu: 1024, retransmit: {timeout: 10 ms}}}}]
-)", imp);
+  auto res = path.RunPlan(FourQpWrites("10 ms"), imp);
   ASSERT_TRUE(res.ok()) << res.status();
   const StreamResult& s = res->streams[0];
   EXPECT_EQ(s.responder.delivered_packets, 3600u);

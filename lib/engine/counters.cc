@@ -340,6 +340,13 @@ constexpr FlowCounter kFlow[] = {
      .unit = kBytes,
      .help = "Bytes the PMD accepted for this flow (frames with FCS).",
      .read = [](const FlowReport& f) -> CounterValue { return I(f.tx_bytes); }},
+    {.key = "tx_slots_skipped",
+     .unit = "slots",
+     .help = "Per-flow rates only (else null): this flow's send slots given up because its TX lcore fell more than "
+             "1 ms behind (a hold-up, the tester's own limit: pacing_stall); its rate then falls short by these.",
+     .read = [](const FlowReport& f) -> CounterValue {
+       return f.tx_slots_skipped < 0 ? CounterValue{} : CounterValue{f.tx_slots_skipped};
+     }},
     {.key = "rx_packets",
      .unit = kFrames,
      .help = "Frames of this flow received (duplicates included).",

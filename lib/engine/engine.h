@@ -93,6 +93,10 @@ struct FlowReport {
   uint64_t key = 0;    // QP, PDC or UDP port the flow is addressed by (its key in the frame)
   uint32_t owner_lcore = 0;
   uint64_t tx_packets = 0, tx_bytes = 0;
+  // Per-flow rates: slots this flow gave up to a hold-up of its lcore (the
+  // stream's tx_slots_skipped, flow by flow); -1 for a stream without them
+  // (its skipped slots are the stream's turns, not one flow's).
+  int64_t tx_slots_skipped = -1;
   rx::FlowResult rx;
   // DCQCN streams: the QP's rate over the run (tx::RatePoint: from t_ns on, bps).
   std::vector<tx::RatePoint> rate_timeline;

@@ -10,16 +10,19 @@ namespace fg::engine {
 void LiveRun::CollectFlows() {
   if (options_.per_flow == 0) return;
   std::vector<std::vector<FlowReport>> flows(streams_.size());
-  std::vector<std::vector<uint64_t>> txp(streams_.size()), txb(streams_.size());
+  std::vector<std::vector<uint64_t>> txp(streams_.size()), txb(streams_.size()), skipped(streams_.size());
+  std::vector<bool> per_flow_paced(streams_.size(), false);
   for (size_t i = 0; i < streams_.size(); ++i) {
     flows[i].resize(streams_[i].flows);
     txp[i].assign(streams_[i].flows, 0);
     txb[i].assign(streams_[i].flows, 0);
+    skipped[i].assign(streams_[i].flows, 0);
   }
   for (const auto& t : txs_) {
     for (size_t i = 0; i < t->num_streams(); ++i) {
       const uint32_t k = t->stream(i).index;
       t->FlowSent(i, txp[k], txb[k]);
+      if (t->FlowSkipped(i, skipped[k])) per_flow_paced[k] = true;
       if (!t->stream(i).dcqcn) continue;
       const std::vector<uint32_t>& fl = t->flows(i);
       for (uint32_t f = 0; f < fl.size(); ++f) flows[k][fl[f]].rate_timeline = t->rate_timeline(i, f);
@@ -40,6 +43,7 @@ void LiveRun::CollectFlows() {
       r.owner_lcore = lcores_[placement_.owner[s.flow_id + f]];
       r.tx_packets = txp[i][f];
       r.tx_bytes = txb[i][f];
+      if (per_flow_paced[i]) r.tx_slots_skipped = static_cast<int64_t>(skipped[i][f]);
       r.retransmits = result_.streams[i].retransmits;
     }
     StreamResult& sr = result_.streams[i];

@@ -70,7 +70,8 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::stri
     out.push_back({kRxStall, p.rx_stalls,
                    absl::StrFormat("the RX lcore came back more than 1 ms after its last poll with frames waiting "
                                    "(longest %s): latency figures include the tester's own delay",
-                                   FormatDuration(static_cast<int64_t>(p.rx_stall_max_ns)))});
+                                   FormatDuration(static_cast<int64_t>(p.rx_stall_max_ns))),
+                   p.rx_stall_max_ns});
   }
   const port::KernelCounters& k = p.kernel;
   if (k.valid) {
@@ -112,7 +113,7 @@ void InheritPortLimits(StreamResult& s, const std::vector<PortResult>& ports) {
     for (const TesterLimit& l : p.tester_limits) {
       const bool tx_kind = l.kind == kTxError;
       if (tx_kind != tx_side) continue;
-      s.tester_limits.push_back({l.kind, l.count, absl::StrFormat("port %s: %s", p.name, l.detail)});
+      s.tester_limits.push_back({l.kind, l.count, absl::StrFormat("port %s: %s", p.name, l.detail), l.longest_ns});
     }
   };
   inherit(ports[s.tx_port], true);
@@ -152,7 +153,8 @@ void AssessReadResponses(StreamResult& s, const std::vector<PortResult>& ports, 
         {kPacingStall, p.rx_stalls,
          absl::StrFormat("the responder's lcore came back more than 1 ms after its last poll of port %s with READ "
                          "requests waiting (longest %s), then sent their responses back to back",
-                         p.name, FormatDuration(static_cast<int64_t>(p.rx_stall_max_ns)))});
+                         p.name, FormatDuration(static_cast<int64_t>(p.rx_stall_max_ns))),
+         p.rx_stall_max_ns});
   }
   InheritPortLimits(s, ports);
 }
@@ -179,14 +181,18 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::ve
   }
   if (PauseReceived(ports[s.tx_port]) == 0 && t.credit_dropped > ShortfallTolerance(t.due)) {
     out.push_back({kPacingStall, t.credit_dropped,
-                   absl::StrFormat("the TX lcore fell more than 1 ms (or one burst) behind the set rate %s times; "
-                                   "the slots it missed were skipped, not sent late",
-                                   FormatCount(t.stalls))});
+                   absl::StrFormat("the TX lcore fell more than 1 ms (or one burst) behind the set rate %s times "
+                                   "(longest %s); the slots it missed were skipped, not sent late",
+                                   FormatCount(t.stalls), FormatDuration(static_cast<int64_t>(t.stall_max_ns))),
+                   t.stall_max_ns});
   }
   if (PauseReceived(ports[s.tx_port]) == 0 && t.late_burst_frames != 0) {
     out.push_back({kPacingStall, t.late_burst_frames,
-                   "frames of bursts the TX lcore released more than 1 ms after their start (not the back-to-back "
-                   "bursts at their times the schedule called for)"});
+                   absl::StrFormat("frames of bursts the TX lcore released more than 1 ms after their start "
+                                   "(longest %s late; not the back-to-back bursts at their times the schedule "
+                                   "called for)",
+                                   FormatDuration(static_cast<int64_t>(t.stall_max_ns))),
+                   t.stall_max_ns});
   }
   if (t.alloc_failures != 0) {
     out.push_back({kTxError, t.alloc_failures, "the mbuf pool was empty when TX needed a burst (times)"});

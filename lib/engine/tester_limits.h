@@ -40,6 +40,10 @@ struct TesterLimit {
   std::string kind;    // one of the k* names below
   uint64_t count = 0;  // frames (slots for pacing_stall, events for a pool running empty)
   std::string detail;  // what was seen, with the numbers of each observation point
+  // rx_stall and pacing_stall: the longest single hold-up (how long the lcore
+  // was away, at its worst); 0 for the other kinds. A figure timed across a
+  // hold-up (a loss's duration, a latency) may be off by up to this much.
+  uint64_t longest_ns = 0;
 };
 
 inline constexpr char kTxShortfall[] = "tx_shortfall";

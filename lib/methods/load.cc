@@ -187,7 +187,7 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   for (const engine::StreamResult& s : r.streams) {
     for (const engine::TesterLimit& l : s.tester_limits) {
       if (l.kind == engine::kRxStall && !judges_latency_) continue;
-      t.tester_limits.push_back({l.kind, l.count, "stream " + s.name + ": " + l.detail});
+      t.tester_limits.push_back({l.kind, l.count, "stream " + s.name + ": " + l.detail, l.longest_ns});
     }
   }
   if (!t.tester_limits.empty()) {

@@ -18,6 +18,7 @@ void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLi
     w.Field("kind", l.kind);
     w.Field("count", l.count);
     w.Field("detail", l.detail);
+    if (l.kind == engine::kRxStall || l.kind == engine::kPacingStall) w.Field("longest_ns", l.longest_ns);
     w.EndObject();
   }
   w.EndArray();

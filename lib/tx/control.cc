@@ -22,6 +22,13 @@ void TxTask::FlowSent(size_t i, std::vector<uint64_t>& packets, std::vector<uint
   }
 }
 
+bool TxTask::FlowSkipped(size_t i, std::vector<uint64_t>& skipped) const {
+  const State& st = *streams_[i];
+  if (st.pacer == nullptr) return false;
+  for (size_t f = 0; f < st.flow_index.size(); ++f) skipped[st.flow_index[f]] += st.pacer->skipped(f);
+  return true;
+}
+
 TxCounters TxTask::counters(size_t i) const {
   const State& st = *streams_[i];
   TxCounters c;
@@ -32,6 +39,7 @@ TxCounters TxTask::counters(size_t i) const {
   c.credit_dropped = st.credit_dropped.Read();
   c.stalls = st.stalls.Read();
   c.late_burst_frames = st.late_burst_frames.Read();
+  c.stall_max_ns = clock_.ToNs(st.stall_max_ticks.Read());
   c.first_ns = st.first_ns.Read();
   c.last_ns = st.last_ns.Read();
   c.due = st.due.Read();

@@ -23,6 +23,7 @@ FlowPacer::FlowPacer(const std::vector<double>& pps, uint64_t tsc_hz)
       hot_(pps.size()),
       seg_start_(pps.size()),
       due_closed_(pps.size(), 0),
+      skipped_(pps.size(), 0),
       head_(kWheelSlots, kNil),
       ready_(pps.size()) {
   const uint32_t n = flows();
@@ -129,7 +130,9 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
       // (as the stream pacer keeps one burst); the run goes now.
       const uint64_t skip = behind / h.iv - (kMaxRun - 1);
       *skipped += skip;
+      skipped_[f] += skip;
       ++*stalls;
+      longest_stall_fp_ = std::max(longest_stall_fp_, behind);
       h.next += skip * h.iv;
     }
     // This frame, and the flow's later slots that have passed too, up to a

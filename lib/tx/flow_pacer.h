@@ -56,7 +56,8 @@ class FlowPacer {
   // `out`) when that many of its slots have passed. A flow more than 1 ms
   // and kMaxRun intervals behind gives up the slots it missed before its
   // last kMaxRun (added to `*skipped`, one `*stalls` per such flow): those
-  // it sends now, as the stream pacer sends one burst after a hold-up.
+  // it sends now, as the stream pacer sends one burst after a hold-up;
+  // the most such a flow was behind is `longest_stall_fp()`.
   // With `runs`, the turns too, in order (`*nruns` of them, at most n): what
   // TX takes (`out` may then be null), filling and counting run by run.
   unsigned Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls,
@@ -76,6 +77,11 @@ class FlowPacer {
   void Pause(uint64_t now_fp);
   void Resume(uint64_t now_fp);
   bool paused() const { return paused_; }
+  // The most a flow was behind when it gave up slots (0: never), in the
+  // pacer's fixed point: how long the lcore was away at its worst.
+  uint64_t longest_stall_fp() const { return longest_stall_fp_; }
+  // Slots flow f gave up that way (the stream's `*skipped`, flow by flow).
+  uint64_t skipped(uint32_t f) const { return skipped_[f]; }
 
   // Frames the rates called for up to `t_fp` (every slot due before it),
   // summed over the flows; with `per_flow`, flow by flow too.
@@ -102,6 +108,7 @@ class FlowPacer {
   };
   std::vector<Hot> hot_;
   std::vector<uint64_t> seg_start_, due_closed_;  // rate changes and Due only
+  std::vector<uint64_t> skipped_;                 // per flow, slots given up (hold-ups only)
   std::vector<uint32_t> head_;                    // wheel: per slot a list head
   static constexpr uint32_t kInReady = kWheelSlots;
   uint64_t wheel_pos_ = 0;  // next slot number to sweep
@@ -109,6 +116,7 @@ class FlowPacer {
   std::vector<uint32_t> ready_;
   uint32_t ready_head_ = 0, ready_size_ = 0;
   bool paused_ = false;
+  uint64_t longest_stall_fp_ = 0;
 };
 
 }  // namespace fg::tx

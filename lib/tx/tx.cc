@@ -53,6 +53,7 @@ TxCounters& TxCounters::operator+=(const TxCounters& o) {
   credit_dropped += o.credit_dropped;
   stalls += o.stalls;
   late_burst_frames += o.late_burst_frames;
+  stall_max_ns = std::max(stall_max_ns, o.stall_max_ns);
   due += o.due;
   paced = paced || o.paced;
   return *this;
@@ -460,7 +461,9 @@ void TxTask::CountResends(State& st, unsigned n) {
 // shares (a test per burst): 222.3 instructions (221.9 without, same tool,
 // 2026-12-03, Intel Xeon VM, 2 vCPU), 1.14x testpmd at 78 B and 1.08x at
 // 1022 B (tools/bench_vs_testpmd.sh build 10 tx; 0.91x / 0.94x for the loop
-// without them 20 minutes before: the host's drift).
+// without them 20 minutes before: the host's drift). With the longest
+// hold-up kept in the stall branches (NoteStall): 222.4 instructions, 1.01x
+// / 1.06x (same tools, 2026-12-03 17:15, same VM, 39.5 Mpps testpmd).
 // The history (356 -> 275 -> 223 -> 221: shape-specialised loops, stamps
 // from locals, static DPDK, catch-up runs) is in docs/benchmarks.md, "Issue
 // 13, stage 2" to "stage 4".
@@ -499,7 +502,10 @@ unsigned TxTask::Poll() {
         while (now >= st.next_burst) {
           // Released more than 1 ms after its start: not the back-to-back
           // burst at its time that the schedule called for.
-          if (now - st.next_burst > late_ticks_) st.late_burst_frames.Add(st.burst_frames);
+          if (now - st.next_burst > late_ticks_) [[unlikely]] {
+            st.late_burst_frames.Add(st.burst_frames);
+            NoteStall(st, now - st.next_burst);
+          }
           st.burst_left += st.burst_frames;
           st.next_burst += st.burst_period;
         }
@@ -521,6 +527,7 @@ unsigned TxTask::Poll() {
           if (skipped != 0) {
             st.credit_dropped.Add(skipped);
             st.stalls.Add(stalls);
+            NoteStall(st, st.pacer->longest_stall_fp() >> kFpShift);
           }
           // A failed allocation leaves these slots unsent: counted (tx_error), never sent late.
           if (n != 0) Generate(st, n, now, now, runs, nruns);
@@ -534,6 +541,7 @@ unsigned TxTask::Poll() {
           // Shorter stalls are caught up, so every 1 s window keeps its rate.
           st.credit_dropped.Add(due - kTxBurst);
           st.stalls.Add(1);
+          NoteStall(st, (now_fp - st.next_fp) >> kFpShift);
           st.next_fp += (due - kTxBurst) * st.interval_fp;
           due = kTxBurst;
         }
@@ -553,6 +561,10 @@ unsigned TxTask::Poll() {
     if (st.exhausted && st.npending == 0) st.done.store(true, std::memory_order_release);
   }
   return sent_total;
+}
+
+void TxTask::NoteStall(State& st, uint64_t behind_ticks) {
+  if (behind_ticks > st.stall_max_ticks.Read()) st.stall_max_ticks.Set(behind_ticks);
 }
 
 unsigned TxTask::SendPending(State& st, uint64_t now) {

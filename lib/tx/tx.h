@@ -47,6 +47,7 @@ struct TxCounters {
   uint64_t credit_dropped = 0;         // packet slots skipped because the lcore fell behind the set rate
   uint64_t stalls = 0;                 // times the lcore fell more than 1 ms (or a burst) behind: slots skipped
   uint64_t late_burst_frames = 0;      // burst schedules: frames of bursts released more than 1 ms late
+  uint64_t stall_max_ns = 0;           // the longest of those hold-ups: how far behind the lcore was (ns)
   uint64_t first_ns = 0, last_ns = 0;  // TSC ns of the first and last accepted burst
   // Frames the set rate (or burst schedule) and count called for over the
   // stream's sending time, pauses excluded and rate changes followed: what
@@ -130,6 +131,10 @@ class TxTask : public PollTask {
   // each sent (accepted by the PMD).
   const std::vector<uint32_t>& flows(size_t i) const;
   void FlowSent(size_t i, std::vector<uint64_t>& packets, std::vector<uint64_t>& bytes) const;
+  // With per-flow rates (a FlowPacer): adds each flow's skipped slots (a
+  // hold-up's, FlowPacer::skipped) to `skipped` and returns true. Read once
+  // the lcore has stopped.
+  bool FlowSkipped(size_t i, std::vector<uint64_t>& skipped) const;
 
   // Live control from another thread; the lcore applies each on its next
   // poll (one load per stream and poll when nothing changed). A new rate or a
@@ -202,6 +207,9 @@ class TxTask : public PollTask {
   // A READ's responses: the jobs' frames (a burst at most), then pending frames to the PMD.
   unsigned Respond(State& st, uint64_t now);
   static void CountResends(State& st, unsigned n);  // after Generate, for a go-back-N stream
+  // A hold-up `behind_ticks` long that skipped slots or made a burst late:
+  // kept if the longest yet (TxCounters::stall_max_ns). Off the per-packet path.
+  static void NoteStall(State& st, uint64_t behind_ticks);
   // Generate for a stream with share_turns: up to n frames with the flows
   // taking turns, but only flows with a resend owed or their share not yet
   // sent take one; when none has, the stream ends here (Exhaust). The

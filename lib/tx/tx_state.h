@@ -132,6 +132,7 @@ struct alignas(64) TxTask::State {
 
   alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, stalls,
       late_burst_frames, first_ns, last_ns, due;
+  Counter stall_max_ticks;  // the longest hold-up that skipped slots or made a burst late (TSC ticks)
   Counter resent_live;  // `resent`, for other threads (set once per burst that resends)
   std::atomic<bool> paced{false};
   std::atomic<bool> done{false};

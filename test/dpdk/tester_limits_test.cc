@@ -68,6 +68,7 @@ TEST(TesterLimits, ShortfallBeyondAToleranceAndSkippedSlots) {
   r.streams[0].tx.packets = 100'000 - 133;  // 133 > max(32, 0.1 % of 100,000 = 100)
   r.streams[0].tx.credit_dropped = 120;
   r.streams[0].tx.stalls = 1;
+  r.streams[0].tx.stall_max_ns = 12'500'000;
   AssessTesterLimits(r);
   ASSERT_TRUE(r.tester_limited());
   const TesterLimit* s = Find(r.streams[0].tester_limits, kTxShortfall);
@@ -77,6 +78,9 @@ TEST(TesterLimits, ShortfallBeyondAToleranceAndSkippedSlots) {
   const TesterLimit* p = Find(r.streams[0].tester_limits, kPacingStall);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->count, 120u);
+  EXPECT_EQ(p->longest_ns, 12'500'000u);  // how long the lcore was away, for a figure timed across it
+  EXPECT_NE(p->detail.find("1 times (longest 12.500 ms)"), std::string::npos) << p->detail;
+  EXPECT_EQ(s->longest_ns, 0u);
   // A few skipped slots within the tolerance: counted (tx_slots_skipped), not a limit.
   r.streams[0].tx.packets = 100'000 - 60;
   r.streams[0].tx.credit_dropped = 60;
@@ -171,6 +175,7 @@ TEST(TesterLimits, AnRxStallMattersOnlyWithSoftwareRxTimes) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->count, 3u);
   EXPECT_NE(s->detail.find("longest 4.000 ms"), std::string::npos) << s->detail;
+  EXPECT_EQ(s->longest_ns, 4'000'000u);
 }
 
 TEST(TesterLimits, AnUnpacedStreamHasNoSetRateToFallShortOf) {

@@ -104,18 +104,21 @@ streams:
   opt.drain_ns = 50'000'000;
   opt.placement = engine::PlacementPolicy::kStream;  // (the plan's `placement: stream`, which the session passes here)
   // A run the host held a worker up in skips the slots it missed (its flows
-  // then fall short, and the run says so: tx_slots_skipped, pacing_stall):
-  // run again, as a test would, up to 10 times, and judge the run that
-  // skipped fewest (2-vCPU VMs hold a busy CPU up for over 1 ms about once a
-  // second, some hours several times a second: docs/lab.md "The host").
+  // then fall short, and the run says so: tx_slots_skipped per flow and per
+  // stream, pacing_stall): run again, as a test would, up to 10 times while
+  // more than 0.1 % of the slots were skipped, and judge the run that skipped
+  // fewest (2-vCPU VMs hold a busy CPU up for over 1 ms about once a second,
+  // some hours several times a second: docs/lab.md "The host"; in one CI
+  // hour every one of 10 runs skipped 1-33 %).
+  const double slots = 2.0 * (64 * 1000 + 500 * 2016);  // 2 s of the 64 rates' sum
   auto r = RunTrial(TestEal(), {p.get()}, streams, opt);
   auto say = [](int run, const engine::TrialResult& t) {
-    std::printf("  run %d: %lu slots skipped in %lu stalls%s\n", run,
+    std::printf("  run %d: %lu slots skipped in %lu stalls (longest %.3f ms)%s\n", run,
                 static_cast<unsigned long>(t.streams[0].tx.credit_dropped),
-                static_cast<unsigned long>(t.streams[0].tx.stalls),
+                static_cast<unsigned long>(t.streams[0].tx.stalls), t.streams[0].tx.stall_max_ns / 1e6,
                 t.streams[0].tx.credit_dropped != 0 ? " (the host held a worker up)" : "");
   };
-  for (int attempt = 1; attempt < 10 && r.ok() && r->streams[0].tx.credit_dropped != 0; ++attempt) {
+  for (int attempt = 1; attempt < 10 && r.ok() && r->streams[0].tx.credit_dropped > slots * 0.001; ++attempt) {
     if (attempt == 1) say(1, *r);
     auto again = RunTrial(TestEal(), {p.get()}, streams, opt);
     if (again.ok()) say(attempt + 1, *again);
@@ -125,18 +128,28 @@ streams:
   const StreamResult& s = r->streams[0];
   ASSERT_EQ(s.per_flow.size(), 64u);
   EXPECT_EQ(s.lost(), 0);
-  uint64_t skipped = s.tx.credit_dropped;
+  // Each flow's rate is its own less the slots its lcore says that flow gave
+  // up (per_flow tx_slots_skipped; 0 in a run the host left alone): the
+  // pacer's accuracy, with the tester's own shortfall named flow by flow.
+  uint64_t skipped = 0;
   double worst = 0;
   for (uint32_t f = 0; f < 64; ++f) {
     const engine::FlowReport& fr = s.per_flow[f];
-    const double want = 1000 + 500.0 * f;
+    ASSERT_GE(fr.tx_slots_skipped, 0) << "per-flow rates count each flow's skipped slots";
+    skipped += static_cast<uint64_t>(fr.tx_slots_skipped);
+    const double secs = static_cast<double>(fr.rx.last_rx_ns - fr.rx.first_rx_ns) / 1e9;
+    const double want = 1000 + 500.0 * f - static_cast<double>(fr.tx_slots_skipped) / secs;
     const double err = fr.rx_rate_pps() / want - 1;
     worst = std::max(worst, std::abs(err));
-    EXPECT_NEAR(fr.rx_rate_pps(), want, want * 0.01) << "flow " << f << " (skipped slots in the run: " << skipped << ")";
+    EXPECT_NEAR(fr.rx_rate_pps(), want, want * 0.01)
+        << "flow " << f << " (it skipped " << fr.tx_slots_skipped << " slots; the run " << s.tx.credit_dropped << ")";
     EXPECT_EQ(fr.tx_packets, fr.rx.rx_packets);
     EXPECT_EQ(fr.owner_lcore, TestEal().worker_lcores()[0]);
   }
-  std::printf("  64 flows at 64 rates: worst received rate %+.3f %% off its own\n", worst * 100);
+  EXPECT_EQ(skipped, s.tx.credit_dropped);  // the flows' skipped slots are the stream's, each counted once
+  std::printf("  64 flows at 64 rates: worst received rate %.3f %% off its own (less its skipped slots: %lu in all, "
+              "%.3f %% of the slots)\n",
+              worst * 100, static_cast<unsigned long>(skipped), 100.0 * static_cast<double>(skipped) / slots);
 }
 
 // Two ring ports joined by a mover that sends every frame to the RX queue

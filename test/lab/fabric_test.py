@@ -25,6 +25,7 @@ class NftTruthsTest(LabRun):
     fabric. Every rule's counter is exact truth for its stream's figure."""
 
     PLAN = "nft-truths.yaml"
+    CLEAN_RATE_STREAMS = ("policed", "shaped")
 
     def counter(self, i):
         return self.imps[i]["counter"]["packets"]
@@ -68,6 +69,13 @@ class NftTruthsTest(LabRun):
             lo, hi = binomial_interval(s["tx_packets"], p)
             self.assertTrue(lo <= s["ecn_ce_packets"] <= hi, (name, lo, s["ecn_ce_packets"], hi))
 
+    def held_up_low(self, s, truth, seconds, share):
+        """The lowest rate within 2 % of `truth` once the stream's skipped TX slots are allowed for: a hold-up of
+        d s passes the shaper no more than its rate x d less its bucket, which is at most `share` (shaper rate /
+        offered rate) of the slots TX skipped over it (run again while they were over 0.5 % of the slots)."""
+        self.assertEqual(self.held_up, [], "the tester was held up in all %d runs" % self.attempts)
+        return truth * 0.98 - share * self.skipped(s) / seconds
+
     def test_policer_rate_within_2_percent_and_drops_equal_its_counter(self):
         # Offered 6,000 frames/s, the policer passes its rate's worth plus its
         # bucket of 100 (full at the start).
@@ -75,11 +83,13 @@ class NftTruthsTest(LabRun):
         seconds = s["duration_ns"] / 1e9
         truth = (4000 * seconds + 100) / seconds
         rate = s["rx_packets"] / seconds
-        self.say("policer 4,000 frames/s, burst 100, over %.3f s = %.1f frames/s: received %.1f frames/s (%+.2f %%); "
-                 "lost %d, nft dropped %d", seconds, truth, rate, (rate / truth - 1) * 100, s["lost_packets"],
-                 self.counter(5))
+        low = self.held_up_low(s, truth, seconds, 4000 / 6000)
+        self.say("policer 4,000 frames/s, burst 100, over %.3f s = %.1f frames/s: received %.1f frames/s (%+.2f %%; "
+                 "down to %.1f allowed: %d TX slots skipped); lost %d, nft dropped %d", seconds, truth, rate,
+                 (rate / truth - 1) * 100, low, self.skipped(s), s["lost_packets"], self.counter(5))
         self.assertEqual(s["lost_packets"], self.counter(5))
-        self.assertLess(abs(rate / truth - 1), 0.02)
+        self.assertGreater(rate, low)
+        self.assertLess(rate, truth * 1.02)
 
     def test_htb_bottleneck_rate_within_2_percent_and_drops_equal_the_qdisc(self):
         s = self.streams["shaped"]
@@ -92,10 +102,13 @@ class NftTruthsTest(LabRun):
         burst, limit = 250000, 100000
         truth = (80e6 / 8 * seconds + burst + limit) / (1514 * seconds)
         rate = s["rx_packets"] / seconds
+        low = self.held_up_low(s, truth, seconds, 80e6 / (8000 * 1514 * 8))
         self.say("htb 80 Mbit/s, %d B bucket, %d B queue over %.3f s = %.1f frames/s of 1518 B: received %.1f "
-                 "frames/s (%+.2f %%); lost %d, bfifo dropped %d", burst, limit, seconds, truth, rate,
-                 (rate / truth - 1) * 100, s["lost_packets"], qdisc["bfifo"]["drops"])
-        self.assertLess(abs(rate / truth - 1), 0.02)
+                 "frames/s (%+.2f %%; down to %.1f allowed: %d TX slots skipped); lost %d, bfifo dropped %d", burst,
+                 limit, seconds, truth, rate, (rate / truth - 1) * 100, low, self.skipped(s), s["lost_packets"],
+                 qdisc["bfifo"]["drops"])
+        self.assertGreater(rate, low)
+        self.assertLess(rate, truth * 1.02)
         self.assertEqual(s["lost_packets"], qdisc["bfifo"]["drops"])
 
     def test_the_tester_kept_up(self):
@@ -107,8 +120,9 @@ class NftTruthsTest(LabRun):
         limits = [(s["name"], l) for s in self.report["streams"] for l in s["tester_limits"]]
         self.say("tester limits unloaded: %s", limits or "none")
         # A TX hold-up (pacing_stall: slots skipped, so fewer frames sent)
-        # changes no truth above: each compares a count with the kernel's
-        # (the policer's rate is its own, offered 1.5 x).
+        # changes no count truth above: each compares a count with the
+        # kernel's. The policer's and htb's rates allow for the skipped slots
+        # (a hold-up longer than their bucket is capacity they never pass).
         for s in self.report["streams"]:
             self.assertEqual(labtest.limits_not_explained_by_a_holdup(s), [], s["name"])
         self.assertEqual(self.report["tester_limited"], bool(limits))
@@ -580,12 +594,18 @@ class LinkDownTest(LabRun):
         rate = s["set_rate_pps"]
         gap_ns = 1e9 * s["flows"] / rate  # flows take turns: one flow's inter-packet gap
         lo_ns, hi_ns = t["down_ns_min"], t["down_ns"]
-        self.say("link down %.3f..%.3f ms; fabricgen: longest loss %.3f ms (allowed up to %.3f ms), %d frames lost "
-                 "(%.0f..%.0f at %d frames/s)", lo_ns / 1e6, hi_ns / 1e6, s["loss_duration_max_ns"] / 1e6,
-                 (hi_ns + gap_ns + 1e6) / 1e6, s["lost_packets"], lo_ns * rate / 1e9, hi_ns * rate / 1e9, rate)
-        # Loss duration within one inter-packet gap + 1 ms of the down interval.
+        held = self.longest_holdup_ns(s, "pacing_stall") + self.longest_holdup_ns(s, "rx_stall")
+        self.say("link down %.3f..%.3f ms; fabricgen: longest loss %.3f ms (allowed up to %.3f ms, %.3f ms of it the "
+                 "tester's named hold-ups), %d frames lost (%.0f..%.0f at %d frames/s)", lo_ns / 1e6, hi_ns / 1e6,
+                 s["loss_duration_max_ns"] / 1e6, (hi_ns + gap_ns + 1e6 + held) / 1e6, held / 1e6, s["lost_packets"],
+                 lo_ns * rate / 1e9, hi_ns * rate / 1e9, rate)
+        # Loss duration within one inter-packet gap + 1 ms of the down interval,
+        # plus the longest hold-up of TX (the next frame sent that much late)
+        # and of RX (its software RX time that much late) the run names: the
+        # product's bound on how far the tester moved the figure (310.6 ms in
+        # an hour when the host took up to 470 ms of each 2 s).
         self.assertGreaterEqual(s["loss_duration_max_ns"], lo_ns - gap_ns - 1e6)
-        self.assertLessEqual(s["loss_duration_max_ns"], hi_ns + gap_ns + 1e6)
+        self.assertLessEqual(s["loss_duration_max_ns"], hi_ns + gap_ns + 1e6 + held, s["tester_limits"])
         # Frames lost: what the port sent while the link was down (+/-1 per flow
         # at the edges), less any slots a hold-up of TX skipped (pacing_stall:
         # 42 short in an hour when the host took 40-330 ms a second; the

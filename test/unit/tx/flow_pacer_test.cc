@@ -187,8 +187,12 @@ TEST(FlowPacer, APauseOwesNothingAndAHoldUpSkipsWhatItMissed) {
   uint32_t out[32];
   uint64_t sk0 = 0, st0 = 0;
   const uint64_t back = kHz / 5 + kHz / 20;
+  EXPECT_EQ(p.longest_stall_fp(), 0u);  // on time so far (the pause is no hold-up)
   EXPECT_EQ(p.Next(Fp(back), 32, out, &sk0, &st0), FlowPacer::kMaxRun);
   EXPECT_EQ(st0, 1u);
+  // How long it was away: the flow's first missed slot (within one 1 ms interval after the resume) to now.
+  EXPECT_GE(p.longest_stall_fp(), Fp(kHz / 20 - kHz / 1000));
+  EXPECT_LE(p.longest_stall_fp(), Fp(kHz / 20));
   std::vector<uint64_t> c = Drive(p, back + 2000, kHz / 5 + kHz / 10, 2000, 32, &skipped);
   c[0] += FlowPacer::kMaxRun;
   skipped += sk0;
@@ -196,6 +200,7 @@ TEST(FlowPacer, APauseOwesNothingAndAHoldUpSkipsWhatItMissed) {
   static_assert(FlowPacer::kMaxRun < 49);
   EXPECT_GE(skipped, 49u - FlowPacer::kMaxRun);
   EXPECT_LE(skipped, 51u - FlowPacer::kMaxRun);
+  EXPECT_EQ(p.skipped(0), skipped);  // the one flow's own count of them
   std::vector<uint64_t> due;
   const uint64_t total = p.Due(Fp(kHz / 5 + kHz / 10), &due);
   EXPECT_NEAR(static_cast<double>(total), 100 + 100, 2);  // the pause owes nothing

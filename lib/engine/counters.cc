@@ -222,6 +222,12 @@ constexpr StreamCounter kStream[] = {
        if (!s.retransmits) return std::nullopt;
        return static_cast<int64_t>(s.retx.unique_packets) - static_cast<int64_t>(s.responder.delivered_packets);
      }},
+    {.key = "latency_excluded_packets",
+     .unit = kFrames,
+     .help = "Frames counted but left out of the latency figures: received in an RX lcore's catch-up after it was "
+             "held up over 1 ms (rx_stall), their software RX time late by the tester's own delay.",
+     .read = [](const StreamResult& s) -> CounterValue { return I(s.analysis.latency_excluded); },
+     .rx_figure = true},
     {.key = "loss_events",
      .unit = "events",
      .help = "Sequence gaps seen (each a loss event, closed by the next arrival).",

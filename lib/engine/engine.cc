@@ -731,6 +731,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     pr.rx_bytes += u.bytes;
     pr.rx_stalls += ref.task->stalls();
     pr.rx_stall_max_ns = std::max(pr.rx_stall_max_ns, ref.task->stall_max_ns());
+    pr.rx_stall_frames += ref.task->stall_frames();
   }
   result_.lcores = Runtime();
   CollectFlows();

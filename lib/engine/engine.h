@@ -203,6 +203,7 @@ struct PortResult {
   uint64_t kernel_read_pmd_tx = 0;  // the PMD's tx_packets when `kernel` was read (TX may send after)
   // RX lcores that came back to this port's queues after more than 1 ms with frames waiting.
   uint64_t rx_stalls = 0, rx_stall_max_ns = 0;
+  uint64_t rx_stall_frames = 0;  // frames drained in the catch-ups after those stalls
   bool software_rx_stamps = true;  // RX times from the TSC after rx_burst (a stall delays them)
   std::string kernel_iface;
   std::vector<TesterLimit> tester_limits;  // where this port's tester side was the limit

@@ -13,14 +13,14 @@ absl::StatusOr<BurstResult> RunBurst(const port::Eal& eal, const std::vector<por
   BurstResult out;
   out.name = test.name;
   out.repetitions = bp.repetitions;
-  FG_ASSIGN_OR_RETURN(const LoadRunner all, LoadRunner::Make(eal, ports, streams, test, {.bursts = true, .judges_latency = false}));
+  FG_ASSIGN_OR_RETURN(const LoadRunner all, LoadRunner::Make(eal, ports, streams, test, {.bursts = true}));
   out.streams = all.stream_names();
   const std::vector<int> ratios =
       bp.incast.empty() ? std::vector<int>{static_cast<int>(test.streams.size())} : bp.incast;
   for (int senders : ratios) {
     config::TestSpec sub = test;
     sub.streams.assign(test.streams.begin(), test.streams.begin() + senders);
-    FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, sub, {.bursts = true, .judges_latency = false}));
+    FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(eal, ports, streams, sub, {.bursts = true}));
     BurstPoint point;
     point.senders = senders;
     point.virtual_senders = runner.virtual_senders();

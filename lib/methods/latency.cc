@@ -25,7 +25,7 @@ absl::StatusOr<LatencyResult> RunLatency(const port::Eal& eal, const std::vector
   out.name = test.name;
   out.load = lp.load;
   FG_ASSIGN_OR_RETURN(const LoadRunner runner,
-                      LoadRunner::Make(eal, ports, streams, test, {.bursts = false, .judges_latency = true}));
+                      LoadRunner::Make(eal, ports, streams, test, {.bursts = false}));
   out.streams = runner.stream_names();
   out.line_l1_bps = runner.line_l1_bps();
   // A run the tester kept up in (limited attempts are recorded, not counted, and run again).
@@ -52,8 +52,12 @@ absl::StatusOr<LatencyResult> RunLatency(const port::Eal& eal, const std::vector
     LatencyRun run;
     run.trial = runner.Record(*r, lp.load, secs, "run", static_cast<int>(out.trials.size()));
     stats::LatencyHistogram h;
-    for (const engine::StreamResult& s : r->streams) h.Merge(s.analysis.latency);
+    for (const engine::StreamResult& s : r->streams) {
+      h.Merge(s.analysis.latency);
+      run.excluded += s.analysis.latency_excluded;
+    }
     run.samples = h.count();
+    out.excluded += run.excluded;
     run.min_ns = h.min();
     run.max_ns = h.max();
     run.mean_ns = h.mean();
@@ -187,6 +191,7 @@ class Latency final : public TestKind {
     w.Key("pooled");
     w.BeginObject();
     w.Field("samples", h.count());
+    w.Field("excluded", r.excluded);
     w.Field("min_ns", h.min());
     w.Field("mean_ns", h.mean());
     for (const auto& [key, p] : {std::pair{"p50_ns", 50.0}, std::pair{"p95_ns", 95.0}, std::pair{"p99_ns", 99.0},
@@ -222,6 +227,7 @@ class Latency final : public TestKind {
       w.BeginObject();
       w.Field("trial_index", run.trial.index);
       w.Field("samples", run.samples);
+      w.Field("excluded", run.excluded);
       w.Field("min_ns", run.min_ns);
       w.Field("mean_ns", run.mean_ns);
       w.Field("p50_ns", run.p50_ns);
@@ -238,10 +244,14 @@ class Latency final : public TestKind {
     const stats::LatencyHistogram& h = r.pooled;
     auto d = [](double ns) { return FormatDuration(static_cast<int64_t>(ns)); };
     std::string out = absl::StrFormat(
-        "test %s (latency at %.3f %% of line%s, %d runs, %s samples pooled)%s\n  min %s, mean %s, P50 %s, P95 %s, "
+        "test %s (latency at %.3f %% of line%s, %d runs, %s samples pooled%s)%s\n  min %s, mean %s, P50 %s, P95 %s, "
         "P99 %s, P99.9 %s, P99.99 %s, max %s; CV of the runs' P50 %.2f %%\n  observation point: %s\n",
         r.name, r.load * 100, r.load_goal.empty() ? "" : absl::StrFormat(", the %s of %s", r.load_goal, r.load_from),
-        r.runs.size(), FormatCount(h.count()), r.complete ? "" : ", INCOMPLETE: " + r.stopped_because,
+        r.runs.size(), FormatCount(h.count()),
+        r.excluded == 0 ? ""
+                        : absl::StrFormat("; %s frames left out: they waited through an RX lcore's stall (rx_stall)",
+                                          FormatCount(r.excluded)),
+        r.complete ? "" : ", INCOMPLETE: " + r.stopped_because,
         d(static_cast<double>(h.min())), d(h.mean()), d(h.Percentile(50)), d(h.Percentile(95)), d(h.Percentile(99)),
         d(h.Percentile(99.9)), d(h.Percentile(99.99)), d(static_cast<double>(h.max())), r.cv_p50 * 100,
         r.observation_point);

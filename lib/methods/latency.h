@@ -25,6 +25,7 @@ namespace fg::methods {
 struct LatencyRun {
   TrialRecord trial;
   uint64_t samples = 0;
+  uint64_t excluded = 0;  // frames received but left out: drained after an RX lcore's stall (latency_excluded_packets)
   uint64_t min_ns = 0, max_ns = 0;
   double mean_ns = 0, p50_ns = 0, p99_ns = 0;
 };
@@ -45,6 +46,7 @@ struct LatencyResult : TestResult {
   double line_l1_bps = 0;
   std::vector<LatencyRun> runs;  // counted runs
   stats::LatencyHistogram pooled;   // all counted runs' samples
+  uint64_t excluded = 0;            // the counted runs' frames left out (LatencyRun::excluded)
   double cv_p50 = 0;                // standard deviation / mean of the runs' P50
   // With `compare_to` (e.g. the unloaded, single-QP test): this P50 and P99 over that test's.
   std::string compared_to;

@@ -14,7 +14,6 @@ absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vec
                                             const config::TestSpec& test, Use use) {
   LoadRunner r;
   r.eal_ = &eal;
-  r.judges_latency_ = use.judges_latency;
   r.ports_ = ports;
   for (size_t i : test.streams) {
     const stream::CompiledStream& s = streams.at(i);
@@ -183,10 +182,12 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   t.set_l1_bps = load * line_l1_bps_;
   for (const auto& [port, n] : per_port_) t.port_offered_l1_bps.push_back(port_bits[port] / secs);
   // The limits that bear on this test's figures: its streams' (their TX,
-  // their ports); an RX lcore's stall delays latencies, not counts.
+  // their ports). An RX lcore's stall bears on none: counts stay exact, and
+  // the frames that waited through it are left out of the latency figures
+  // (latency_excluded_packets), whose samples are then all the device's.
   for (const engine::StreamResult& s : r.streams) {
     for (const engine::TesterLimit& l : s.tester_limits) {
-      if (l.kind == engine::kRxStall && !judges_latency_) continue;
+      if (l.kind == engine::kRxStall) continue;
       t.tester_limits.push_back({l.kind, l.count, "stream " + s.name + ": " + l.detail, l.longest_ns});
     }
   }

@@ -82,8 +82,7 @@ class LoadRunner {
  public:
   // What the test does with its trials.
   struct Use {
-    bool bursts = false;          // RunBursts: streams with a burst schedule are allowed
-    bool judges_latency = false;  // an RX stall (rx_stall) makes a trial's figures the tester's
+    bool bursts = false;  // RunBursts: streams with a burst schedule are allowed
   };
   // Refuses ports without a link speed, and (unless use.bursts) streams with a burst schedule.
   static absl::StatusOr<LoadRunner> Make(const port::Eal& eal, const std::vector<port::Port*>& ports,
@@ -131,7 +130,6 @@ class LoadRunner {
   std::map<size_t, int> per_port_;  // TX port -> the test's streams on it
   std::vector<std::string> names_;
   double line_l1_bps_ = 0, mean_frame_size_ = 0;
-  bool judges_latency_ = false;  // Use::judges_latency
 };
 
 // The section of a test run at one fixed load (latency, load_balance):

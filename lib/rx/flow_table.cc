@@ -32,6 +32,25 @@ void FlowTable::Deliver(const Handoff* recs, size_t n) {
   Flush(done);
 }
 
+void FlowTable::ObserveLate(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns, uint32_t bytes,
+                            uint8_t flags) {
+  stats::FlowState& f = flows_[slot];
+  const OwnedFlow o = owned_[slot];
+  const bool started = f.received != 0;
+  const int64_t transit = f.last_transit;
+  const uint64_t jitter16 = f.jitter16;
+  const bool ce = (flags & Handoff::kCe) != 0;
+  stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, ce, &events_[o.group], bytes);
+  if (started) {  // the jitter goes on from the last frame whose time was its own
+    f.last_transit = transit;
+    f.jitter16 = jitter16;
+  }
+  if (responder_ != nullptr) responder_->OnData(slot, seq, rx_ns, ce);
+  ++groups_[o.group].latency_excluded;
+  live_[o.group].packets.Add(1);
+  live_[o.group].bytes.Add(bytes);
+}
+
 void FlowTable::ObserveRead(const Handoff& h) {
   if (responder_ == nullptr) return;  // (the port's dispatch names only answered READs)
   const OwnedFlow o = owned_[h.slot];
@@ -102,7 +121,10 @@ void FlowTable::ServeSlow() {
 
 std::vector<stats::GroupStats> FlowTable::Summaries() const {
   std::vector<stats::GroupStats> out(groups_.size());
-  for (size_t g = 0; g < groups_.size(); ++g) out[g].latency.Merge(groups_[g].latency);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    out[g].latency.Merge(groups_[g].latency);
+    out[g].latency_excluded = groups_[g].latency_excluded;
+  }
   for (size_t s = 0; s < flows_.size(); ++s) out[owned_[s].group].AddFlow(flows_[s]);
   return out;
 }

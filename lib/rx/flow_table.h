@@ -40,7 +40,9 @@ inline constexpr uint32_t kPerFlowLatencyFlows = 4096;
 struct Handoff {
   // kReadRequest: a READ request this port answers (seq: its PSN).
   enum Kind : uint8_t { kData = 0, kCnp = 1, kRoceNak = 2, kUetNack = 3, kRoceAck = 4, kReadRequest = 5 };
-  enum Flags : uint8_t { kCe = 1, kPayloadError = 2 };
+  // kRxLate: received in the RX lcore's catch-up after a stall (software RX
+  // time late by the tester's own delay): counted, its latency left out.
+  enum Flags : uint8_t { kCe = 1, kPayloadError = 2, kRxLate = 4 };
   uint32_t slot = 0;  // in the owner's table
   uint32_t seq = 0;
   uint64_t tx_ns = 0;  // the signature's 48-bit TX stamp
@@ -179,6 +181,12 @@ class FlowTable {
   // A READ request: data of its flow, its sequence from its PSN (the
   // responder's view of the QP), no latency (it carries no TX stamp).
   void ObserveRead(const Handoff& h);
+  // A data frame with kRxLate: counted and sequenced as any, its latency
+  // (and its part in the flow's jitter) left out (GroupStats::latency_excluded).
+  // Counted straight into the group's live counters: Observe's `run` never
+  // has its address taken, so it stays in registers on the common path.
+  [[gnu::noinline]] void ObserveLate(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns, uint32_t bytes,
+                                     uint8_t flags);
   std::vector<OwnedFlow> owned_;
   std::vector<stats::FlowState> flows_;           // per slot
   std::vector<stats::FlowLatency> flow_latency_;  // per slot, when kept
@@ -220,8 +228,10 @@ class FlowTable {
                                                       uint32_t bytes, uint8_t flags, Run& run) {
   stats::FlowState& f = flows_[slot];
   const OwnedFlow o = owned_[slot];
-  if (flags & Handoff::kPayloadError) [[unlikely]]
-    ++f.payload_errors;
+  if (flags & (Handoff::kPayloadError | Handoff::kRxLate)) [[unlikely]] {
+    if (flags & Handoff::kPayloadError) ++f.payload_errors;
+    if (flags & Handoff::kRxLate) return ObserveLate(slot, seq, tx_ns, rx_ns, bytes, flags);  // (`run` untouched)
+  }
   if (o.group != run.group) [[unlikely]] {
     // Through a copy: `run` itself never has its address taken, so it stays in registers.
     Run done = run;

@@ -48,6 +48,10 @@ namespace fg::rx {
 inline constexpr unsigned kRxBurst = 32;
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
 inline constexpr uint64_t kRxStallNs = 1'000'000;
+// After a stall, the frames that waited through it (sent before the lcore
+// came back) are drained burst by burst, each marked Handoff::kRxLate and its
+// latency left out, until a burst comes back short (the queue emptied) or
+// holds none of them.
 inline constexpr size_t kHandoffRing = 8192;  // records per (producer, owner) ring
 
 using HandoffRing = SpscRing<Handoff>;
@@ -141,10 +145,12 @@ class RxTask : public PollTask {
     return {fb_cnp_.Read(), fb_nak_.Read(), fb_nack_.Read(), fb_unmatched_.Read(), fb_ack_.Read()};
   }
   // Times this task's lcore came back more than kRxStallNs after its last
-  // poll to find frames waiting (their latency includes the tester's own
-  // delay), and the longest such gap in ns.
+  // poll to find frames waiting, the longest such gap in ns, and the frames
+  // it then drained (software RX times: marked kRxLate, their latency the
+  // tester's own delay, left out; with the NIC's stamps none).
   uint64_t stalls() const { return stalls_.Read(); }
   uint64_t stall_max_ns() const { return stall_max_ns_.Read(); }
+  uint64_t stall_frames() const { return stall_frames_.Read(); }
 
  private:
   uint16_t port_id_, queue_;
@@ -160,8 +166,10 @@ class RxTask : public PollTask {
   bool FlushWaiting();  // true when nothing waits any more
   Counter unknown_packets_, unknown_bytes_, data_packets_, data_bytes_, handed_off_, handoff_waits_;
   Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_, fb_ack_;
-  Counter stalls_, stall_max_ns_;
+  Counter stalls_, stall_max_ns_, stall_frames_;
   uint64_t last_poll_tsc_ = 0;  // lcore
+  bool catching_up_ = false;    // lcore: draining the frames that waited through a stall
+  uint64_t catch_up_ns_ = 0;    // lcore: when it came back: frames sent before it waited (48-bit TX time)
   uint64_t stall_ticks_;
 
   // A frame without a signature: feedback for one of our flows, or nothing we know.

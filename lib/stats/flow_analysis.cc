@@ -73,6 +73,7 @@ void GroupStats::Merge(const GroupStats& o) {
   nack += o.nack;
   ack += o.ack;
   payload_errors += o.payload_errors;
+  latency_excluded += o.latency_excluded;
   loss_events += o.loss_events;
   loss_ns_total += o.loss_ns_total;
   loss_ns_max = std::max(loss_ns_max, o.loss_ns_max);

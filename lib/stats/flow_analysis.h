@@ -132,6 +132,10 @@ struct GroupStats {
   double jitter_ns_mean = 0;  // over flows with >= 2 packets
   uint64_t jitter_flows = 0;
   uint64_t flows_seen = 0;
+  // Frames counted but left out of `latency` (and of their flow's jitter):
+  // received in an RX lcore's catch-up after a stall, their software RX time
+  // late by the tester's own delay (engine: rx_stall).
+  uint64_t latency_excluded = 0;
 
   void AddFlow(const FlowState& f);
   void Merge(const GroupStats& o);  // latency merged; flow totals added

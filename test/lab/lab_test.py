@@ -223,7 +223,23 @@ class TbfQueueDelayTest(LabRun):
     RATE, LIMIT = 100e6, 150000
     PLAN_TEXT = LATENCY_PLAN + tbf_lab(RATE, 16000, LIMIT)
 
+    @classmethod
+    def held_up_streams(cls, report):
+        # The delay is the queue's frames over the tbf's rate: a run in which
+        # the host held the lab's CPU up so long that the tbf fell below its
+        # rate (received under 98 % of it; an hour with 8-17 % steal gave 83
+        # Mbit/s, a P50 of 15 ms) measured a slower device, not this one: run again.
+        held = super().held_up_streams(report)
+        queued = next(t for t in report["tests"] if t["name"] == "queued")
+        for tr in queued["trials"]:
+            l2 = tr["received_bps_l1"] * TBF_LEN / (FRAME + 20)  # the tbf's own count: no FCS, preamble or gap
+            if tr["included"] and l2 < 0.98 * cls.RATE:
+                held.append("queued trial %d: the tbf sent %.1f Mbit/s of its %.0f" % (tr["index"], l2 / 1e6,
+                                                                                       cls.RATE / 1e6))
+        return held
+
     def test_p50_is_the_base_latency_plus_the_queueing_delay(self):
+        self.assertEqual(self.held_up, [], "the host held the lab's tbf up in all %d runs" % self.attempts)
         delay_ns = (self.LIMIT // TBF_LEN) * TBF_LEN * 8 / self.RATE * 1e9
         base = self.tests["base"]["pooled"]["p50_ns"]
         queued = self.tests["queued"]["pooled"]["p50_ns"]

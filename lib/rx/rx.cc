@@ -205,7 +205,11 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // test a burst otherwise) and left out of latency by an outlined
 // FlowTable::ObserveLate that never touches `run`: 236.8 against 236.4 the
 // same hour (a per-frame test cost 6, `run` passed by reference 8: it left
-// its registers).
+// its registers). Loopback that hour, Intel Xeon VM: 18.54 Mpps = 0.59x
+// testpmd flowgen (30.65), 1,000,000 flows 8.4 % below one flow
+// (tools/bench_vs_testpmd.sh build 10 loop); the commit before, paired run by
+// run: 23.95 / 21.43 / 20.75 Mpps against 22.03 / 21.89 / 18.90 (this host's
+// spread; docs/benchmarks.md "RX stalls: the waiting frames left out").
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns

@@ -146,12 +146,12 @@ class StageTest(LabRun):
 
     PLAN = "stage-delay-reorder.yaml"
     CAPTURES = (("stage1", "out"),)  # what the reordering stage really sent, in order
-    # The latency tests judge these streams' P50 and P99 against the stage's
-    # log: a run where the tester's RX lcore was held up over 1 ms for more
-    # than 2 % of their frames (rx_stall: those frames' software RX times are
-    # late) is made again. On the 2026-12-03 host 19 of the delayed stream's
-    # 300 frames waited up to 3.4 ms that way and its P50 came out +6 %, the
-    # figure flagged.
+    # The latency tests judge the delayed stream's P50 and P99 against the
+    # stage's log: frames that waited through a hold-up of the tester's RX
+    # lcore (rx_stall) are left out of the latency figures by the product
+    # (latency_excluded_packets); a run with stalls in over 2 % of the frames
+    # is made again all the same (LabRun.CLEAN_LATENCY_STREAMS: the host held
+    # the lab's own path up too).
     CLEAN_LATENCY_STREAMS = ("delayed", "baseline")
 
     def log(self, link):
@@ -165,25 +165,23 @@ class StageTest(LabRun):
         return v[min(len(v) - 1, int(math.ceil(q * len(v))) - 1)]
 
     def test_fixed_delay_within_5_percent(self):
-        self.assertEqual(self.held_up, [], "the tester was held up in all %d runs" % self.attempts)
+        self.assertEqual(self.held_up, [], "the host held the tester up in all %d runs" % self.attempts)
         held = [int(r["held_ns"]) for r in self.log("leaf0-b")]
         d = self.streams["delayed"]
         s, base = d["latency"], self.streams["baseline"]["latency"]
         self.assertEqual(len(held), d["tx_packets"])
         truth = self.pct(held, 0.5) + base["p50_ns"]
-        # Each of the run's k RX stalls (at most 2 % of the frames, else the
-        # run was made again) made about one frame late: the median then
-        # lies no higher than the stage's (0.5 + k/n) quantile.
-        k = self.stalled(d)
-        high = self.pct(held, min(1.0, 0.5 + k / len(held))) + base["p50_ns"]
-        self.say("delay: stage log P50 %.0f ns + baseline path P50 %.0f ns = %.0f ns; fabricgen P50 %.0f ns (%+.2f %%); "
-                 "%d RX stalls: up to %.0f ns (attempt %d)", self.pct(held, 0.5), base["p50_ns"], truth, s["p50_ns"],
-                 (s["p50_ns"] / truth - 1) * 100, k, high, self.attempts)
+        stalls = [(l["count"], l["longest_ns"]) for l in d["tester_limits"] if l["kind"] == "rx_stall"]
+        self.say("delay: stage log P50 %.0f ns + baseline path P50 %.0f ns = %.0f ns; fabricgen P50 %.0f ns (%+.2f %%) "
+                 "over %d of %d frames (RX stalls, longest: %s; their waiting frames left out)", self.pct(held, 0.5),
+                 base["p50_ns"], truth, s["p50_ns"], (s["p50_ns"] / truth - 1) * 100, s["samples"],
+                 d["rx_packets"], stalls or "none")
+        self.assertEqual(s["samples"] + d["latency_excluded_packets"], d["rx_packets"])
         self.assertGreater(s["p50_ns"], truth * 0.95)
-        self.assertLess(s["p50_ns"], high * 1.05)
+        self.assertLess(s["p50_ns"], truth * 1.05)
 
     def test_jitter_within_5_percent(self):
-        self.assertEqual(self.held_up, [], "the tester was held up in all %d runs" % self.attempts)
+        self.assertEqual(self.held_up, [], "the host held the tester up in all %d runs" % self.attempts)
         # The spread of the delay, P99 - P50, from the log and from fabricgen.
         # The log holds the stage's own hold times (out - in, so its own
         # scheduling is in them); the rest of the path (fabricgen's TX and RX,

@@ -37,24 +37,27 @@ class LabRun(unittest.TestCase):
     # limit in every attempt of a trial); such a class still reads the report.
     ALLOW_INCOMPLETE = False
     # A plain run (no tests section, so no tester_limit_retries) whose
-    # latencies a test judges, per stream named here. An rx_stall (the RX
-    # lcore back more than 1 ms late with frames waiting) makes those frames'
-    # software RX times late, as the product says; each stall delays about
-    # one frame of a slow stream. While a stream's stalls exceed
-    # MAX_STALLED_SHARE of its frames the whole lab run is made again, up to
-    # RUN_ATTEMPTS times; `held_up` says what the kept run still had, and a
-    # test widens its bound by the stalls it accepted (`stalled`).
-    CLEAN_LATENCY_STREAMS = ()
+    # received rate a test judges against a kernel shaper or policer, per
+    # stream named here: slots TX skipped in a hold-up (pacing_stall) are time
+    # the shaper's bucket banks only up to its size, so its truth falls by up
+    # to the skipped slots' share of its rate. While a stream skipped more than
+    # MAX_SKIPPED_SHARE of its slots the whole lab run is made again, up to
+    # RUN_ATTEMPTS times (as for any reason `held_up_streams` gives); `held_up`
+    # says what the kept run still had, and a test widens its bound by the
+    # skipped slots it accepted.
     RUN_ATTEMPTS = 5
-    MAX_STALLED_SHARE = 0.02
-    # Likewise a run whose received rate a test judges against a kernel shaper
-    # or policer, per stream named here: slots TX skipped in a hold-up
-    # (pacing_stall) are time the shaper's bucket banks only up to its size,
-    # so its truth falls by up to the skipped slots' share of its rate. While
-    # a stream skipped more than MAX_SKIPPED_SHARE of its slots the run is made
-    # again; a test widens its bound by the skipped slots it accepted.
     CLEAN_RATE_STREAMS = ()
     MAX_SKIPPED_SHARE = 0.005
+    # Likewise a run whose latencies a test judges against a model of the
+    # lab's path (the stage's log plus the unimpaired baseline's P50), per
+    # stream named here, while its RX stalls (the tester's RX lcore more than
+    # 1 ms late) exceed MAX_STALLED_SHARE of its frames. The product leaves
+    # the frames that waited out of the latency figures; but a host that takes
+    # the tester's vCPU that often takes the lab's too (its kernel path, its
+    # stage), and the sum of medians stops being the path's median (one run
+    # with 65 stalls in 300 frames: baseline P99 - P50 3.5 ms, P50 +11 %).
+    CLEAN_LATENCY_STREAMS = ()
+    MAX_STALLED_SHARE = 0.02
 
     @staticmethod
     def stalled(stream):

@@ -263,6 +263,11 @@ constexpr StreamCounter kStream[] = {
      .unit = "times",
      .help = "Times TX fell more than 1 ms (and a burst) behind and skipped slots.",
      .read = [](const StreamResult& s) -> CounterValue { return I(s.tx.stalls); }},
+    {.key = "tx_stall_max_ns",
+     .unit = "ns",
+     .help = "The longest of those hold-ups (or of a burst released late): how far behind the TX lcore was at its "
+             "worst, whether or not its skipped slots reached a pacing_stall limit (0: none).",
+     .read = [](const StreamResult& s) -> CounterValue { return I(s.tx.stall_max_ns); }},
     {.key = "tx_late_burst_frames",
      .unit = kFrames,
      .help = "Burst schedules: frames of bursts released more than 1 ms late.",

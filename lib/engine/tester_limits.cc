@@ -69,8 +69,8 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::stri
   if (p.rx_stalls != 0 && p.software_rx_stamps) {
     out.push_back({kRxStall, p.rx_stalls,
                    absl::StrFormat("the RX lcore came back more than 1 ms after its last poll with frames waiting "
-                                   "(longest %s); the %s frames it then drained are counted, their latency (the "
-                                   "tester's own delay) left out of the latency figures (latency_excluded_packets), "
+                                   "(longest %s); the %s frames that had waited are counted, their latency (the "
+                                   "tester's own delay) left out of the latency figures (latency_excluded_packets); "
                                    "a loss duration they close may be long by up to the stall",
                                    FormatDuration(static_cast<int64_t>(p.rx_stall_max_ns)),
                                    FormatCount(p.rx_stall_frames)),

@@ -230,7 +230,10 @@ unsigned RxTask::PollImpl() {
   const bool polled_before = last_poll_tsc_ != 0;
   last_poll_tsc_ = before;
   const uint16_t n = rte_eth_rx_burst(port_id_, queue_, pkts, kRxBurst);
-  if (n == 0) return 0;
+  if (n == 0) {
+    catching_up_ = false;  // the queue is empty: whatever waited through a stall has been drained
+    return 0;
+  }
   if (since > stall_ticks_ && polled_before) {
     // Held up with frames waiting: the lcore was elsewhere (descheduled, or
     // a long TX poll on the same lcore); say so beside the latency figures.
@@ -265,7 +268,7 @@ unsigned RxTask::PollImpl() {
       if (tgt[i].owner == self_) table_->Prefetch(tgt[i].slot);
     }
   }
-  uint32_t late_frames = 0;
+  uint32_t late_frames = 0, data_checked = 0;
   if (catching_up_) [[unlikely]] {
     // Draining what waited through a stall: a frame sent before the lcore
     // came back has the tester's own delay in its software RX time. Counted
@@ -274,6 +277,7 @@ unsigned RxTask::PollImpl() {
     // common path pays one test a burst.
     for (uint16_t i = 0; i < n; ++i) {
       if (tgt[i].owner == kNoSlot) continue;
+      ++data_checked;
       const uint64_t tx_ns = proto::Load48(rte_pktmbuf_mtod(pkts[i], const uint8_t*) + sig[i] + 10);
       const uint64_t ahead = (catch_up_ns_ - tx_ns) & stats::kTs48Mask;
       if (ahead != 0 && ahead < stats::kTs48Mask / 2) {
@@ -340,9 +344,11 @@ unsigned RxTask::PollImpl() {
   FlowTable::Run done = run;  // a copy: `run` stays in registers in the loop
   table_->Flush(done);
   if (catching_up_) [[unlikely]] {
-    // Drained once the queue came back short, or a burst held none that waited.
+    // Drained once the queue came back short (or empty, above), or a burst's
+    // data frames were all sent after the lcore came back (a burst of only
+    // feedback or unknown frames says nothing: the catch-up goes on).
     stall_frames_.Add(late_frames);
-    if (n < kRxBurst || late_frames == 0) catching_up_ = false;
+    if (n < kRxBurst || (data_checked != 0 && late_frames == 0)) catching_up_ = false;
   }
   if (waiting_total_ != 0) FlushWaiting();
   data_packets_.Add(data_packets);

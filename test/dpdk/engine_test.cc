@@ -191,7 +191,9 @@ streams:
   // (the tester's own delay: left out, counted), as many as RX marked, none without a stall.
   EXPECT_EQ(s.analysis.latency.count() + s.analysis.latency_excluded, 100'000'000u);
   EXPECT_EQ(s.analysis.latency_excluded, r->ports[0].rx_stall_frames);
-  if (r->ports[0].rx_stalls == 0) EXPECT_EQ(r->ports[0].rx_stall_frames, 0u);
+  if (r->ports[0].rx_stalls == 0) {
+    EXPECT_EQ(r->ports[0].rx_stall_frames, 0u);
+  }
   EXPECT_EQ(r->ports[0].rx_unknown_packets, 0u);
   EXPECT_EQ(r->ports[0].hw.rx_packets, 100'000'000u);  // the PMD agrees
 }

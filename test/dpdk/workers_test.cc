@@ -62,7 +62,9 @@ void ExpectExact(const engine::TrialResult& r, uint64_t packets) {
     marked += p.rx_stall_frames;
   }
   EXPECT_EQ(s.analysis.latency_excluded, marked);
-  if (stalls == 0) EXPECT_EQ(marked, 0u);
+  if (stalls == 0) {
+    EXPECT_EQ(marked, 0u);
+  }
 }
 
 TEST(Workers, TwoWorkersTwoQueuesHundredMillionPacketsAllAccounted) {

@@ -48,10 +48,6 @@ namespace fg::rx {
 inline constexpr unsigned kRxBurst = 32;
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
 inline constexpr uint64_t kRxStallNs = 1'000'000;
-// After a stall, the frames that waited through it (sent before the lcore
-// came back) are drained burst by burst, each marked Handoff::kRxLate and its
-// latency left out, until a burst comes back short (the queue emptied) or
-// holds none of them.
 inline constexpr size_t kHandoffRing = 8192;  // records per (producer, owner) ring
 
 using HandoffRing = SpscRing<Handoff>;
@@ -168,6 +164,10 @@ class RxTask : public PollTask {
   Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_, fb_ack_;
   Counter stalls_, stall_max_ns_, stall_frames_;
   uint64_t last_poll_tsc_ = 0;  // lcore
+  // After a stall, the frames that waited through it (sent before the lcore
+  // came back) are drained burst by burst, each marked Handoff::kRxLate and
+  // its latency left out, until a poll comes back short or empty or a
+  // burst's data frames were all sent after it came back.
   bool catching_up_ = false;    // lcore: draining the frames that waited through a stall
   uint64_t catch_up_ns_ = 0;    // lcore: when it came back: frames sent before it waited (48-bit TX time)
   uint64_t stall_ticks_;

@@ -116,7 +116,9 @@ void InheritPortLimits(StreamResult& s, const std::vector<PortResult>& ports) {
     for (const TesterLimit& l : p.tester_limits) {
       const bool tx_kind = l.kind == kTxError;
       if (tx_kind != tx_side) continue;
-      s.tester_limits.push_back({l.kind, l.count, absl::StrFormat("port %s: %s", p.name, l.detail), l.longest_ns});
+      TesterLimit c = l;
+      c.detail = absl::StrFormat("port %s: %s", p.name, l.detail);
+      s.tester_limits.push_back(std::move(c));
     }
   };
   inherit(ports[s.tx_port], true);
@@ -223,44 +225,53 @@ namespace {
 
 // Where the time of an lcore hold-up went, from the two places a system can
 // see it: its threads' waits for their CPU while the kernel ran another task
-// (schedstat), and the hypervisor's steal (/proc/stat). "" when neither is
-// readable.
-std::string HoldUpNote(const std::vector<LcoreStats>& lcores) {
+// (schedstat), and the hypervisor's steal (/proc/stat). known: false when
+// neither is readable.
+struct HoldUp {
+  bool known = false;
+  int64_t wait_ns = 0, steal_ns = 0;
+  std::string note;
+};
+
+HoldUp WhereTheTimeWent(const std::vector<LcoreStats>& lcores) {
   constexpr int64_t kMs = 1'000'000;
-  int64_t wait = 0, steal = 0;
-  bool any = false;
+  HoldUp h;
   std::vector<int> cpus;  // steal is per CPU: each once
   for (const LcoreStats& l : lcores) {
     if (l.guest_wait_ns >= 0) {
-      wait += l.guest_wait_ns;
-      any = true;
+      h.wait_ns += l.guest_wait_ns;
+      h.known = true;
     }
     if (l.cpu >= 0 && l.host_steal_ns >= 0 && std::find(cpus.begin(), cpus.end(), l.cpu) == cpus.end()) {
       cpus.push_back(l.cpu);
-      steal += l.host_steal_ns;
-      any = true;
+      h.steal_ns += l.host_steal_ns;
+      h.known = true;
     }
   }
-  if (!any) return "";
+  if (!h.known) return h;
   std::string cause;
-  if (wait >= kMs && wait >= steal) {
+  if (h.wait_ns >= kMs && h.wait_ns >= h.steal_ns) {
     cause = "another task on the lcores' CPUs held them up (a process or kernel thread of this system: isolate "
             "the lcores' CPUs)";
-  } else if (steal >= kMs) {
+  } else if (h.steal_ns >= kMs) {
     cause = "the hypervisor gave their CPUs to something else (a virtual machine's vCPUs descheduled)";
   } else {
     cause = "neither reaches 1 ms, so the CPU was taken from the whole system: a virtual machine's vCPU "
             "descheduled by a host that reports no steal, or firmware";
   }
-  return absl::StrFormat(
+  h.note = absl::StrFormat(
       "; over the trial the lcores' threads waited %s for their CPUs while the kernel ran another task there "
       "(schedstat) and the hypervisor reported %s of steal (/proc/stat): %s",
-      FormatDuration(wait), FormatDuration(steal), cause);
+      FormatDuration(h.wait_ns), FormatDuration(h.steal_ns), cause);
+  return h;
 }
 
-void AppendHoldUpNote(std::vector<TesterLimit>& limits, const std::string& note) {
+void AttachHoldUp(std::vector<TesterLimit>& limits, const HoldUp& h) {
   for (TesterLimit& l : limits) {
-    if (l.kind == kPacingStall || l.kind == kRxStall) l.detail += note;
+    if (l.kind != kPacingStall && l.kind != kRxStall) continue;
+    l.detail += h.note;
+    l.cpu_wait_ns = h.wait_ns;
+    l.steal_ns = h.steal_ns;
   }
 }
 
@@ -285,9 +296,9 @@ void AssessTesterLimits(TrialResult& r) {
                            FormatCount(r.drain_late_frames), FormatDuration(r.drain_ns))});
     }
   }
-  if (const std::string note = HoldUpNote(r.lcores); !note.empty()) {
-    for (PortResult& p : r.ports) AppendHoldUpNote(p.tester_limits, note);
-    for (StreamResult& s : r.streams) AppendHoldUpNote(s.tester_limits, note);
+  if (const HoldUp h = WhereTheTimeWent(r.lcores); h.known) {
+    for (PortResult& p : r.ports) AttachHoldUp(p.tester_limits, h);
+    for (StreamResult& s : r.streams) AttachHoldUp(s.tester_limits, h);
   }
 }
 

@@ -44,6 +44,13 @@ struct TesterLimit {
   // was away, at its worst); 0 for the other kinds. A figure timed across a
   // hold-up (a loss's duration, a latency) may be off by up to this much.
   uint64_t longest_ns = 0;
+  // rx_stall and pacing_stall: where the trial's lcore time went, as the
+  // kernel counts it: the lcores' threads' waits for their CPUs while it ran
+  // another task there (schedstat run_delay) and the hypervisor's steal of
+  // their CPUs (/proc/stat), ns over the trial; -1: unreadable, or another
+  // kind. A stall the kernel saw no time for was the whole VM's (or firmware's).
+  int64_t cpu_wait_ns = -1;
+  int64_t steal_ns = -1;
 };
 
 inline constexpr char kTxShortfall[] = "tx_shortfall";

@@ -188,7 +188,9 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   for (const engine::StreamResult& s : r.streams) {
     for (const engine::TesterLimit& l : s.tester_limits) {
       if (l.kind == engine::kRxStall) continue;
-      t.tester_limits.push_back({l.kind, l.count, "stream " + s.name + ": " + l.detail, l.longest_ns});
+      engine::TesterLimit c = l;
+      c.detail = "stream " + s.name + ": " + l.detail;
+      t.tester_limits.push_back(std::move(c));
     }
   }
   if (!t.tester_limits.empty()) {

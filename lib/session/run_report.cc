@@ -18,7 +18,18 @@ void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLi
     w.Field("kind", l.kind);
     w.Field("count", l.count);
     w.Field("detail", l.detail);
-    if (l.kind == engine::kRxStall || l.kind == engine::kPacingStall) w.Field("longest_ns", l.longest_ns);
+    if (l.kind == engine::kRxStall || l.kind == engine::kPacingStall) {
+      w.Field("longest_ns", l.longest_ns);
+      // Where the time went, as the kernel counts it (null: unreadable).
+      for (auto [key, ns] : {std::pair{"cpu_wait_ns", l.cpu_wait_ns}, std::pair{"steal_ns", l.steal_ns}}) {
+        w.Key(key);
+        if (ns >= 0) {
+          w.Int(ns);
+        } else {
+          w.Null();
+        }
+      }
+    }
     w.EndObject();
   }
   w.EndArray();

@@ -14,6 +14,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import holdups  # noqa: E402
+
 FABRICGEN = ""
 ROOT = ""
 
@@ -170,8 +173,11 @@ class RunTest(Workdir):
 
     def test_ctrl_c_during_tests_writes_the_trials_so_far_marked_incomplete(self):
         plan = self.write("tests.yaml", "streams: [{name: s, rate: 1 kpps}]\n"
-                          "tests:\n  - latency: {load: 1 %, runs: 20, trial_duration: 2 s, warmup: none,"
+                          "tests:\n  - latency: {load: 0.01 %, runs: 20, trial_duration: 2 s, warmup: none,"
                           " tester_limit_retries: 20}\n")
+        # 0.01 % of the 10 Gbit/s loopback: 1.5 kpps, whose burst of 32 slots
+        # is 21 ms, so a host's hold-up shorter than that is caught up, not a
+        # limit (at 1 %, 148 kpps, a vCPU stolen for 9 ms limited every attempt).
         out = os.path.join(self.dir, "out")
         # One run done, the second under way.
         # (a run the machine held the tester up in is not counted: wait for a counted one)
@@ -200,12 +206,14 @@ class RunTest(Workdir):
         for plan in plans:
             out = os.path.join(self.dir, os.path.basename(plan))
             r = run("run", self.riding_out_holdups(plan), "--out", out, "--quiet")
-            self.assertEqual(r.returncode, 0, plan + ": " + r.stderr + r.stdout[-3000:])
+            # 1: a test stopped; allowed only for a held-up host (check_tests_report).
+            self.assertIn(r.returncode, (0, 1), plan + ": " + r.stderr + r.stdout[-3000:])
             with open(os.path.join(out, "report.json")) as f:
                 rep = json.load(f)
             if rep.get("schema") == "tests":
                 self.check_tests_report(plan, rep)
                 continue
+            self.assertEqual(r.returncode, 0, plan + ": " + r.stderr + r.stdout[-3000:])
             unsigned = 0
             for s in rep["streams"]:
                 self.assertGreater(s["tx_packets"], 0, plan + " " + s["name"])
@@ -228,8 +236,19 @@ class RunTest(Workdir):
 
     def check_tests_report(self, plan, rep):
         # The loopback loses nothing: every search ends at its maximum load,
-        # every trial is accounted and every goal says where it stands.
-        self.assertTrue(rep["complete"], plan)
+        # every trial is accounted and every goal says where it stands. A
+        # test the host held the tester up in every attempt of (test/holdups.py),
+        # and one that runs at its result, stop: their trials are still
+        # checked, their results are not (said on stderr).
+        held = {t["name"]: holdups.held_up_every_attempt(t) for t in rep["tests"]}
+        held = {name: why for name, why in held.items() if why}
+        for t in rep["tests"]:
+            if not t["complete"] and t["name"] not in held and any(
+                    "of " + name + "," in t["stopped_because"] for name in held):
+                held[t["name"]] = "runs at the result of a held-up test: " + t["stopped_because"]
+        for why in held.values():
+            sys.stderr.write("  %s: %s (not judged)\n" % (os.path.basename(plan), why))
+        self.assertTrue(rep["complete"] or held, plan)
         self.assertGreater(len(rep["tests"]), 0, plan)
         for t in rep["tests"]:
             acc = t["trial_accounting"]
@@ -240,6 +259,9 @@ class RunTest(Workdir):
                 self.assertGreater(tr["tx_frames"], 0)
                 if not tr["included"]:
                     self.assertTrue(tr["excluded_because"])
+            if t["name"] in held:
+                continue
+            self.assertTrue(t["complete"], plan + " " + t["name"] + ": " + t.get("stopped_because", ""))
             if t["kind"] == "burst":
                 ratios = t["parameters"]["incast"] or [len(t["streams"])]
                 self.assertEqual([p["senders"] for p in t["incast"]], ratios, plan)
@@ -303,6 +325,9 @@ class ReportHtmlTest(Workdir):
         out = os.path.join(self.dir, "out")
         r = run("run", self.riding_out_holdups(os.path.join(ROOT, "configs/rfc2544/report-loopback.yaml")), "--out",
                 out, "--quiet")
+        if r.returncode == 1:  # a test stopped: every figure needs every test's result
+            with open(os.path.join(out, "report.json")) as f:
+                holdups.skip_if_held_up(self, json.load(f))
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools/report.py"), os.path.join(out, "report.json")],
                            capture_output=True, text=True, timeout=120)

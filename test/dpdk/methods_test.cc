@@ -6,6 +6,7 @@
 
 #include "config/plan.h"
 #include "dpdk_test_env.h"
+#include "host_holdups.h"
 #include "methods/kinds.h"
 #include "methods/throughput.h"
 #include "ring_path.h"
@@ -62,6 +63,7 @@ TEST(Throughput, BinarySearchFindsThePolicersCapacity) {
       "  - throughput: {search: binary, min: 1 %, max: 20 %, precision: 0.05 %, trial_duration: 250 ms, "
       "warmup: 100 ms, tester_limit_retries: 20}\n");
   ASSERT_TRUE(r.ok()) << r.status();
+  FG_SKIP_IF_HOST_HELD_UP(r->complete, r->stopped_because, r->trials);
   ASSERT_TRUE(r->complete) << r->stopped_because;
   ASSERT_EQ(r->goals.size(), 1u);
   const GoalOutcome& g = r->goals[0];
@@ -112,6 +114,7 @@ TEST(Throughput, MultiGoalSearchFindsNdrAndPdr) {
       "      initial_duration: 100 ms\n      warmup: none\n      tester_limit_retries: 20\n"
       "      goals: [{name: NDR, loss: 0 %, width: 1 %}, {name: PDR, loss: 5 %, width: 1 %}]\n");
   ASSERT_TRUE(r.ok()) << r.status();
+  FG_SKIP_IF_HOST_HELD_UP(r->complete, r->stopped_because, r->trials);
   ASSERT_TRUE(r->complete) << r->stopped_because;
   ASSERT_EQ(r->goals.size(), 2u);
   const double ndr_truth = TruthLoad(kTrialS);
@@ -159,6 +162,7 @@ tests:
   opt.drain_ns = 50'000'000;
   auto r = RunThroughput(TestEal(), {path.tx(), path.rx()}, *streams, plan->tests[0], opt);
   ASSERT_TRUE(r.ok()) << r.status();
+  FG_SKIP_IF_HOST_HELD_UP(r->complete, r->stopped_because, r->trials);
   ASSERT_TRUE(r->complete) << r->stopped_because;
   const GoalOutcome& g = r->goals[0];
   ASSERT_TRUE(g.found);

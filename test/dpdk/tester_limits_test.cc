@@ -21,6 +21,7 @@
 
 #include "config/plan.h"
 #include "dpdk_test_env.h"
+#include "host_holdups.h"
 #include "engine/engine.h"
 #include "methods/kinds.h"
 #include "methods/latency.h"
@@ -260,6 +261,12 @@ TEST(TesterLimits, AStallSaysWhereTheTimeWent) {
                         "hypervisor gave their CPUs to something else"),
             std::string::npos)
       << note();
+  // The same figures, structured (report.json tester_limits[].cpu_wait_ns / steal_ns).
+  const TesterLimit* p = Find(r.streams[0].tester_limits, kPacingStall);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->cpu_wait_ns, 300'000);
+  EXPECT_EQ(p->steal_ns, 30'000'000);
+  EXPECT_EQ(Find(r.streams[0].tester_limits, kTxShortfall)->steal_ns, -1);  // not a hold-up's kind
   r.lcores[0].guest_wait_ns = 40'000'000;
   EXPECT_NE(note().find("waited 40.200 ms for their CPUs"), std::string::npos) << note();
   EXPECT_NE(note().find(": another task on the lcores' CPUs held them up"), std::string::npos) << note();
@@ -268,6 +275,7 @@ TEST(TesterLimits, AStallSaysWhereTheTimeWent) {
       << note();
   for (LcoreStats& l : r.lcores) l.guest_wait_ns = l.host_steal_ns = -1;
   EXPECT_EQ(note().find("schedstat"), std::string::npos) << note();
+  EXPECT_EQ(Find(r.streams[0].tester_limits, kPacingStall)->cpu_wait_ns, -1);  // unreadable: unknown, not 0
 }
 
 TEST(HostSteal, TheStealColumnOfEachCpuInNs) {
@@ -430,6 +438,7 @@ TEST(TesterLimitsInTests, ALimitedTrialIsExcludedRetriedAndNeverCounted) {
       "streams: [{name: s, rate: 100 kpps}]\n"
       "tests: [{latency: {load: 1 %, runs: 2, trial_duration: 300 ms, warmup: none, tester_limit_retries: 20}}]\n");
   ASSERT_TRUE(r.ok()) << r.status();
+  FG_SKIP_IF_HOST_HELD_UP(r->complete, r->stopped_because, r->trials);
   ASSERT_TRUE(r->complete) << r->stopped_because;
   ASSERT_EQ(r->runs.size(), 2u);
   ASSERT_GE(r->trials.size(), 3u);  // more if the machine held the lcore up again by itself
@@ -460,6 +469,41 @@ TEST(TesterLimitsInTests, WithoutRetriesTheTestStopsRatherThanJudge) {
   EXPECT_TRUE(r->runs.empty());
   ASSERT_EQ(r->trials.size(), 1u);
   EXPECT_FALSE(r->trials[0].included);
+}
+
+// The suite's own rule for a host that would not let a test judge the device
+// (host_holdups.h): skipped only for a stop by hold-ups the kernel counted.
+TEST(HostHeldUp, OnlyAStopByHoldUpsTheKernelCountedIsASkip) {
+  const std::string stop = "the tester itself was the limit in 2 attempts of the same trial (last: ...)";
+  auto holdup = [](uint64_t longest_ns, int64_t wait_ns, int64_t steal_ns) {
+    engine::TesterLimit l{engine::kPacingStall, 100, "stream s: ...", longest_ns};
+    l.cpu_wait_ns = wait_ns;
+    l.steal_ns = steal_ns;
+    return l;
+  };
+  std::vector<TrialRecord> trials(3);
+  trials[0].tester_limits = {};  // kept up: counted, not one of the attempts
+  trials[1].tester_limits = {holdup(8'000'000, 1'000'000, 10'000'000),
+                             {engine::kTxShortfall, 100, "stream s: ...", 0}};
+  trials[2].tester_limits = {holdup(6'000'000, 0, 10'000'000)};
+  EXPECT_NE(fg::testing::HostHeldUpEveryAttempt(false, stop, trials).find("2 limited trials; longest hold-ups 14.0 ms "
+                                                                          "in all, the kernel counted 21.0 ms"),
+            std::string::npos);
+  // Complete, or stopped for another reason: judged.
+  EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(true, "", trials), "");
+  EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, "interrupted", trials), "");
+  // The kernel counted under half the hold-ups: judged (a pacer seeing stalls that were not).
+  trials[1].tester_limits[0] = holdup(8'000'000, 1'000'000, 0);
+  trials[2].tester_limits[0] = holdup(6'000'000, 0, 0);
+  EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, stop, trials), "");
+  // Unreadable kernel figures count nothing.
+  trials[1].tester_limits[0] = holdup(8'000'000, -1, -1);
+  trials[2].tester_limits[0] = holdup(6'000'000, -1, -1);
+  EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, stop, trials), "");
+  // One limited trial without a hold-up (TX too slow for its rate): judged.
+  trials[1].tester_limits[0] = holdup(8'000'000, 0, 30'000'000);
+  trials[2].tester_limits = {{engine::kTxShortfall, 5000, "stream s: ...", 0}};
+  EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, stop, trials), "");
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+// A test on a shared host that the host would not let judge the device.
+//
+// When the host takes the tester's CPU for milliseconds at a time, often
+// (a VM whose vCPUs the hypervisor deschedules: CI of 2026-12-03 saw 12-20 %
+// steal with hold-ups every few ms), every attempt of a trial can be
+// tester-limited, and the product rightly stops the search rather than judge
+// the device by them. Such a test then cannot say whether the device's figure
+// is right: it is skipped, naming why, but only when
+//   - it stopped for exactly that reason (RunUnlimited's message),
+//   - every one of its limited trials had a hold-up (pacing_stall or rx_stall:
+//     a TX path too slow for its rate, with no hold-up, still fails), and
+//   - the kernel counted the time: over those trials, the lcores' CPU waits
+//     (schedstat) plus the hypervisor's steal (/proc/stat) are at least half
+//     the sum of their longest hold-ups (steal is counted in 10 ms ticks). A
+//     pacer that saw stalls the kernel never counted still fails.
+// tools/host_noise.py makes such an hour on demand.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "engine/tester_limits.h"
+#include "methods/load.h"
+
+namespace fg::testing {
+
+inline std::string HostHeldUpEveryAttempt(bool complete, const std::string& stopped_because,
+                                          const std::vector<methods::TrialRecord>& trials) {
+  if (complete || !absl::StartsWith(stopped_because, "the tester itself was the limit in")) return "";
+  int limited = 0;
+  double longest = 0, counted = 0;
+  for (const methods::TrialRecord& t : trials) {
+    if (t.tester_limits.empty()) continue;
+    ++limited;
+    double trial_longest = 0, trial_counted = -1;
+    for (const engine::TesterLimit& l : t.tester_limits) {
+      if (l.kind != engine::kPacingStall && l.kind != engine::kRxStall) continue;
+      trial_longest = std::max(trial_longest, static_cast<double>(l.longest_ns));
+      // Each limit of a trial carries the trial's (all lcores') figure: once.
+      if (l.cpu_wait_ns >= 0 && l.steal_ns >= 0) trial_counted = static_cast<double>(l.cpu_wait_ns + l.steal_ns);
+    }
+    if (trial_longest == 0) return "";  // a limited trial with no hold-up: the tester's own slowness
+    longest += trial_longest;
+    counted += std::max(0.0, trial_counted);
+  }
+  if (limited == 0 || counted < longest / 2) return "";
+  return absl::StrFormat(
+      "the host held the tester up in every attempt (%d limited trials; longest hold-ups %.1f ms in all, the kernel "
+      "counted %.1f ms of CPU wait and steal): the device cannot be judged in this hour: %s",
+      limited, longest / 1e6, counted / 1e6, stopped_because);
+}
+
+}  // namespace fg::testing
+
+// Skips the running test (GTEST_SKIP, with the reason) when HostHeldUpEveryAttempt says so.
+#define FG_SKIP_IF_HOST_HELD_UP(complete, stopped_because, trials)                                         \
+  if (const std::string fg_held_up = ::fg::testing::HostHeldUpEveryAttempt(complete, stopped_because, trials); \
+      !fg_held_up.empty())                                                                                \
+  GTEST_SKIP() << fg_held_up

@@ -445,6 +445,9 @@ std::vector<LcoreStats> LiveRun::Runtime() const {
     l.handoff_in = w.handoff_in.Read();
     l.handoff_max_polls = w.handoff_max_polls.Read();
     l.handoff_max_ns = w.handoff_max_ns.Read();
+    l.holdups = w.holdups.Read();
+    l.holdup_ns = w.clock.ToNs(w.holdup_ticks.Read());
+    l.holdup_max_ns = w.clock.ToNs(w.holdup_max_ticks.Read());
     for (const rx::RxTask* t : w.rx) {
       l.handoff_out += t->handed_off();
       l.handoff_waits += t->handoff_waits();

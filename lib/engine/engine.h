@@ -126,6 +126,10 @@ struct LcoreStats {
   // cross between cores), and the most ns from the frame's receipt on the
   // other lcore to that observation.
   uint64_t handoff_max_polls = 0, handoff_max_ns = 0;
+  // Turns of its loop that came more than 1 ms after the one before: the
+  // lcore away from its queues and pacers (held up by the host, or its own
+  // work), whether or not a slot was skipped; their time in all, the longest.
+  uint64_t holdups = 0, holdup_ns = 0, holdup_max_ns = 0;
   uint32_t flows = 0;  // flows it owns
   int cpu = -1;        // the CPU it runs on
   // The hypervisor's steal of that CPU since the launch (/proc/stat), ns: on

@@ -63,6 +63,10 @@ struct LcoreWork {
   // Written by the lcore only, read by anyone (show runtime).
   alignas(64) Counter polls, busy_polls, tx_packets, rx_packets, tx_cycles, rx_cycles, handoff_in,
       handoff_max_polls, handoff_max_ns;
+  // Turns of the loop that came more than 1 ms after the one before (the
+  // lcore held up by the host, or by its own work): how many, their TSC
+  // ticks in all, the longest. Whether or not they cost a slot or a sample.
+  Counter holdups, holdup_ticks, holdup_max_ticks;
   TscClock clock;
 };
 

@@ -217,6 +217,11 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   }
   t.warnings = r.warnings;
   t.drain_ns = r.drain_ns;
+  for (const engine::LcoreStats& l : r.lcores) {
+    t.lcore_holdups += l.holdups;
+    t.lcore_holdup_ns += l.holdup_ns;
+    t.lcore_holdup_max_ns = std::max(t.lcore_holdup_max_ns, l.holdup_max_ns);
+  }
   t.loss_ratio = t.tx_frames == 0 ? 0
                                   : static_cast<double>(t.tx_frames - std::min(t.tx_frames, t.rx_frames)) /
                                         static_cast<double>(t.tx_frames);

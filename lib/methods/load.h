@@ -64,6 +64,11 @@ struct TrialRecord {
   // received in error, a drain that waited for a packet socket's TX ring).
   std::vector<std::string> warnings;
   int64_t drain_ns = 0;  // how long the drain took (`drain` past the last frame sent)
+  // The worker lcores' hold-ups in the trial (LcoreStats::holdups): turns of
+  // their loops over 1 ms after the one before, listed as a limit or not (a
+  // hold-up caught up within 1 ms and a burst of slots skips none, but a
+  // figure timed across it, such as a link's busy time, still carries it).
+  uint64_t lcore_holdups = 0, lcore_holdup_ns = 0, lcore_holdup_max_ns = 0;
 };
 
 struct MethodOptions {

@@ -236,6 +236,7 @@ void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r) {
     w.Field("rx_cycles_per_packet", l.rx_cycles_per_packet());
     w.Field("handoff_max_polls", l.handoff_max_polls);
     w.Field("handoff_max_ns", l.handoff_max_ns);
+    w.Field("holdup_max_ns", l.holdup_max_ns);
     w.EndObject();
   }
   w.EndArray();

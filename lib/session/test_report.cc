@@ -43,6 +43,12 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   w.EndObject();
   WriteQpSetup(w, t.qp_setup);  // the trial's connection initiation latency (its QPs' CM set-up)
   w.Field("drain_ns", t.drain_ns);
+  w.Key("lcore_holdups");  // the workers' turns over 1 ms apart: how many, their time, the longest
+  w.BeginObject();
+  w.Field("count", t.lcore_holdups);
+  w.Field("total_ns", t.lcore_holdup_ns);
+  w.Field("longest_ns", t.lcore_holdup_max_ns);
+  w.EndObject();
   w.Key("warnings");
   w.BeginArray();
   for (const std::string& x : t.warnings) w.String(x);

@@ -230,6 +230,7 @@ namespace {
 struct HoldUp {
   bool known = false;
   int64_t wait_ns = 0, steal_ns = 0;
+  bool wait_known = false, steal_known = false;  // each source readable
   std::string note;
 };
 
@@ -240,12 +241,12 @@ HoldUp WhereTheTimeWent(const std::vector<LcoreStats>& lcores) {
   for (const LcoreStats& l : lcores) {
     if (l.guest_wait_ns >= 0) {
       h.wait_ns += l.guest_wait_ns;
-      h.known = true;
+      h.known = h.wait_known = true;
     }
     if (l.cpu >= 0 && l.host_steal_ns >= 0 && std::find(cpus.begin(), cpus.end(), l.cpu) == cpus.end()) {
       cpus.push_back(l.cpu);
       h.steal_ns += l.host_steal_ns;
-      h.known = true;
+      h.known = h.steal_known = true;
     }
   }
   if (!h.known) return h;
@@ -270,8 +271,8 @@ void AttachHoldUp(std::vector<TesterLimit>& limits, const HoldUp& h) {
   for (TesterLimit& l : limits) {
     if (l.kind != kPacingStall && l.kind != kRxStall) continue;
     l.detail += h.note;
-    l.cpu_wait_ns = h.wait_ns;
-    l.steal_ns = h.steal_ns;
+    l.cpu_wait_ns = h.wait_known ? h.wait_ns : -1;
+    l.steal_ns = h.steal_known ? h.steal_ns : -1;
   }
 }
 

@@ -25,7 +25,8 @@ std::string RunReportJson(Session& session, const engine::TrialResult& result, c
 // "environment", the EAL arguments, memory choice and TSC rate.
 void WriteReportHeader(report::JsonWriter& w, Session& session, const std::string& started_utc);
 void WriteEalFields(report::JsonWriter& w, Session& session);
-// "tester_limits": [{kind, count, detail[, longest_ns]}, ...] (longest_ns: rx_stall, pacing_stall)
+// "tester_limits": [{kind, count, detail[, longest_ns, cpu_wait_ns, steal_ns]}, ...] (those three: rx_stall,
+// pacing_stall; the last two null when unreadable)
 void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLimit>& limits);
 // "qp_setup": {method, count, p50_ns, p99_ns, max_ns, elapsed_ns, setup_rate_per_s, mads_resent} or null.
 void WriteQpSetup(report::JsonWriter& w, const std::optional<engine::QpSetup>& setup);

@@ -211,7 +211,7 @@ class RunTest(Workdir):
             with open(os.path.join(out, "report.json")) as f:
                 rep = json.load(f)
             if rep.get("schema") == "tests":
-                self.check_tests_report(plan, rep)
+                self.check_tests_report(plan, rep, r.returncode)
                 continue
             self.assertEqual(r.returncode, 0, plan + ": " + r.stderr + r.stdout[-3000:])
             unsigned = 0
@@ -234,18 +234,14 @@ class RunTest(Workdir):
             self.assertEqual(port["rx_unknown_packets"], unsigned + answers, plan)
 
 
-    def check_tests_report(self, plan, rep):
+    def check_tests_report(self, plan, rep, rc=0):
         # The loopback loses nothing: every search ends at its maximum load,
         # every trial is accounted and every goal says where it stands. A
         # test the host held the tester up in every attempt of (test/holdups.py),
         # and one that runs at its result, stop: their trials are still
         # checked, their results are not (said on stderr).
-        held = {t["name"]: holdups.held_up_every_attempt(t) for t in rep["tests"]}
-        held = {name: why for name, why in held.items() if why}
-        for t in rep["tests"]:
-            if not t["complete"] and t["name"] not in held and any(
-                    "of " + name + "," in t["stopped_because"] for name in held):
-                held[t["name"]] = "runs at the result of a held-up test: " + t["stopped_because"]
+        held = holdups.held_up_tests(rep)
+        self.assertEqual(rc, 1 if held else 0, plan)
         for why in held.values():
             sys.stderr.write("  %s: %s (not judged)\n" % (os.path.basename(plan), why))
         self.assertTrue(rep["complete"] or held, plan)

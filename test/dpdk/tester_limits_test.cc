@@ -475,6 +475,7 @@ TEST(TesterLimitsInTests, WithoutRetriesTheTestStopsRatherThanJudge) {
 // (host_holdups.h): skipped only for a stop by hold-ups the kernel counted.
 TEST(HostHeldUp, OnlyAStopByHoldUpsTheKernelCountedIsASkip) {
   const std::string stop = "the tester itself was the limit in 2 attempts of the same trial (last: ...)";
+  const std::string stop3 = "the tester itself was the limit in 3 attempts of the same trial (last: ...)";
   auto holdup = [](uint64_t longest_ns, int64_t wait_ns, int64_t steal_ns) {
     engine::TesterLimit l{engine::kPacingStall, 100, "stream s: ...", longest_ns};
     l.cpu_wait_ns = wait_ns;
@@ -489,6 +490,8 @@ TEST(HostHeldUp, OnlyAStopByHoldUpsTheKernelCountedIsASkip) {
   EXPECT_NE(fg::testing::HostHeldUpEveryAttempt(false, stop, trials).find("2 limited trials; longest hold-ups 14.0 ms "
                                                                           "in all, the kernel counted 21.0 ms"),
             std::string::npos);
+  // Fewer limited trials than the attempts the product says it made: judged.
+  EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, stop3, trials), "");
   // Complete, or stopped for another reason: judged.
   EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(true, "", trials), "");
   EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, "interrupted", trials), "");

@@ -432,29 +432,7 @@ stats::LatencyHistogram LiveRun::Latency(size_t stream) const {
 std::vector<LcoreStats> LiveRun::Runtime() const {
   std::vector<LcoreStats> out;
   const std::vector<int64_t> steal = port::HostStealNs();
-  for (const LcoreWork& w : work_) {
-    LcoreStats l;
-    l.lcore = w.lcore;
-    ReadHostFigures(w, steal, l);
-    l.polls = w.polls.Read();
-    l.busy_polls = w.busy_polls.Read();
-    l.tx_packets = w.tx_packets.Read();
-    l.rx_packets = w.rx_packets.Read();
-    l.tx_cycles = w.tx_cycles.Read();
-    l.rx_cycles = w.rx_cycles.Read();
-    l.handoff_in = w.handoff_in.Read();
-    l.handoff_max_polls = w.handoff_max_polls.Read();
-    l.handoff_max_ns = w.handoff_max_ns.Read();
-    l.holdups = w.holdups.Read();
-    l.holdup_ns = w.clock.ToNs(w.holdup_ticks.Read());
-    l.holdup_max_ns = w.clock.ToNs(w.holdup_max_ticks.Read());
-    for (const rx::RxTask* t : w.rx) {
-      l.handoff_out += t->handed_off();
-      l.handoff_waits += t->handoff_waits();
-    }
-    l.flows = w.table != nullptr ? w.table->size() : 0;
-    out.push_back(l);
-  }
+  for (const LcoreWork& w : work_) out.push_back(ReadLcoreStats(w, steal));
   return out;
 }
 

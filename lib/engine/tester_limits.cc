@@ -225,13 +225,13 @@ namespace {
 
 // Where the time of an lcore hold-up went, from the two places a system can
 // see it: its threads' waits for their CPU while the kernel ran another task
-// (schedstat), and the hypervisor's steal (/proc/stat). known: false when
-// neither is readable.
+// (schedstat), and the hypervisor's steal (/proc/stat); each known when
+// readable.
 struct HoldUp {
-  bool known = false;
   int64_t wait_ns = 0, steal_ns = 0;
-  bool wait_known = false, steal_known = false;  // each source readable
+  bool wait_known = false, steal_known = false;
   std::string note;
+  bool known() const { return wait_known || steal_known; }
 };
 
 HoldUp WhereTheTimeWent(const std::vector<LcoreStats>& lcores) {
@@ -241,15 +241,15 @@ HoldUp WhereTheTimeWent(const std::vector<LcoreStats>& lcores) {
   for (const LcoreStats& l : lcores) {
     if (l.guest_wait_ns >= 0) {
       h.wait_ns += l.guest_wait_ns;
-      h.known = h.wait_known = true;
+      h.wait_known = true;
     }
     if (l.cpu >= 0 && l.host_steal_ns >= 0 && std::find(cpus.begin(), cpus.end(), l.cpu) == cpus.end()) {
       cpus.push_back(l.cpu);
       h.steal_ns += l.host_steal_ns;
-      h.known = h.steal_known = true;
+      h.steal_known = true;
     }
   }
-  if (!h.known) return h;
+  if (!h.known()) return h;
   std::string cause;
   if (h.wait_ns >= kMs && h.wait_ns >= h.steal_ns) {
     cause = "another task on the lcores' CPUs held them up (a process or kernel thread of this system: isolate "
@@ -297,7 +297,7 @@ void AssessTesterLimits(TrialResult& r) {
                            FormatCount(r.drain_late_frames), FormatDuration(r.drain_ns))});
     }
   }
-  if (const HoldUp h = WhereTheTimeWent(r.lcores); h.known) {
+  if (const HoldUp h = WhereTheTimeWent(r.lcores); h.known()) {
     for (PortResult& p : r.ports) AttachHoldUp(p.tester_limits, h);
     for (StreamResult& s : r.streams) AttachHoldUp(s.tester_limits, h);
   }

@@ -78,7 +78,26 @@ void PlaceOnCpus(std::vector<LcoreWork>& work) {
   }
 }
 
-void ReadHostFigures(const LcoreWork& w, const std::vector<int64_t>& steal, LcoreStats& l) {
+LcoreStats ReadLcoreStats(const LcoreWork& w, const std::vector<int64_t>& steal) {
+  LcoreStats l;
+  l.lcore = w.lcore;
+  l.polls = w.polls.Read();
+  l.busy_polls = w.busy_polls.Read();
+  l.tx_packets = w.tx_packets.Read();
+  l.rx_packets = w.rx_packets.Read();
+  l.tx_cycles = w.tx_cycles.Read();
+  l.rx_cycles = w.rx_cycles.Read();
+  l.handoff_in = w.handoff_in.Read();
+  l.handoff_max_polls = w.handoff_max_polls.Read();
+  l.handoff_max_ns = w.handoff_max_ns.Read();
+  l.holdups = w.holdups.Read();
+  l.holdup_ns = w.clock.ToNs(w.holdup_ticks.Read());
+  l.holdup_max_ns = w.clock.ToNs(w.holdup_max_ticks.Read());
+  for (const rx::RxTask* t : w.rx) {
+    l.handoff_out += t->handed_off();
+    l.handoff_waits += t->handoff_waits();
+  }
+  l.flows = w.table != nullptr ? w.table->size() : 0;
   if (const int tid = w.tid.load(std::memory_order_acquire); tid > 0) {
     const int64_t start = w.run_delay_start_ns.load(std::memory_order_relaxed);
     const int64_t now = port::ThreadRunDelayNs(tid);
@@ -87,6 +106,7 @@ void ReadHostFigures(const LcoreWork& w, const std::vector<int64_t>& steal, Lcor
   l.cpu = w.cpu;
   const size_t c = static_cast<size_t>(w.cpu);
   if (w.cpu >= 0 && c < steal.size() && w.steal_start_ns >= 0) l.host_steal_ns = steal[c] - w.steal_start_ns;
+  return l;
 }
 
 // RX bursts a worker takes from one queue in a loop while they come full.

@@ -77,9 +77,9 @@ int LcoreMain(void* arg);
 // its own; beside the main lcore (the run's control) or another lcore it
 // would take their time instead of a stranger's.
 void PlaceOnCpus(std::vector<LcoreWork>& work);
-// Into `l`: the worker's CPU, its thread's waits for it (guest_wait_ns) and
-// the hypervisor's steal of it (host_steal_ns) since the launch; `steal` is
-// HostStealNs() now.
-void ReadHostFigures(const LcoreWork& w, const std::vector<int64_t>& steal, LcoreStats& l);
+// The worker's counters so far (any thread may read them), with its CPU, its
+// thread's waits for it (guest_wait_ns) and the hypervisor's steal of it
+// (host_steal_ns) since the launch; `steal` is HostStealNs() now.
+LcoreStats ReadLcoreStats(const LcoreWork& w, const std::vector<int64_t>& steal);
 
 }  // namespace fg::engine

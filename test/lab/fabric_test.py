@@ -124,7 +124,8 @@ class NftTruthsTest(LabRun):
         # kernel's. The policer's and htb's rates allow for the skipped slots
         # (a hold-up longer than their bucket is capacity they never pass).
         for s in self.report["streams"]:
-            self.assertEqual(labtest.limits_not_explained_by_a_holdup(s), [], s["name"])
+            self.assertEqual(labtest.limits_not_explained_by_a_holdup(s, self.report["duration_ns"] / 1e9), [],
+                             s["name"])
         self.assertEqual(self.report["tester_limited"], bool(limits))
         for p in self.report["ports"]:
             self.assertEqual([l for l in p["tester_limits"] if l["kind"] != "rx_stall"], [], p["name"])

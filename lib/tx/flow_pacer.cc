@@ -80,7 +80,13 @@ void FlowPacer::Unlink(uint32_t f) {
 // clock moves many slots a poll), so the pacer is timed by pacer_bench, not
 // counted. docs/benchmarks.md "Issue 13, stage 4". As runs (kMaxRun 32, no
 // per-frame output for TX): 34.8 ns a poll of 32 frames = 1.1 ns a frame on a
-// slow hour (stage 5).
+// slow hour (stage 5). A flow that gave up slots back to the FIFO's tail,
+// not through the wheel (2026-12-04, AMD EPYC Zen 4 VM): pacer_bench
+// AllBehind/4096 19.7 ns a poll of 32 (29.1 before), /65536 22.9 (36.1);
+// in TX, 4,096 own-rate flows all behind cost 35.0-36.5 TSC cycles a frame
+// against one flow's 32.8-35.0 (41.3 against 35.8 before: `perf record`
+// put 2.8 cycles a frame in Next + Insert, the sweep chasing wheel links in
+// L2): tools/bench_flow_rates.sh build 5 5 0.96x one flow (0.86x before).
 unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls, Run* runs,
                          unsigned* nruns) {
   if (nruns != nullptr) *nruns = 0;
@@ -119,13 +125,14 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
     }
     ready_head_ = ready_head_ + 1 == nf ? 0 : ready_head_ + 1;
     --ready_size_;
-    if (hot_[f].next > now_fp) [[unlikely]] {  // not due after all (never expected: only due flows enter the FIFO)
+    if (hot_[f].next > now_fp) [[unlikely]] {  // not due yet: put back early (a flow that gave up slots) and the FIFO drained before its time
       Insert(f);
       continue;
     }
     Hot& h = hot_[f];
     const uint64_t behind = now_fp - h.next;
-    if (behind > ms_fp_ && behind >= kMaxRun * h.iv) {
+    const bool gave_up = behind > ms_fp_ && behind >= kMaxRun * h.iv;
+    if (gave_up) {
       // Far behind: the slots missed before the last run's worth are given up
       // (as the stream pacer keeps one burst); the run goes now.
       const uint64_t skip = behind / h.iv - (kMaxRun - 1);
@@ -149,7 +156,12 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
       for (unsigned i = run_start; i < k; ++i) out[i] = f;
     }
     if (runs != nullptr) runs[(*nruns)++] = Run{f, k - run_start};
-    if (h.next <= now_fp) {
+    // A flow that gave up slots waited over 1 ms in a FIFO of other flows
+    // behind: it goes straight to the FIFO's tail (its place in the round),
+    // not through the wheel, whose sweep would chase its list links back
+    // out of L2 a few microseconds later. Popped before its time (a FIFO
+    // that emptied meanwhile), it goes to the wheel then: never sent early.
+    if (h.next <= now_fp || (gave_up && ready_size_ >= kMaxRun)) {
       PushReady(f);
     } else {
       Insert(f);
@@ -175,7 +187,8 @@ void FlowPacer::SetRate(uint32_t f, double pps, uint64_t now_fp) {
 }
 
 void FlowPacer::Retime(uint32_t f, double pps, uint64_t now_fp) {
-  if (paused_ || hot_[f].where == kInReady) {
+  const bool in_fifo = hot_[f].where == kInReady;
+  if (paused_ || (in_fifo && hot_[f].next <= now_fp)) {
     SetRate(f, pps, now_fp);  // paused: Resume restarts it; due already: it goes now either way
     return;
   }
@@ -185,6 +198,7 @@ void FlowPacer::Retime(uint32_t f, double pps, uint64_t now_fp) {
   hot_[f].iv = IntervalFp(pps, hz_);
   const uint64_t next = std::max(now_fp, last + hot_[f].iv);
   seg_start_[f] = hot_[f].next = next;
+  if (in_fifo) return;  // back in the FIFO early (Next): it waits its turn there, sent at `next` at the earliest
   Unlink(f);
   if (next <= now_fp) {
     PushReady(f);

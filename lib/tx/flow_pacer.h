@@ -8,7 +8,11 @@
 // whose later slots have passed too sends them in the same turn, up to
 // kMaxRun frames back to back (a catch-up run: the flow's state is touched
 // once for the run). A turn costs a FIFO pop and a wheel insert: no heap, no
-// division.
+// division. A flow that had to give up slots (the lcore cannot keep up with
+// the rates: every flow waits its round in the FIFO) goes straight back to
+// the FIFO's tail after its run, even if its next slot is a little ahead;
+// popped before that slot, it goes to the wheel then, so no frame is ever
+// sent before its time.
 //
 // Times are TSC ticks since the run's start << kFpShift (as TxTask's
 // pacer), so intervals keep 1/4096 tick of precision. Every flow's due count

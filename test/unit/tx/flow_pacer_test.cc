@@ -235,6 +235,56 @@ TEST(FlowPacer, PauseAndResumeOrAStreamRateChangeWithFlowsWaitingInTheFifo) {
   EXPECT_NEAR(static_cast<double>(sum), 4096 * 2000.0, 4096);
 }
 
+// A flow that gave up slots goes back to the FIFO's tail at once, not through
+// the wheel (its time may not have come yet): however the FIFO drains, it is
+// never sent before its slot, a Retime keeps its phase there, and once the
+// lcore keeps up again every flow sends its rate.
+TEST(FlowPacer, AFlowPutBackInTheFifoAfterGivingUpSlotsIsNeverSentEarly) {
+  std::vector<double> pps;
+  for (int f = 0; f < 256; ++f) pps.push_back(1e6 + 1000.0 * f);  // ~one slot per 2,000 ticks each
+  FlowPacer p(pps, kHz);
+  std::vector<uint64_t> sent(pps.size(), 0), due;
+  uint32_t out[64];
+  uint64_t sk = 0, st = 0;
+  auto poll = [&](uint64_t t, unsigned burst) {
+    const unsigned n = p.Next(Fp(t), burst, out, &sk, &st);
+    for (unsigned i = 0; i < n; ++i) ++sent[out[i]];
+    p.Due(Fp(t) + 1, &due);  // every slot at or before t
+    for (size_t f = 0; f < sent.size(); ++f) EXPECT_LE(sent[f], due[f]) << "flow " << f << " at " << t;
+    return n;
+  };
+  // 32 frames a poll every 10,000 ticks: a round of 256 runs takes 1.28 ms, so every flow gives up slots.
+  uint64_t t = 4000;
+  for (int i = 0; i < 1000; ++i, t += 10'000) ASSERT_EQ(poll(t, 32), 32u);
+  EXPECT_GT(st, 500u);
+  EXPECT_GT(sk, 0u);
+  // The last poll's runs went back to the FIFO (a run cut short by the poll's end still due, a whole one
+  // with its next slot ahead): a Retime keeps the phase of one whose slot is ahead.
+  uint32_t last = UINT32_MAX;
+  for (unsigned i = 0; i < 32; ++i) {
+    if (p.next_fp(out[i]) > Fp(t - 10'000)) last = out[i];
+  }
+  t -= 10'000;  // the last poll's time
+  ASSERT_NE(last, UINT32_MAX);
+  const uint64_t before = sent[last];
+  p.Retime(last, pps[last] / 2, Fp(t));
+  // The whole FIFO drained at once: the flows whose time has not come (the last runs') go to the wheel.
+  while (poll(t, 64) == 64) {
+  }
+  EXPECT_EQ(sent[last], before) << "sent at once by the Retime, or before its slot";
+  // From here the lcore keeps up: 2 ms polled every 1,000 ticks, every flow within a frame of its due count.
+  for (uint64_t u = t + 1000; u < t + kHz / 500; u += 1000) {
+    while (poll(u, 64) == 64) {
+    }
+  }
+  const uint64_t end = t + kHz / 500 - 1000;
+  p.Due(Fp(end) + 1, &due);
+  for (size_t f = 0; f < sent.size(); ++f) {
+    EXPECT_LE(sent[f], due[f]) << f;
+    EXPECT_GE(sent[f] + 1, due[f] - p.skipped(f)) << f;
+  }
+}
+
 TEST(SpscRing, EveryRecordArrivesOnceInOrderAcrossThreads) {
   SpscRing<uint64_t> ring(1024);
   constexpr uint64_t kN = 2'000'000;

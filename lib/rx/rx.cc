@@ -210,6 +210,15 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // (tools/bench_vs_testpmd.sh build 10 loop); the commit before, paired run by
 // run: 23.95 / 21.43 / 20.75 Mpps against 22.03 / 21.89 / 18.90 (this host's
 // spread; docs/benchmarks.md "RX stalls: the waiting frames left out").
+// The put-back checks moved into the first pass, which reads each mbuf's
+// first line anyway (2026-12-04, AMD EPYC Zen 4 VM): 240.8 instructions a
+// frame against 236.6 (the minimum of three callgrind runs each), yet RX
+// 42.0-42.3 TSC cycles a frame against 43.4-44.0 (report.json lcores[],
+// `fabricgen run` of the loop plan, the two builds alternately, three
+// pairs); loopback 37.77 Mpps = 0.81x testpmd flowgen, 1,000,000 flows 19.3 %
+// below one flow (tools/bench_vs_testpmd.sh build 10 loop; 0.76x and 0.82x
+// with the commit before, the same session; docs/benchmarks.md "RX: the
+// put-back checks in the first pass").
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns
@@ -253,11 +262,27 @@ unsigned RxTask::PollImpl() {
   uint32_t end[kRxBurst];
   PortDispatch::Target tgt[kRxBurst];
   uint8_t flags0[kRxBurst];  // each frame's Handoff flags before the per-frame checks
+  // Whether the burst can go back to the pool in one put (below): checked
+  // here, where each mbuf's first line is read anyway (RX writes nothing
+  // into an mbuf). refcnt and nb_segs from one load of the 8 bytes they
+  // share with data_off and port (rearm_data, as DPDK's vector PMDs read
+  // them); the checks ORed into one word, not branched on per mbuf.
+  rte_mempool* pool = pkts[0]->pool;
+  uint64_t odd = 0;
+  constexpr uint64_t kRefSegsMask = 0x0000FFFFFFFF0000ull;  // refcnt (bytes 2-3), nb_segs (4-5)
+  constexpr uint64_t kRefSegsOne = 0x0000000100010000ull;   // both 1
+  static_assert(offsetof(rte_mbuf, refcnt) == offsetof(rte_mbuf, data_off) + 2 &&
+                offsetof(rte_mbuf, nb_segs) == offsetof(rte_mbuf, data_off) + 4);
   rte_prefetch0(rte_pktmbuf_mtod(pkts[0], void*));
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
     const rte_mbuf* m = pkts[i];
-    const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    uint64_t rearm;
+    std::memcpy(&rearm, &m->data_off, sizeof(rearm));
+    odd |= ((rearm & kRefSegsMask) ^ kRefSegsOne) |
+           (reinterpret_cast<uintptr_t>(m->pool) ^ reinterpret_cast<uintptr_t>(pool)) |
+           reinterpret_cast<uintptr_t>(m->next) | (m->ol_flags & (RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL));
+    const uint8_t* d = static_cast<const uint8_t*>(m->buf_addr) + static_cast<uint16_t>(rearm);
     const proto::SignatureFinder::At at = finder_.Find(d, m->data_len);
     sig[i] = at.offset;
     end[i] = at.payload_end;
@@ -358,30 +383,15 @@ unsigned RxTask::PollImpl() {
     unknown_bytes_.Add(unknown_bytes);
   }
   // Whatever wrote these frames (a NIC, a test's mover), TX must not take
-  // them for intact templates when they come back from the pool.
-  // Back to the pool in one put when every mbuf is direct, unshared, one
-  // segment and from one pool (what the PMD's fast-free offload assumes);
-  // otherwise the general free.
-  // The checks are ORed into one word, not branched on per mbuf: refcnt
-  // and nb_segs from one load of the 8 bytes they share with data_off and
-  // port (rearm_data, as DPDK's vector PMDs read them).
-  rte_mempool* pool = pkts[0]->pool;
-  uint64_t odd = 0;
-  constexpr uint64_t kRefSegsMask = 0x0000FFFFFFFF0000ull;  // refcnt (bytes 2-3), nb_segs (4-5)
-  constexpr uint64_t kRefSegsOne = 0x0000000100010000ull;   // both 1
-  static_assert(offsetof(rte_mbuf, refcnt) == offsetof(rte_mbuf, data_off) + 2 &&
-                offsetof(rte_mbuf, nb_segs) == offsetof(rte_mbuf, data_off) + 4);
-  const int tag_off = tag_off_;
-  for (uint16_t i = 0; i < n; ++i) {
-    rte_mbuf* m = pkts[i];
-    if (tag_off >= 0) *RTE_MBUF_DYNFIELD(m, tag_off, uint64_t*) = 0;
-    uint64_t rearm;
-    std::memcpy(&rearm, &m->data_off, sizeof(rearm));
-    odd |= ((rearm & kRefSegsMask) ^ kRefSegsOne) | (reinterpret_cast<uintptr_t>(m->pool) ^ reinterpret_cast<uintptr_t>(pool)) |
-           reinterpret_cast<uintptr_t>(m->next) | (m->ol_flags & (RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL));
+  // them for intact templates when they come back from the pool (the
+  // built-in loopback's RX gets TX's own mbufs: no tag to clear).
+  if (const int tag_off = tag_off_; tag_off >= 0) {
+    for (uint16_t i = 0; i < n; ++i) *RTE_MBUF_DYNFIELD(pkts[i], tag_off, uint64_t*) = 0;
   }
-  const bool simple = odd == 0;
-  if (simple) {
+  // Back to the pool in one put when every mbuf is direct, unshared, one
+  // segment and from one pool (`odd`, above: what the PMD's fast-free
+  // offload assumes); otherwise the general free.
+  if (odd == 0) {
     rte_mempool_put_bulk(pool, reinterpret_cast<void**>(pkts), n);
   } else {
     rte_pktmbuf_free_bulk(pkts, n);

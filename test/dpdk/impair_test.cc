@@ -141,6 +141,46 @@ streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_pa
   EXPECT_EQ(r.ports[1].rx_unknown_packets, 0u);
 }
 
+// RX puts a burst back into its pool in one call only when every mbuf in it
+// is direct, unshared, one segment and from that pool. The path here hands on
+// duplicates that are none of those: the same mbuf twice (refcnt 2), indirect
+// clones, and copies from a pool of the test's own, mixed in bursts with
+// plain frames and, for the foreign copies, in bursts of their own. Counted
+// exactly, and afterwards every mbuf of both pools is free again, once: a
+// burst put back as it is would leak the clones' buffers or free a shared
+// mbuf while it is still to be received.
+TEST(Impairment, SharedClonedAndForeignMbufsAreCountedAndFreedAsDpdkRequires) {
+  RingPath path("mbf");
+  ASSERT_TRUE(path.ok()) << path.error();
+  rte_mempool* foreign = rte_pktmbuf_pool_create("mbf_foreign", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(foreign, nullptr);
+  Impairments imp;
+  imp.foreign_pool = foreign;
+  imp.dup_shared = {10, 11, 2000};
+  imp.dup_clone = {20, 3000, 3001, 3002};
+  for (uint32_t q = 5000; q < 5100; ++q) imp.dup_foreign.insert(q);  // 100 in a row: whole bursts of them
+  rte_mempool* pool = path.tx()->pool();
+  auto res = path.RunPlan(R"(
+duration: 10 s
+ports: [{name: a}, {name: b}]
+streams: [{name: s, port: a, rx_port: b, rate: 200 kpps, count: 10000, verify_payload: true, frame: {size: 128}}]
+)",
+                          imp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  const StreamResult& s = res->streams[0];
+  EXPECT_EQ(s.tx.packets, 10000u);
+  EXPECT_EQ(s.rx.packets, 10000u + 3 + 4 + 100);
+  EXPECT_EQ(s.analysis.duplicate, 3u + 4 + 100);
+  EXPECT_EQ(s.analysis.lost, 0);
+  EXPECT_EQ(s.analysis.payload_errors, 0u);
+  EXPECT_EQ(res->ports[1].rx_unknown_packets, 0u);
+  // Every mbuf free again, none twice (a double free would count more than the pool holds).
+  EXPECT_EQ(rte_mempool_avail_count(pool), pool->size);
+  EXPECT_EQ(rte_mempool_in_use_count(pool), 0u);
+  EXPECT_EQ(rte_mempool_avail_count(foreign), foreign->size);
+  rte_mempool_free(foreign);
+}
+
 // Port b answers as every QP's responder (ports[].respond) through the ring
 // pair's return path: the mover drops sequence 100 of each of the 4 flows and
 // marks 10, 20 and 30 CE. Each flow's responder NAKs PSN 100 once when 101

@@ -44,6 +44,12 @@ struct Impairments {
   // Asked for every frame, in arrival order, with the frame's TX time from
   // its signature: true drops it (a policer, a shaper's tail drop).
   std::function<bool(uint64_t tx_ns)> police;
+  // Duplicates handed on as the same mbuf twice (its refcnt raised), as an
+  // indirect clone (both then share one buffer), or as a copy from
+  // `foreign_pool`: RX must free each as DPDK requires, never put it back
+  // into a pool as a free mbuf while it is still referenced.
+  std::set<uint32_t> dup_shared, dup_clone, dup_foreign;
+  rte_mempool* foreign_pool = nullptr;
   // Every frame handed on this long after the mover took it (a path's
   // delay), in the order taken; 0: at once.
   uint64_t delay_ns = 0;
@@ -162,6 +168,12 @@ class Mover {
           continue;
         }
         if (imp_.dup.count(seq)) Put(rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX));
+        if (imp_.dup_shared.count(seq)) {
+          rte_mbuf_refcnt_update(m, 1);
+          Put(m);
+        }
+        if (imp_.dup_clone.count(seq)) Put(rte_pktmbuf_clone(m, pool_));
+        if (imp_.dup_foreign.count(seq)) Put(rte_pktmbuf_copy(m, imp_.foreign_pool, 0, UINT32_MAX));
         Put(m);
         for (auto it = held.begin(); it != held.end();) {
           if (imp_.hold_until[it->first] == seq) {

@@ -211,7 +211,7 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // run: 23.95 / 21.43 / 20.75 Mpps against 22.03 / 21.89 / 18.90 (this host's
 // spread; docs/benchmarks.md "RX stalls: the waiting frames left out").
 // The put-back checks moved into the first pass, which reads each mbuf's
-// first line anyway (2026-12-04, AMD EPYC Zen 4 VM): 240.8 instructions a
+// header anyway (2026-12-04, AMD EPYC Zen 4 VM): 240.8 instructions a
 // frame against 236.6 (the minimum of three callgrind runs each), yet RX
 // 42.0-42.3 TSC cycles a frame against 43.4-44.0 (report.json lcores[],
 // `fabricgen run` of the loop plan, the two builds alternately, three
@@ -263,10 +263,13 @@ unsigned RxTask::PollImpl() {
   PortDispatch::Target tgt[kRxBurst];
   uint8_t flags0[kRxBurst];  // each frame's Handoff flags before the per-frame checks
   // Whether the burst can go back to the pool in one put (below): checked
-  // here, where each mbuf's first line is read anyway (RX writes nothing
-  // into an mbuf). refcnt and nb_segs from one load of the 8 bytes they
-  // share with data_off and port (rearm_data, as DPDK's vector PMDs read
-  // them); the checks ORed into one word, not branched on per mbuf.
+  // here, where each mbuf's header is read anyway (RX writes nothing into
+  // an mbuf and keeps none past this poll). `next` is in the header's
+  // second line (DPDK 22.11 built with RTE_IOVA_AS_PA), which the free loop
+  // read before too; the rest in its first. refcnt and nb_segs from one
+  // load of the 8 bytes they share with data_off and port (rearm_data, as
+  // DPDK's vector PMDs read them); the checks ORed into one word, not
+  // branched on per mbuf.
   rte_mempool* pool = pkts[0]->pool;
   uint64_t odd = 0;
   constexpr uint64_t kRefSegsMask = 0x0000FFFFFFFF0000ull;  // refcnt (bytes 2-3), nb_segs (4-5)

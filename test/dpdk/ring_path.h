@@ -44,11 +44,12 @@ struct Impairments {
   // Asked for every frame, in arrival order, with the frame's TX time from
   // its signature: true drops it (a policer, a shaper's tail drop).
   std::function<bool(uint64_t tx_ns)> police;
-  // Duplicates handed on as the same mbuf twice (its refcnt raised), as an
-  // indirect clone (both then share one buffer), or as a copy from
-  // `foreign_pool`: RX must free each as DPDK requires, never put it back
-  // into a pool as a free mbuf while it is still referenced.
-  std::set<uint32_t> dup_shared, dup_clone, dup_foreign;
+  // Duplicates handed on as the same mbuf twice (its refcnt raised) or as
+  // an indirect clone (both then share one buffer), and frames handed on as
+  // a copy from `foreign_pool` in place of the original: RX must free each
+  // as DPDK requires, never put it back into a pool as a free mbuf while it
+  // is still referenced, nor into another pool.
+  std::set<uint32_t> dup_shared, dup_clone, foreign;
   rte_mempool* foreign_pool = nullptr;
   // Every frame handed on this long after the mover took it (a path's
   // delay), in the order taken; 0: at once.
@@ -161,6 +162,11 @@ class Mover {
           rte_pktmbuf_free(m);
           continue;
         }
+        if (imp_.foreign.count(seq)) {
+          rte_mbuf* copy = rte_pktmbuf_copy(m, imp_.foreign_pool, 0, UINT32_MAX);
+          rte_pktmbuf_free(m);
+          m = copy;
+        }
         if (imp_.corrupt.count(seq)) rte_pktmbuf_mtod(m, uint8_t*)[m->data_len - 1] ^= 0x5A;
         if (imp_.ce.count(seq)) MarkCe(rte_pktmbuf_mtod(m, uint8_t*));
         if (imp_.hold_until.count(seq)) {
@@ -173,7 +179,6 @@ class Mover {
           Put(m);
         }
         if (imp_.dup_clone.count(seq)) Put(rte_pktmbuf_clone(m, pool_));
-        if (imp_.dup_foreign.count(seq)) Put(rte_pktmbuf_copy(m, imp_.foreign_pool, 0, UINT32_MAX));
         Put(m);
         for (auto it = held.begin(); it != held.end();) {
           if (imp_.hold_until[it->first] == seq) {

@@ -125,7 +125,9 @@ unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* s
     }
     ready_head_ = ready_head_ + 1 == nf ? 0 : ready_head_ + 1;
     --ready_size_;
-    if (hot_[f].next > now_fp) [[unlikely]] {  // not due yet: put back early (a flow that gave up slots) and the FIFO drained before its time
+    // Not due yet: put back early (a flow that gave up slots, below), and
+    // the FIFO drained before its time.
+    if (hot_[f].next > now_fp) [[unlikely]] {
       Insert(f);
       continue;
     }

@@ -26,6 +26,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcivetweb-dev
   # tests: independent decoders, the namespace lab, sanitizers and fuzzers
   python3 python3-scapy python3-yaml tshark tcpdump iproute2 nftables clang libclang-rt-14-dev
+  prometheus  # promtool: lints /metrics (the daemon is not started here)
   # reports: figures (matplotlib) and the headless browser that checks them
   python3-matplotlib chromium
 )
@@ -49,6 +50,10 @@ install_packages() {
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # We want only its promtool: a prometheus daemon we installed is not left running (where systemd runs).
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 }
 
 prepare_hugepages() {

@@ -452,12 +452,14 @@ constexpr LcoreCounter kLcore[] = {
              "its queues and pacers (held up by the host, or by its own work), whether or not it cost a slot.",
      .read = [](const LcoreStats& l) -> CounterValue { return I(l.holdups); }},
     {.key = "holdup_ns",
-     .metric = "fabricgen_lcore_holdup_ns_total",
+     .metric = "fabricgen_lcore_holdup_seconds_total",
+     .metric_scale = 1e-9,
      .unit = "ns",
      .help = "Time of those turns (from the turn before): how long the lcore was away in all.",
      .read = [](const LcoreStats& l) -> CounterValue { return I(l.holdup_ns); }},
     {.key = "guest_wait_ns",
-     .metric = "fabricgen_lcore_guest_wait_ns_total",
+     .metric = "fabricgen_lcore_guest_wait_seconds_total",
+     .metric_scale = 1e-9,
      .unit = "ns",
      .help = "Time the lcore's thread waited, ready to run, while the kernel ran another task on its CPU "
              "(run_delay of /proc/self/task/TID/schedstat since the launch): another process or a kernel thread "
@@ -468,7 +470,8 @@ constexpr LcoreCounter kLcore[] = {
        return l.guest_wait_ns;
      }},
     {.key = "host_steal_ns",
-     .metric = "fabricgen_lcore_host_steal_ns_total",
+     .metric = "fabricgen_lcore_host_steal_seconds_total",
+     .metric_scale = 1e-9,
      .unit = "ns",
      .help = "Time the hypervisor gave the lcore's CPU to something else while it had work (the steal column of "
              "/proc/stat since the launch; shared by lcores on one CPU): on a virtual machine, why an lcore stalled.",

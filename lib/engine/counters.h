@@ -46,6 +46,9 @@ template <class Result, class Live>
 struct Counter {
   std::string_view key = {};     // report.json key (unique within the object)
   std::string_view metric = {};  // Prometheus family ("": not served); counters end in _total
+  // What /metrics multiplies the value by: Prometheus wants base units, so a
+  // figure kept in ns is served in seconds (1e-9) under a `_seconds` name.
+  double metric_scale = 1;
   MetricKind kind = MetricKind::kCounter;
   std::string_view unit = {};    // frames, bytes (frames with FCS), ... (docs/metrics.md's unit column)
   std::string_view help = {};    // one sentence: the metric's HELP

@@ -78,7 +78,10 @@ void AddFamilies(std::vector<MetricFamily>& f, std::span<const engine::Counter<R
       // An object no run has counted yet (a scrape before `start`) has no values: 0.
       if (i < values.size() && values[i] == kAbsent) continue;
       const int64_t v = ValueOr0(values, i);
-      if (counter) {
+      if (c.metric_scale != 1) {  // served in base units (seconds): a double, never below 0 for a counter
+        const double scaled = static_cast<double>(v) * c.metric_scale;
+        m.samples.push_back({labels(key), counter ? std::max(scaled, 0.0) : scaled});
+      } else if (counter) {
         m.samples.push_back({labels(key), static_cast<uint64_t>(std::max<int64_t>(v, 0))});
       } else {
         m.samples.push_back({labels(key), static_cast<double>(v)});

@@ -22,12 +22,13 @@ struct Decl {
   std::string object, key, metric, unit, help;
   MetricKind kind;
   bool has_read;
+  double metric_scale = 1;
 };
 template <class R, class L>
 void Collect(std::vector<Decl>& out, const char* object, std::span<const Counter<R, L>> table) {
   for (const Counter<R, L>& c : table) {
     out.push_back({object, std::string(c.key), std::string(c.metric), std::string(c.unit), std::string(c.help), c.kind,
-                   c.read != nullptr});
+                   c.read != nullptr, c.metric_scale});
     if (!c.rx_port_metric.empty()) {
       out.push_back(
           {"port", "", std::string(c.rx_port_metric), std::string(c.unit), std::string(c.help), c.kind, true});
@@ -143,6 +144,12 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
   }
   for (const LcoreCounter& c : LcoreCounters()) {
     if (c.metric.empty()) continue;
+    if (c.metric_scale != 1) {  // ns served in seconds: 2 x 310 ns is 6.2e-7 s
+      const metrics::MetricFamily& m = served.at(std::string(c.metric));
+      EXPECT_DOUBLE_EQ(std::get<double>(m.samples.at(0).value), 2 * static_cast<double>(*ReadLive(c, lc)) * 1e-9)
+          << c.metric;
+      continue;
+    }
     EXPECT_EQ(value(std::string(c.metric)), 2 * *ReadLive(c, lc)) << c.metric;
     EXPECT_EQ(served[std::string(c.metric)].samples[0].labels, (metrics::Labels{{"lcore", "3"}}));
   }
@@ -163,6 +170,10 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
       {"fabricgen_lcore_rx_cycles_total", 612},         {"fabricgen_lcore_handoff_in_records_total", 614},
       {"fabricgen_lcore_handoff_out_records_total", 616}, {"fabricgen_lcore_handoff_waits_total", 618},
   };
+  EXPECT_DOUBLE_EQ(std::get<double>(served.at("fabricgen_lcore_guest_wait_seconds_total").samples.at(0).value),
+                   620e-9);
+  EXPECT_DOUBLE_EQ(std::get<double>(served.at("fabricgen_lcore_host_steal_seconds_total").samples.at(0).value),
+                   622e-9);
   for (const auto& [metric, v] : want) EXPECT_EQ(value(metric), v) << metric;
   // And in the text a scraper reads.
   const std::string text = metrics::ToText(hub.Collect());
@@ -264,7 +275,16 @@ TEST(Counters, DocsListEveryDeclaredMetricAndNoOther) {
     declared.insert(d.metric);
     ASSERT_TRUE(documented.count(d.metric)) << d.metric << " is not in docs/metrics.md";
     EXPECT_EQ(documented[d.metric].first, d.kind == MetricKind::kCounter ? "counter" : "gauge") << d.metric;
-    EXPECT_EQ(documented[d.metric].second, d.unit) << d.metric;
+    // Served in base units (Prometheus' naming): a figure kept in ns is served in seconds, under a _seconds name.
+    if (d.metric_scale != 1) {
+      EXPECT_EQ(d.unit, "ns") << d.metric;
+      EXPECT_EQ(d.metric_scale, 1e-9) << d.metric;
+      EXPECT_EQ(documented[d.metric].second, "seconds") << d.metric;
+      EXPECT_TRUE(d.metric.ends_with("_seconds_total") || d.metric.ends_with("_seconds")) << d.metric;
+    } else {
+      EXPECT_EQ(documented[d.metric].second, d.unit) << d.metric;
+      EXPECT_EQ(d.metric.find("_ns"), std::string::npos) << d.metric << ": Prometheus wants seconds";
+    }
   }
   for (const auto& [name, tu] : documented) {
     if (tu.first == "counter" && std::regex_match(name, std::regex("fabricgen_(stream|port|lcore)_.*"))) {

@@ -1,7 +1,9 @@
 #include "session/run_report.h"
 
+#include <algorithm>
 #include <ctime>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/units.h"
 #include "engine/counters.h"
@@ -449,18 +451,61 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
   return w.Take();
 }
 
-std::string TesterLimitLines(const engine::TrialResult& r) {
+namespace {
+
+// What a limit's count counts, for the one-line console form.
+const char* LimitUnit(const engine::TesterLimit& l) {
+  if (l.kind == engine::kPacingStall) return "slots";
+  if (l.kind == engine::kAnswerDrop) return "answers";
+  if (l.detail.find("(times)") != std::string::npos) return "times";
+  return "frames";
+}
+
+}  // namespace
+
+std::string BriefLimits(const std::vector<engine::TesterLimit>& limits, size_t width) {
+  uint64_t longest = 0;
+  for (const engine::TesterLimit& l : limits) longest = std::max(longest, l.longest_ns);
+  const std::string tail = longest > 0 ? "; longest hold-up " + FormatDuration(static_cast<int64_t>(longest)) : "";
+  std::string out;
+  for (size_t i = 0; i < limits.size(); ++i) {
+    const std::string item = absl::StrCat(i == 0 ? "" : ", ", limits[i].kind, " ", FormatCount(limits[i].count), " ",
+                                          LimitUnit(limits[i]));
+    const std::string more = absl::StrFormat(", +%d more", limits.size() - i);
+    // Room for this item and, if more follow, the "+N more" that would end the line.
+    const size_t need = out.size() + item.size() + tail.size() + (i + 1 < limits.size() ? more.size() : 0);
+    if (need > width && i > 0) {
+      out += more;
+      break;
+    }
+    out += item;
+  }
+  return out + tail;
+}
+
+std::string TesterLimitLines(const engine::TrialResult& r, bool verbose) {
   if (!r.tester_limited()) return "";
+  // Brief by default: one line per stream (kinds, counts, the longest
+  // hold-up), at most kConsoleWidth characters; each limit's detail (what was
+  // seen, at each observation point) is in report.json and with --verbose.
+  constexpr size_t kConsoleWidth = 160;
   std::string out =
-      "warning: tester-limited: the tester itself fell behind in this run; the figures of the streams below include "
-      "its own shortfall or drops and are not the device's\n";
+      "warning: tester-limited: the tester fell behind; the figures below include its own shortfall, not the "
+      "device's (detail: --verbose, report.json)\n";
   for (const engine::StreamResult& s : r.streams) {
-    if (!s.tester_limits.empty()) out += "  stream " + s.name + ": " + engine::DescribeLimits(s.tester_limits) + "\n";
+    if (s.tester_limits.empty()) continue;
+    if (verbose) {
+      out += "  stream " + s.name + ": " + engine::DescribeLimits(s.tester_limits) + "\n";
+      continue;
+    }
+    const std::string head = "  stream " + s.name + ": ";
+    out += head + BriefLimits(s.tester_limits, kConsoleWidth > head.size() + 40 ? kConsoleWidth - head.size() : 40) +
+           "\n";
   }
   return out;
 }
 
-std::string RunSummary(const engine::TrialResult& r) {
+std::string RunSummary(const engine::TrialResult& r, bool verbose) {
   // The counters with a console heading (engine/counters.h), between the
   // stream's frame size and its throughput and latency.
   const std::span<const engine::StreamCounter> counters = engine::StreamCounters();
@@ -541,7 +586,7 @@ std::string RunSummary(const engine::TrialResult& r) {
   }
   out += "latency: " + r.timestamp_source + "\n";
   for (const std::string& x : r.warnings) out += "warning: " + x + "\n";
-  out += TesterLimitLines(r);
+  out += TesterLimitLines(r, verbose);
   for (const engine::PortResult& p : r.ports) {
     std::string figures;
     for (const engine::PortCounter& c : engine::PortCounters()) {

@@ -33,9 +33,14 @@ void WriteQpSetup(report::JsonWriter& w, const std::optional<engine::QpSetup>& s
 // A stream's per_flow list, and the top-level lcores list (show runtime).
 void WritePerFlow(report::JsonWriter& w, const engine::StreamResult& s);
 void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r);
-std::string RunSummary(const engine::TrialResult& result);
-// The summary's warning lines when the tester was the limit ("" when it kept up).
-std::string TesterLimitLines(const engine::TrialResult& result);
+// `verbose`: each tester limit with its full detail (else one line per stream).
+std::string RunSummary(const engine::TrialResult& result, bool verbose = false);
+// The summary's warning lines when the tester was the limit ("" when it kept up): a header, then one line per
+// stream of at most 160 characters (BriefLimits); with `verbose`, each limit's detail as report.json has it.
+std::string TesterLimitLines(const engine::TrialResult& result, bool verbose = false);
+// "pacing_stall 12 slots, tx_shortfall 40 frames; longest hold-up 3.2 ms": kinds past `width` characters end
+// in ", +N more" (the hold-up always shown).
+std::string BriefLimits(const std::vector<engine::TesterLimit>& limits, size_t width);
 // "2026-11-30T10:07:11Z"
 std::string UtcNow();
 

@@ -96,7 +96,9 @@ def main(argv):
             result, truth = lab.run(command)
             sys.stdout.write(result.stdout)
             sys.stderr.write(result.stderr)
-            lab.stop_stages()  # their logs complete before the truths are written
+            lab.stop_stages(truth)  # their logs complete (and their summaries read) before the truths are written
+            for gap in truth["gaps"]:
+                sys.stderr.write("lab %s: truth incomplete: %s\n" % (lab.name, gap))
             path = opts.get("--truth") or os.path.join(lab.workdir, "truth.json")
             with open(path, "w") as f:
                 f.write(json.dumps(truth, indent=1) + "\n")

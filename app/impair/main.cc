@@ -7,13 +7,15 @@
 // log, written in the order the frames leave, so the log is the truth a test
 // compares fabricgen's analyzer with:
 //
-//   out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce,due_ns
+//   out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce,due_ns,flow_key
 //
 // in_ns is the kernel's receive time of the frame (SO_TIMESTAMPNS), out_ns the
 // time just before it is sent, both CLOCK_REALTIME; held_ns = out_ns - in_ns.
 // due_ns is when the stage's model said the frame should leave (its queue's
 // departure plus its delay): out_ns is that plus the stage's own lateness,
-// which a hold-up of the stage's CPU makes large (-1 for drops).
+// which a hold-up of the stage's CPU makes large (-1 for drops). flow_key
+// names the frame's flow: the BTH destination QP of a RoCEv2 frame (UDP
+// destination port 4791), else the UDP source port (the entropy), else -1.
 // action is `pass` (no reordering: the frame left after its delay, in arrival
 // order), `reorder` (held back until `extent` later frames had left; extent
 // is how many actually did) or a drop (`drop`, `drop_red`: out_index, out_ns
@@ -36,6 +38,14 @@
 //
 // Prints "ready" on stdout once both sockets are open; on SIGTERM/SIGINT it
 // sends (and logs) every frame it still holds, then exits.
+//
+// The log is a truth only when the stage saw every frame. A packet socket
+// whose receive buffer is full drops what arrives (a hold-up of the stage's
+// CPU under host noise does that), and so can the veth's backlog. At exit
+// the stage writes LOG.summary.json: its packet sockets' drop counts
+// (PACKET_STATISTICS tp_drops, both directions), the rx_dropped of both
+// veths over the run, and `complete`: true only when all are 0. A test reads
+// it before it trusts the log (test/lab/labtest.py).
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
@@ -73,6 +83,7 @@ struct Options {
   uint64_t limit_bytes = 1 << 20;
   uint64_t kmin = 0, kmax = 0;  // ECN marking thresholds (kmax 0: no marking)
   double pmax = 0;
+  int rcvbuf = 8 << 20;  // the packet sockets' receive buffer (SO_RCVBUF), bytes
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -86,7 +97,7 @@ int64_t NowNs() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-int OpenPort(const std::string& name) {
+int OpenPort(const std::string& name, int rcvbuf) {
   const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
   if (fd < 0) Die("socket(AF_PACKET): " + std::string(std::strerror(errno)) + " (needs root)");
   const unsigned index = if_nametoindex(name.c_str());
@@ -106,9 +117,12 @@ int OpenPort(const std::string& name) {
   if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0) {
     Die("SO_TIMESTAMPNS: " + std::string(std::strerror(errno)));
   }
-  const int buf = 8 << 20;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  // SO_RCVBUFFORCE passes net.core.rmem_max (root); the kernel doubles the value for its bookkeeping.
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  }
+  const int sndbuf = 8 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
   return fd;
 }
 
@@ -154,6 +168,32 @@ bool MarkCe(std::vector<uint8_t>& b) {
   return false;
 }
 
+// The frame's flow: the BTH destination QP of a RoCEv2 frame (UDP port 4791),
+// else its UDP source port, else -1 (after up to two VLAN tags; IPv4 options
+// skipped; IPv6 without extension headers).
+long long FlowKey(const std::vector<uint8_t>& b) {
+  size_t off = 12;
+  auto u16 = [&](size_t at) { return static_cast<unsigned>(b[at] << 8 | b[at + 1]); };
+  while (b.size() >= off + 2 && (u16(off) == 0x8100 || u16(off) == 0x88a8)) off += 4;
+  if (b.size() < off + 2) return -1;
+  const unsigned type = u16(off);
+  size_t l4 = 0;
+  const size_t ip = off + 2;
+  if (type == 0x0800 && b.size() >= ip + 20 && b[ip + 9] == 17) {
+    l4 = ip + (b[ip] & 15u) * 4;
+  } else if (type == 0x86dd && b.size() >= ip + 40 && b[ip + 6] == 17) {
+    l4 = ip + 40;
+  } else {
+    return -1;
+  }
+  if (b.size() < l4 + 8) return -1;
+  // BTH after the UDP header: its destination QP is bytes 5..7.
+  if (u16(l4 + 2) == 4791 && b.size() >= l4 + 8 + 12) {
+    return static_cast<long long>(b[l4 + 13]) << 16 | b[l4 + 14] << 8 | b[l4 + 15];
+  }
+  return u16(l4);
+}
+
 // Receives one frame; false when none is waiting.
 bool Receive(int fd, std::vector<uint8_t>& buf, Frame& f) {
   iovec iov{buf.data(), buf.size()};
@@ -192,7 +232,7 @@ void Send(int fd, const std::vector<uint8_t>& bytes) {
 class Stage {
  public:
   Stage(const Options& o, int out_fd, FILE* log) : o_(o), out_(out_fd), log_(log), rng_(o.seed) {
-    std::fprintf(log_, "out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce,due_ns\n");
+    std::fprintf(log_, "out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce,due_ns,flow_key\n");
   }
 
   void Arrive(Frame f) {
@@ -285,11 +325,11 @@ class Stage {
   }
   void Drop(const Frame& f, const char* action) { Log(f, -1, -1, action, 0); }
   void Log(const Frame& f, long long out_index, int64_t out_ns, const char* action, int extent) {
-    std::fprintf(log_, "%lld,%llu,%zu,%lld,%lld,%lld,%s,%d,%llu,%d,%lld\n", out_index,
+    std::fprintf(log_, "%lld,%llu,%zu,%lld,%lld,%lld,%s,%d,%llu,%d,%lld,%lld\n", out_index,
                  static_cast<unsigned long long>(f.in_index), f.bytes.size(), static_cast<long long>(f.in_ns),
                  static_cast<long long>(out_ns), out_ns < 0 ? -1LL : static_cast<long long>(out_ns - f.in_ns), action,
                  extent, static_cast<unsigned long long>(f.depth), f.ce ? 1 : 0,
-                 out_ns < 0 ? -1LL : static_cast<long long>(f.release_ns));
+                 out_ns < 0 ? -1LL : static_cast<long long>(f.release_ns), FlowKey(f.bytes));
   }
 
   const Options& o_;
@@ -346,13 +386,17 @@ Options Parse(int argc, char** argv) {
       o.kmin = static_cast<uint64_t>(number(i));
     } else if (a == "--ecn-kmax") {
       o.kmax = static_cast<uint64_t>(number(i));
+    } else if (a == "--rcvbuf") {
+      const double v = number(i);
+      if (v < 1 || v > (1 << 30)) Die("--rcvbuf is 1 B .. 1 GiB");
+      o.rcvbuf = static_cast<int>(v);
     } else if (a == "--ecn-pmax") {
       o.pmax = number(i);
       if (o.pmax > 1) Die("--ecn-pmax is a probability 0..1");
     } else {
       Die("unknown argument '" + std::string(a) +
           "'; usage: fabricgen-impair --in IF --out IF --log FILE [--delay-ns N] [--jitter-ns N] [--reorder P] "
-          "[--extent K] [--seed S] [--rate-bps R [--limit-bytes L] [--ecn-kmin B --ecn-kmax B --ecn-pmax P]]");
+          "[--extent K] [--seed S] [--rcvbuf BYTES] [--rate-bps R [--limit-bytes L] [--ecn-kmin B --ecn-kmax B --ecn-pmax P]]");
     }
   }
   if (o.in.empty() || o.out.empty() || o.log.empty()) Die("--in, --out and --log are required");
@@ -360,6 +404,24 @@ Options Parse(int argc, char** argv) {
     Die("ECN marking needs --rate-bps (a queue) and --ecn-kmin below --ecn-kmax");
   }
   return o;
+}
+
+// A device's counter from sysfs (0 when it cannot be read).
+uint64_t DeviceCounter(const std::string& dev, const char* name) {
+  FILE* f = std::fopen(("/sys/class/net/" + dev + "/statistics/" + name).c_str(), "r");
+  if (f == nullptr) return 0;
+  unsigned long long v = 0;
+  if (std::fscanf(f, "%llu", &v) != 1) v = 0;
+  std::fclose(f);
+  return v;
+}
+
+// Frames the kernel dropped at the socket since the last call (the counters reset when read).
+uint64_t SocketDrops(int fd) {
+  tpacket_stats st{};
+  socklen_t len = sizeof(st);
+  if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) Die("PACKET_STATISTICS: " + std::string(std::strerror(errno)));
+  return st.tp_drops;
 }
 
 }  // namespace
@@ -371,7 +433,10 @@ int main(int argc, char** argv) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // wake on time, not up to 50 us late
   FILE* log = std::fopen(o.log.c_str(), "w");
   if (log == nullptr) Die("cannot write " + o.log + ": " + std::strerror(errno));
-  const int in = OpenPort(o.in), out = OpenPort(o.out);
+  const int in = OpenPort(o.in, o.rcvbuf), out = OpenPort(o.out, o.rcvbuf);
+  const uint64_t in_rx_dropped0 = DeviceCounter(o.in, "rx_dropped"), out_rx_dropped0 = DeviceCounter(o.out, "rx_dropped");
+  uint64_t in_socket_drops = SocketDrops(in), out_socket_drops = SocketDrops(out);
+  in_socket_drops = out_socket_drops = 0;  // what arrived before "ready" is not the run's
   Stage stage(o, out, log);
   std::printf("ready\n");
   std::fflush(stdout);
@@ -397,6 +462,28 @@ int main(int argc, char** argv) {
   }
   stage.Service(NowNs(), true);
   std::fclose(log);
+  in_socket_drops += SocketDrops(in);
+  out_socket_drops += SocketDrops(out);
+  const uint64_t in_rx_dropped = DeviceCounter(o.in, "rx_dropped") - in_rx_dropped0;
+  const uint64_t out_rx_dropped = DeviceCounter(o.out, "rx_dropped") - out_rx_dropped0;
+  const bool complete = in_socket_drops + out_socket_drops + in_rx_dropped + out_rx_dropped == 0;
+  const std::string summary_path = o.log + ".summary.json";
+  FILE* summary = std::fopen(summary_path.c_str(), "w");
+  if (summary == nullptr) Die("cannot write " + summary_path + ": " + std::strerror(errno));
+  std::fprintf(summary,
+               "{\"impaired\": %llu, \"passed_back\": %llu, \"socket_drops\": {\"in\": %llu, \"out\": %llu}, "
+               "\"rx_dropped\": {\"in\": %llu, \"out\": %llu}, \"rcvbuf\": %d, \"complete\": %s}\n",
+               static_cast<unsigned long long>(stage.received()), static_cast<unsigned long long>(reverse),
+               static_cast<unsigned long long>(in_socket_drops), static_cast<unsigned long long>(out_socket_drops),
+               static_cast<unsigned long long>(in_rx_dropped), static_cast<unsigned long long>(out_rx_dropped),
+               o.rcvbuf, complete ? "true" : "false");
+  std::fclose(summary);
+  if (!complete) {
+    std::fprintf(stderr, "fabricgen-impair: the log is incomplete: %llu + %llu frames dropped in the packet sockets, "
+                 "%llu + %llu by the veths (in + out)\n", static_cast<unsigned long long>(in_socket_drops),
+                 static_cast<unsigned long long>(out_socket_drops), static_cast<unsigned long long>(in_rx_dropped),
+                 static_cast<unsigned long long>(out_rx_dropped));
+  }
   std::fprintf(stderr, "fabricgen-impair: %llu frames impaired, %llu passed back\n",
                static_cast<unsigned long long>(stage.received()), static_cast<unsigned long long>(reverse));
   return 0;

@@ -804,6 +804,64 @@ class LabPlanErrorsTest(unittest.TestCase):
             self.assertIn(message, r.stderr)
 
 
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class TruthSourceTest(unittest.TestCase):
+    """A truth that loses frames is caught before it judges fabricgen: the
+    stage run with a receive buffer too small to keep up (rcvbuf 1 B: the
+    kernel's minimum, two or three frames) counts what its packet socket
+    dropped in its log's summary; a lab class on it (the DcqcnTest-style check
+    that the log has one line per frame sent) runs again and then fails every
+    test naming the stage, not fabricgen."""
+
+    class Starved(LabRun):
+        PLAN_TEXT = """
+duration: 1 s
+ports:
+  - {name: a, device: "net_af_packet0,iface=fga"}
+  - {name: b, device: "net_af_packet1,iface=fgb"}
+streams:
+  - {name: s, port: a, rx_port: b, rate: 40 kpps, frame: {dst_ip: 198.19.0.1, size: 1500 B}}
+""" + labtest.TWO_HOSTS_LAB + """  impairments:
+    - {link: leaf0-b, stage: {rcvbuf: 1 B}}
+"""
+        RUN_ATTEMPTS = 2
+
+        def test_the_log_has_a_line_per_frame_sent(self):
+            path = next(i["log"] for i in self.imps if i["link"] == "leaf0-b")
+            with open(path) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(len(rows), self.streams["s"]["tx_packets"])
+
+    def test_a_stage_that_cannot_keep_up_is_named_and_fabricgen_is_not_judged(self):
+        c = self.Starved
+        c.setUpClass()
+        try:
+            summary = next(i["log_summary"] for i in c.truth["impairments"] if i["link"] == "leaf0-b")
+            with open(next(i["log"] for i in c.truth["impairments"] if i["link"] == "leaf0-b")) as f:
+                rows = list(csv.DictReader(f))
+            sent = {s["name"]: s for s in c.report["streams"]}["s"]["tx_packets"] if c.report else None
+            sys.stderr.write("  starved stage: %d attempts; summary %s; %d log lines of %s frames sent; gaps: %s\n" % (
+                c.attempts, summary, len(rows), sent, c.truth_gaps))
+            self.assertEqual(c.attempts, 2)  # ran again, then gave up
+            self.assertFalse(summary["complete"])
+            self.assertGreater(summary["socket_drops"]["in"], 0)
+            # Every frame fabricgen sent is in the log or in the stage's own drop counts.
+            self.assertEqual(len(rows) + summary["socket_drops"]["in"] + summary["rx_dropped"]["in"], sent)
+            self.assertEqual(len(c.truth_gaps), 1, c.truth_gaps)
+            self.assertIn("impairment stage on leaf0-b: its log misses %d frames" % (sent - len(rows)),
+                          c.truth_gaps[0])
+            # The class's test fails, naming the stage and not fabricgen's figures.
+            result = unittest.TestResult()
+            c("test_the_log_has_a_line_per_frame_sent").run(result)
+            self.assertEqual(len(result.failures), 1, result.errors)
+            message = result.failures[0][1]
+            self.assertIn("truth was incomplete in all 2 runs", message)
+            self.assertIn("impairment stage on leaf0-b", message)
+            self.assertIn("not fabricgen", message)
+        finally:
+            c.tearDownClass()
+
+
 if __name__ == "__main__":
     only = labtest.setup(sys.argv)
     unittest.main(argv=sys.argv[:1] + only, verbosity=2)

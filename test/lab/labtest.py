@@ -90,9 +90,22 @@ class LabRun(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.held_up, cls.attempts = [], 0
+        # A run is made again (up to RUN_ATTEMPTS) while its truth is
+        # incomplete (a stage's log or a capture lost frames: fglab.truth_gaps)
+        # or the tester was held up; a truth that is never complete fails
+        # every test of the class naming the truth source (setUp), never the
+        # product.
+        cls.held_up, cls.truth_gaps, cls.attempts = [], [], 0
         for cls.attempts in range(1, cls.RUN_ATTEMPTS + 1):
             cls.run_once()
+            cls.truth_gaps = cls.truth.get("gaps", []) if cls.truth else []
+            if cls.truth_gaps:
+                sys.stderr.write("  %s: attempt %d: truth incomplete (%s)%s\n" % (
+                    cls.__name__, cls.attempts, "; ".join(cls.truth_gaps),
+                    ", run again" if cls.attempts < cls.RUN_ATTEMPTS else ""))
+                if cls.attempts < cls.RUN_ATTEMPTS:
+                    cls.tmp.cleanup()
+                continue
             if cls.report is None:
                 break
             cls.held_up = cls.held_up_streams(cls.report)
@@ -117,7 +130,7 @@ class LabRun(unittest.TestCase):
         out = os.path.join(cls.tmp.name, "out")
         with lab.Lab(lab.LabSpec.load(plan), workdir=cls.tmp.name) as l:
             cls.result, cls.truth = l.run([FABRICGEN, "run", plan, "--out", out], captures=cls.CAPTURES)
-            l.stop_stages()
+            l.stop_stages(cls.truth)
         cls.report = None
         if cls.result.returncode in (0, 1) and os.path.exists(os.path.join(out, "report.json")):
             with open(os.path.join(out, "report.json")) as f:
@@ -154,6 +167,8 @@ class LabRun(unittest.TestCase):
         self.fail(why)
 
     def setUp(self):
+        if self.truth_gaps:
+            self.fail(truth_incomplete_message(self.truth_gaps, self.attempts))
         ok = (0, 1) if self.ALLOW_INCOMPLETE else (0,)
         if self.result.returncode == 1 and self.report is not None and not self.ALLOW_INCOMPLETE:
             # A test stopped: the host held the tester up in every attempt of
@@ -166,6 +181,12 @@ class LabRun(unittest.TestCase):
 
     def say(self, fmt, *args):
         sys.stderr.write("  " + (fmt % args) + "\n")
+
+
+def truth_incomplete_message(gaps, attempts):
+    """The failure of a class whose truth was incomplete in every run: it names the truth source, not fabricgen."""
+    return ("the lab's truth was incomplete in all %d runs, so fabricgen's figures were not judged (a truth source "
+            "lost frames, not fabricgen): %s" % (attempts, "; ".join(gaps)))
 
 
 # A lab of one leaf with tester ports a and b (append an `impairments:` list).

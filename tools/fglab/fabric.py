@@ -285,6 +285,8 @@ class Lab:
             cmd = [self.impair_binary(), "--in", "in", "--out", "out", "--log", log,
                    "--delay-ns", p["delay_ns"], "--jitter-ns", p["jitter_ns"], "--reorder", p["reorder"],
                    "--extent", p["extent"], "--seed", p["seed"]]
+            if p.get("rcvbuf"):
+                cmd += ["--rcvbuf", p["rcvbuf"]]
             if p["rate_bps"]:
                 cmd += ["--rate-bps", p["rate_bps"], "--limit-bytes", p["limit"]]
             if "kmax" in p:
@@ -430,8 +432,10 @@ class Lab:
         truth["links"] = {k: {c: after[k][c] - before[k][c] for c in after[k]} for k in after if k in before}
         return result, truth
 
-    def stop_stages(self):
-        """Stops the stages so their logs are complete; returns the logs' paths."""
+    def stop_stages(self, truth=None):
+        """Stops the stages so their logs are complete; returns the logs' paths. With the `truth` of run(), adds
+        each stage's summary (`log_summary`: its own receive drops) to its impairment and `gaps` (truth_gaps) to
+        the truth."""
         for imp, proc, log in self.stages:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -440,7 +444,45 @@ class Lab:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate()
+        if truth is not None:
+            for t in truth["impairments"]:
+                if "log" in t:
+                    try:
+                        with open(t["log"] + ".summary.json") as f:
+                            t["log_summary"] = json.load(f)
+                    except (OSError, ValueError):
+                        t["log_summary"] = None
+            truth["gaps"] = truth_gaps(truth)
         return {imp.index: log for imp, _, log in self.stages}
+
+
+def truth_gaps(truth):
+    """What the lab's truths missed, one line per truth source that lost frames (empty: every truth is complete).
+    A stage's log misses the frames its packet sockets or veths dropped (its summary counts them) and those the
+    veth feeding it could not hand over (that device's tx_dropped over the run); a tcpdump capture misses what
+    its kernel buffer dropped. A test judges nothing on an incomplete truth: it runs again, and fails naming the
+    truth source, never the product, when no run had a complete one."""
+    gaps = []
+    for t in truth.get("impairments", []):
+        if "log" not in t:
+            continue
+        s = t.get("log_summary")
+        if s is None:
+            gaps.append("impairment stage on %s: no summary of its log (it did not stop cleanly)" % t["link"])
+            continue
+        lost = sum(s["socket_drops"].values()) + sum(s["rx_dropped"].values())
+        if lost:
+            gaps.append("impairment stage on %s: its log misses %d frames (packet socket drops in %d, out %d; veth "
+                        "rx_dropped in %d, out %d)" % (t["link"], lost, s["socket_drops"]["in"],
+                                                       s["socket_drops"]["out"], s["rx_dropped"]["in"],
+                                                       s["rx_dropped"]["out"]))
+        feed = truth.get("links", {}).get(t["link"], {}).get("tx_dropped", 0)
+        if feed:
+            gaps.append("impairment stage on %s: the veth feeding it dropped %d frames (tx_dropped)" % (t["link"], feed))
+    for name, c in truth.get("captures", {}).items():
+        if c.get("kernel_dropped") != 0:
+            gaps.append("tcpdump capture %s: %s frames dropped by kernel" % (name, c.get("kernel_dropped", "unknown")))
+    return gaps
 
 
 class Capture:

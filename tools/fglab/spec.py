@@ -302,14 +302,16 @@ class LabSpec:
                     raise v.error("missing field '%s'" % k)
             params = {"at_ns": g["at"].duration_ns(), "for_ns": g["for"].duration_ns()}
         else:  # stage
-            g = v.keys(["delay", "jitter", "reorder", "extent", "seed", "rate", "limit", "ecn"])
+            g = v.keys(["delay", "jitter", "reorder", "extent", "seed", "rate", "limit", "ecn", "rcvbuf"])
             params = {"delay_ns": g["delay"].duration_ns() if "delay" in g else 0,
                       "jitter_ns": g["jitter"].duration_ns() if "jitter" in g else 0,
                       "reorder": g["reorder"].ratio() if "reorder" in g else 0.0,
                       "extent": g["extent"].int(1, 1000) if "extent" in g else 1,
                       "seed": g["seed"].int(0, (1 << 53) - 1) if "seed" in g else 1,
                       "rate_bps": g["rate"].bit_rate() if "rate" in g else 0,
-                      "limit": g["limit"].size_bytes() if "limit" in g else 1 << 20}
+                      "limit": g["limit"].size_bytes() if "limit" in g else 1 << 20,
+                      # the stage's packet sockets' receive buffer (a test makes it too small on purpose)
+                      "rcvbuf": g["rcvbuf"].size_bytes() if "rcvbuf" in g else 0}
             if "limit" in g and "rate" not in g:
                 raise g["limit"].error("a queue limit needs the queue's `rate`")
             if "ecn" in g:

@@ -9,7 +9,8 @@ rate per second against the fair share.
 
 usage: dcqcn_sim.py [--rate 100e6] [--kmin 5000] [--kmax 200000] [--pmax 0.01] [--cnp-interval 0.02]
                     [--m 4] [--max 50e6] [--t0 2] [--end 12] [--g 0.00390625] [--jitter 0] [--seed 1]
-                    [--windows 1,2,5,10,20] [--settle 10]
+                    [--windows 1,2,5,10,20] [--settle 10] [--rate_ai BPS] [--rate_hai BPS] [--timer S]
+                    [--byte_counter BYTES]
 
 With --windows, instead of the per-second table: for each window length W
 (s), the worst deviation from the fair share of any QP's mean rate over any
@@ -84,12 +85,13 @@ def main():
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for name, default in (("rate", 100e6), ("kmin", 5000), ("kmax", 200000), ("pmax", 0.01), ("cnp-interval", 0.02),
                           ("m", 4), ("max", 50e6), ("t0", 2.0), ("end", 12.0), ("g", 1 / 256), ("jitter", 0.0),
-                          ("seed", 1), ("windows", ""), ("settle", 10.0)):
+                          ("seed", 1), ("windows", ""), ("settle", 10.0), ("rate_ai", 0.0), ("rate_hai", 0.0),
+                          ("timer", 0.0), ("byte_counter", 10e6)):
         a.add_argument("--" + name, type=type(default), default=default)
     p = a.parse_args()
     k = p.rate / 40e9  # the paper's 40 GbE, slowed to the link
-    p.K, p.T, p.B, p.F = 55e-6 / k, 55e-6 / k, 10e6, 5
-    p.rate_ai, p.rate_hai, p.min_rate = 40e6 * k, 400e6 * k, 1e6 * k
+    p.K, p.T, p.B, p.F = 55e-6 / k, (p.timer or 55e-6 / k), p.byte_counter, 5
+    p.rate_ai, p.rate_hai, p.min_rate = (p.rate_ai or 40e6 * k), (p.rate_hai or 400e6 * k), 1e6 * k
     random.seed(p.seed)
     n = 2 * p.m
     qps = [Qp(p, p.max) for _ in range(n)]

@@ -173,10 +173,21 @@ def burst_figure(tests, out):
 
 
 def convergence_figure(t, index, out):
-    """Each point's QP rates over time (the first repetition; up to 16 QPs of each group)."""
+    """Each point's QP rates over time (the first repetition; up to 16 QPs of each group), with Jain's fairness
+    index of the QPs' window rates beside them (right axis)."""
     pts = [p for p in t["points"] if p["rates"]["qps"]]
     fig, axes = plt.subplots(len(pts), 1, figsize=(9, 3 * len(pts)), squeeze=False)
     for ax, p in zip(axes[:, 0], pts):
+        jfi = p.get("jfi", {"t_ns": [], "values": []})
+        if jfi["values"]:
+            ax2 = ax.twinx()
+            # Each window's index drawn over its window (t_ns is its start).
+            w = t["parameters"].get("window_ns", 0)
+            xs = [x / 1e6 for x in jfi["t_ns"]] + ([(jfi["t_ns"][-1] + w) / 1e6] if w else [])
+            ys = jfi["values"] + (jfi["values"][-1:] if w else [])
+            ax2.plot(xs, ys, color="tab:red", linewidth=1.2, drawstyle="steps-post")
+            ax2.set_ylim(0, 1.05)
+            ax2.set_ylabel("JFI per window", color="tab:red")
         ts = [x / 1e6 for x in p["rates"]["t_ns"]]
         for q in p["rates"]["qps"]:
             ax.plot(ts, [v / 1e6 for v in q["bps"]], linewidth=0.8, drawstyle="steps-post",
@@ -187,7 +198,7 @@ def convergence_figure(t, index, out):
         ax.set_title("m %d + %d, %s: %s" % (p["m"], p["m"], p["parameter_set"],
                                             "converged in %s" % fmt_ns(p["convergence_ns"]) if p["converged"]
                                             else "not converged"))
-    axes[-1, 0].set_xlabel("time since the trial's start (ms); solid: first m QPs, dashed: the m from t0")
+    axes[-1, 0].set_xlabel("time since the trial's start (ms); solid: first m QPs, dashed: the m from t0; red: JFI")
     return save(fig, out, "dcqcn-%d.png" % index)
 
 
@@ -291,9 +302,10 @@ def render(rep, out):
                  for l in t["links"]] + [("MMR %.4f" % t["mmr"], "", "", "JFI %.4f" % t["jfi"])])
     for i, t in enumerate(by_kind["dcqcn_convergence"]):
         d.h(3, "DCQCN convergence: %s" % t["name"])
-        d.p("m QPs share the bottleneck, m more start at t0 = %s; converged: every QP within %.1f %% of the fair "
-            "share for %s (from the QPs' own DCQCN rates)."
-            % (fmt_ns(t["parameters"]["t0_ns"]), t["parameters"]["tolerance"] * 100, fmt_ns(t["parameters"]["hold_ns"])))
+        d.p("m QPs share the bottleneck, m more start at t0 = %s; converged: every QP's rate, averaged over windows "
+            "of %s, within %.1f %% of the fair share (what the bottleneck delivered over 2m) for %s."
+            % (fmt_ns(t["parameters"]["t0_ns"]), fmt_ns(t["parameters"]["window_ns"]),
+               t["parameters"]["tolerance"] * 100, fmt_ns(t["parameters"]["hold_ns"])))
         # The first repetition's end state and what the loop did: how far from
         # fair the QPs ended, the wire's loss, CE marks and CNPs (a `none` set
         # is the open-loop contrast).

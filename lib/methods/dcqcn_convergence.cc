@@ -2,19 +2,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "base/units.h"
 #include "config/reader.h"
+#include "methods/load_balance.h"
 
 namespace fg::methods {
 
 namespace {
 
-constexpr int64_t kGridNs = 100'000;      // the judging grid: the timelines' resolution
 constexpr int64_t kSampleNs = 1'000'000;  // the figure's samples
+constexpr int64_t kMaxM = 4096;           // QPs per group
+constexpr int64_t kMinTrialNs = 10'000'000;  // a trial shorter than this is all start-up
 constexpr size_t kFigureQpsPerGroup = 16;
 
 // A QP's rate at t from its timeline (a step function; 0 before its first point).
@@ -25,6 +28,20 @@ class Cursor {
     while (i_ < tl_.size() && tl_[i_].t_ns <= t) rate_ = tl_[i_++].bps;
     return rate_;
   }
+  // The mean rate over [a, b) (a >= every earlier call's end): the step
+  // function's integral over the interval, over its length.
+  double Mean(int64_t a, int64_t b) {
+    double area = 0;
+    double rate = At(a);
+    int64_t t = a;
+    while (i_ < tl_.size() && tl_[i_].t_ns < b) {
+      area += rate * static_cast<double>(tl_[i_].t_ns - t);
+      t = tl_[i_].t_ns;
+      rate = At(t);
+    }
+    area += rate * static_cast<double>(b - t);
+    return b > a ? area / static_cast<double>(b - a) : rate;
+  }
 
  private:
   const std::vector<tx::RatePoint>& tl_;
@@ -34,71 +51,82 @@ class Cursor {
 
 }  // namespace
 
+int64_t DefaultWindowNs(const std::vector<std::optional<config::DcqcnSpec>>& sets) {
+  double timer = 0;
+  for (const auto& d : sets) {
+    if (!d) continue;
+    const double k = d->scale_to_bps > 0 ? d->scale_to_bps / d->preset_link_bps : 1.0;
+    timer = std::max(timer, static_cast<double>(d->timer_ns) / k);
+  }
+  if (timer <= 0) return 100'000'000;
+  return std::max<int64_t>(1'000'000, static_cast<int64_t>(20 * timer));
+}
+
 ConvergenceRun JudgeConvergence(const std::vector<std::vector<tx::RatePoint>>& timelines, int64_t t0_ns,
-                                int64_t end_ns, double tolerance, int64_t hold_ns, double bottleneck_bps) {
+                                int64_t end_ns, int64_t window_ns, double tolerance, int64_t hold_ns,
+                                double fair_share_bps) {
   ConvergenceRun out;
   const size_t n = timelines.size();
-  if (n == 0 || end_ns <= t0_ns) return out;
+  out.fair_share_bps = fair_share_bps;
+  if (n == 0 || end_ns <= t0_ns || window_ns <= 0) return out;
+  // Windows aligned on t0: from the first that starts at or after 0 (for the
+  // JFI over time) to the last that ends by end_ns.
+  const int64_t first = t0_ns - (t0_ns / window_ns) * window_ns;
   std::vector<Cursor> at;
-  for (const auto& tl : timelines) at.emplace_back(tl);
-  // The fair share: given, or the QPs' summed rate over the last fifth.
-  double fair = bottleneck_bps / static_cast<double>(n);
-  std::vector<int64_t> grid;
-  for (int64_t t = t0_ns; t <= end_ns; t += kGridNs) grid.push_back(t);
-  std::vector<double> sum(grid.size(), 0);
-  std::vector<uint8_t> within(grid.size(), 1);
-  if (fair <= 0) {
-    std::vector<Cursor> s;
-    for (const auto& tl : timelines) s.emplace_back(tl);
-    const int64_t from = end_ns - (end_ns - t0_ns) / 5;
-    double total = 0;
-    int k = 0;
-    for (int64_t t : grid) {
-      if (t < from) continue;
-      for (Cursor& c : s) total += c.At(t);
-      ++k;
-    }
-    fair = k > 0 ? total / k / static_cast<double>(n) : 0;
-    out.fair_share_measured = true;
+  std::vector<int64_t> started;  // a QP's first point: before it, it is not in a window's JFI
+  for (const auto& tl : timelines) {
+    at.emplace_back(tl);
+    started.push_back(tl.empty() ? INT64_MAX : tl.front().t_ns);
   }
-  out.fair_share_bps = fair;
-  if (fair <= 0) return out;
-  {
-    // Each QP's mean over the last fifth (on the grid), against the fair share.
-    std::vector<Cursor> s;
-    for (const auto& tl : timelines) s.emplace_back(tl);
-    std::vector<double> mean(n, 0);
-    const int64_t from = end_ns - (end_ns - t0_ns) / 5;
-    int k = 0;
-    for (int64_t t : grid) {
-      if (t < from) continue;
-      for (size_t q = 0; q < n; ++q) mean[q] += s[q].At(t);
-      ++k;
-    }
-    for (size_t q = 0; q < n && k > 0; ++q) {
-      out.final_deviation = std::max(out.final_deviation, std::abs(mean[q] / k / fair - 1));
-    }
-  }
-  for (size_t g = 0; g < grid.size(); ++g) {
-    for (Cursor& c : at) {
-      if (std::abs(c.At(grid[g]) / fair - 1) > tolerance) within[g] = 0;
-    }
-  }
-  // The first grid time from which every QP stays within for `hold`.
-  const size_t need = static_cast<size_t>(std::max<int64_t>(1, hold_ns / kGridNs));
+  const size_t need = static_cast<size_t>(std::max<int64_t>(1, (hold_ns + window_ns - 1) / window_ns));
   size_t run = 0;
-  for (size_t g = 0; g < grid.size(); ++g) {
-    run = within[g] ? run + 1 : 0;
+  std::vector<double> rates(n);
+  for (int64_t w = first; w + window_ns <= end_ns; w += window_ns) {
+    std::vector<double> in_jfi;
+    bool within = fair_share_bps > 0;
+    for (size_t q = 0; q < n; ++q) {
+      rates[q] = at[q].Mean(w, w + window_ns);
+      if (started[q] <= w) in_jfi.push_back(rates[q]);
+      if (std::abs(rates[q] / fair_share_bps - 1) > tolerance) within = false;
+    }
+    out.window_start_ns.push_back(w);
+    out.jfi.push_back(JainFairnessIndex(in_jfi));
+    if (w < t0_ns || out.converged) continue;
+    run = within ? run + 1 : 0;
     if (run >= need) {
       out.converged = true;
-      out.convergence_ns = grid[g + 1 - run] - t0_ns;
-      return out;
+      out.convergence_ns = w - window_ns * static_cast<int64_t>(run - 1) - t0_ns;
+    }
+  }
+  if (fair_share_bps > 0) {
+    // Each QP's mean over the last fifth of [t0, end], against the fair share.
+    const int64_t from = end_ns - (end_ns - t0_ns) / 5;
+    for (size_t q = 0; q < n; ++q) {
+      Cursor c(timelines[q]);
+      out.final_deviation = std::max(out.final_deviation, std::abs(c.Mean(from, end_ns) / fair_share_bps - 1));
     }
   }
   return out;
 }
 
 namespace {
+
+// What the responder received from the trial's streams over [t0, end of TX],
+// L2 bit/s with FCS: the samples' received frames (one per window, and one at
+// the end of TX) at the streams' mean frame sizes. 0 when no sample lies at or
+// after t0 before the last one.
+double DeliveredBps(const engine::TrialResult& r, const std::vector<stream::CompiledStream>& streams, int64_t t0_ns) {
+  const std::vector<engine::Sample>& smp = r.samples;
+  size_t from = 0;
+  while (from < smp.size() && smp[from].t_ns < t0_ns) ++from;
+  if (smp.size() < 2 || from >= smp.size() - 1) return 0;
+  const engine::Sample &a = smp[from], &b = smp.back();
+  double bits = 0;
+  for (size_t i = 0; i < streams.size() && i < a.rx_packets.size() && i < b.rx_packets.size(); ++i) {
+    bits += static_cast<double>(b.rx_packets[i] - a.rx_packets[i]) * streams[i].frame_size * 8;
+  }
+  return b.t_ns > a.t_ns ? bits * 1e9 / static_cast<double>(b.t_ns - a.t_ns) : 0;
+}
 
 // `converged` and `convergence_ns` (null when it did not converge).
 void WriteConvergence(report::JsonWriter& w, bool converged, int64_t ns) {
@@ -115,7 +143,7 @@ class DcqcnConvergence final : public TestKind {
  public:
   std::string_view key() const override { return "dcqcn_convergence"; }
   std::vector<std::string_view> own_keys() const override {
-    return {"m", "repetitions", "parameter_sets", "trial_duration", "t0", "tolerance", "hold", "bottleneck"};
+    return {"m", "repetitions", "parameter_sets", "trial_duration", "t0", "tolerance", "hold", "window", "bottleneck"};
   }
 
   absl::StatusOr<std::shared_ptr<const config::TestParams>> Parse(const config::Plan& plan, const config::Node& n,
@@ -144,7 +172,9 @@ class DcqcnConvergence final : public TestKind {
       FG_ASSIGN_OR_RETURN(std::vector<config::Node> items, m->Items());
       if (items.empty()) return m->Error("m: give at least one QP count");
       for (const config::Node& i : items) {
-        FG_ASSIGN_OR_RETURN(int64_t v, i.Int(1, 1 << 20));
+        // Each QP keeps a rate timeline and is a flow of its own on both ends:
+        // 2 x 4,096 QPs is far beyond what a convergence figure can show.
+        FG_ASSIGN_OR_RETURN(int64_t v, i.Int(1, kMaxM));
         t->m.push_back(static_cast<uint32_t>(v));
       }
     }
@@ -169,20 +199,45 @@ class DcqcnConvergence final : public TestKind {
     }
     FG_RETURN_IF_ERROR(config::Opt(n, "trial_duration", t->trial_duration_ns, config::DurationIn()));
     FG_RETURN_IF_ERROR(config::Opt(n, "t0", t->t0_ns, config::DurationIn()));
+    if (t->trial_duration_ns < kMinTrialNs) {
+      return n.At("trial_duration").Error(absl::StrFormat("trial_duration (%s) must be at least %s",
+                                                          FormatDuration(t->trial_duration_ns),
+                                                          FormatDuration(kMinTrialNs)));
+    }
     if (t->t0_ns >= t->trial_duration_ns) {
       return n.At("t0").Error(absl::StrFormat("t0 (%s) must come before the trial's end (trial_duration %s)",
                                               FormatDuration(t->t0_ns), FormatDuration(t->trial_duration_ns)));
     }
     FG_RETURN_IF_ERROR(config::Opt(n, "tolerance", t->tolerance, config::PercentIn(0.1, 100)));
     FG_RETURN_IF_ERROR(config::Opt(n, "hold", t->hold_ns, config::DurationIn()));
+    FG_RETURN_IF_ERROR(config::Opt(n, "window", t->window_ns, config::DurationIn()));
+    const bool window_given = t->window_ns > 0;
+    if (n.Optional("window") && !window_given) return n.At("window").Error("window must be greater than zero");
+    if (!window_given) t->window_ns = DefaultWindowNs(t->parameter_sets);
+    // Both groups run for trial_duration - t0: a window, and the hold's
+    // windows, must fit in it, else no QP could ever be judged converged.
+    const int64_t after_t0 = t->trial_duration_ns - t->t0_ns;
+    const int64_t hold_windows = std::max<int64_t>(1, (t->hold_ns + t->window_ns - 1) / t->window_ns);
+    if (hold_windows * t->window_ns > after_t0) {
+      const config::Node at = n.Optional("hold") ? n.At("hold") : n.At(window_given ? "window" : "trial_duration");
+      return at.Error(absl::StrFormat(
+          "hold %s in windows of %s%s (%d window(s), %s) does not fit in the %s after t0 (trial_duration %s - t0 "
+          "%s): no QP could be judged converged",
+          FormatDuration(t->hold_ns), FormatDuration(t->window_ns), window_given ? "" : " (the default window)",
+          hold_windows, FormatDuration(hold_windows * t->window_ns), FormatDuration(after_t0),
+          FormatDuration(t->trial_duration_ns), FormatDuration(t->t0_ns)));
+    }
     if (auto b = n.Optional("bottleneck")) {
       auto word = b->String();
       if (!word.ok() || *word != "measured") {
         FG_ASSIGN_OR_RETURN(Rate r, b->RateValue());
         if (r.kind != Rate::Kind::kBpsL1 && r.kind != Rate::Kind::kBpsL2) {
-          return b->Error("bottleneck is a bit rate (L2, frames with FCS) or measured");
+          return b->Error("bottleneck is a bit rate (L2, frames with FCS, or with L1: preamble and gap too) or "
+                          "measured");
         }
         t->bottleneck_bps = r.value;
+        t->bottleneck_l1 = r.kind == Rate::Kind::kBpsL1;
+        t->bottleneck_where = std::string(b->Error("").message());
       }
     }
     return t;
@@ -208,6 +263,7 @@ class DcqcnConvergence final : public TestKind {
     const auto& t = test.As<DcqcnConvergenceParams>();
     auto out = std::make_shared<DcqcnConvergenceResult>();
     out->name = test.name;
+    out->window_ns = t.window_ns;
     const config::StreamSpec& tmpl = c.plan.streams[test.streams[0]];
     out->streams = {tmpl.name + "-a", tmpl.name + "-b"};
     std::vector<double> line;
@@ -249,6 +305,18 @@ class DcqcnConvergence final : public TestKind {
               test.name, m, m, FormatRate(Rate{tmpl.rate.kind, tmpl.rate.value / tmpl.flows}),
               FormatBitRate(two_groups_l1), c.ports[tmpl.port]->name(), FormatBitRate(line[tmpl.port])));
         }
+        // `bottleneck` is the capacity the utilisation is reported against: L2,
+        // or L1 less each frame's preamble and gap; never above the RX port's line.
+        const double frame = (*streams)[0].frame_size;
+        const double bottleneck_l2 =
+            t.bottleneck_l1 ? t.bottleneck_bps * frame / (frame + kL1OverheadBytes) : t.bottleneck_bps;
+        if (bottleneck_l2 * (frame + kL1OverheadBytes) / frame > line[tmpl.rx_port] * 1.000001) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%sbottleneck %s (L2) is above port %s's line rate %s (L1: %s L2 at frames of %.0f B)",
+              t.bottleneck_where, FormatBitRate(bottleneck_l2), c.ports[tmpl.rx_port]->name(),
+              FormatBitRate(line[tmpl.rx_port]),
+              FormatBitRate(line[tmpl.rx_port] * frame / (frame + kL1OverheadBytes)), frame));
+        }
         config::TestSpec spec = test;
         spec.streams = {0, 1};
         FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(c.eal, c.ports, *streams, spec, {}));
@@ -260,7 +328,8 @@ class DcqcnConvergence final : public TestKind {
           opt.on_live = c.options.on_live;
           opt.placement = c.options.placement;
           opt.per_flow = m;  // every QP, with its timeline
-          opt.sample_interval_ns = 0;
+          // The responder's received counts every window: the bottleneck's delivered rate.
+          opt.sample_interval_ns = t.window_ns;
           auto trial = [&]() { return engine::RunTrial(c.eal, c.ports, *streams, opt); };
           const double secs = t.trial_duration_ns / 1e9;
           auto record = [&](const engine::TrialResult& r, int index) {
@@ -287,11 +356,11 @@ class DcqcnConvergence final : public TestKind {
               names.push_back(absl::StrFormat("%c%d", g == 0 ? 'a' : 'b', f.index));
             }
           }
-          ConvergenceRun run = JudgeConvergence(tl, t.t0_ns, t.trial_duration_ns, t.tolerance, t.hold_ns,
-                                                t.bottleneck_bps);
+          const double delivered = DeliveredBps(*r, *streams, t.t0_ns);
+          ConvergenceRun run = JudgeConvergence(tl, t.t0_ns, t.trial_duration_ns, t.window_ns, t.tolerance,
+                                                t.hold_ns, delivered / static_cast<double>(tl.size()));
+          run.delivered_bps = delivered;
           run.trial = rec.index;
-          // No reaction point: the QPs' rates are their set ones, not a measurement.
-          if (!t.parameter_sets[k]) run.final_deviation = std::nan("");
           for (const engine::StreamResult& sr : r->streams) {
             run.tx_packets += sr.tx.packets;
             run.lost_packets += sr.lost();
@@ -343,11 +412,14 @@ class DcqcnConvergence final : public TestKind {
     w.Field("t0_ns", t.t0_ns);
     w.Field("tolerance", t.tolerance);
     w.Field("hold_ns", t.hold_ns);
+    w.Field("window_ns", t.window_ns);
+    w.Key("bottleneck_bps");  // as given (L1 when bottleneck_l1), for the utilisation only; null: not given
     if (t.bottleneck_bps > 0) {
-      w.Field("bottleneck_bps", t.bottleneck_bps);
+      w.Double(t.bottleneck_bps);
     } else {
-      w.Field("bottleneck_bps", "measured");
+      w.Null();
     }
+    w.Field("bottleneck_l1", t.bottleneck_l1);
     w.Key("parameter_sets");
     w.BeginArray();
     for (size_t k = 0; k < t.parameter_sets.size(); ++k) {
@@ -366,7 +438,9 @@ class DcqcnConvergence final : public TestKind {
   void WriteResults(report::JsonWriter& w, const config::TestSpec&, const TestResult& result) const override {
     const auto& r = static_cast<const DcqcnConvergenceResult&>(result);
     w.Field("observation_point",
-            "the QPs' own DCQCN rates (their reaction points' rate timelines), judged every 100 us from t0");
+            "each QP's rate (its reaction point's rate timeline; `none`: its set rate) averaged per window from t0, "
+            "against the fair share: what the responder received over [t0, end of TX] over 2m");
+    w.Field("window_ns", r.window_ns);
     w.Key("points");
     w.BeginArray();
     for (const ConvergencePoint& p : r.points) {
@@ -382,13 +456,8 @@ class DcqcnConvergence final : public TestKind {
         w.Field("trial", run.trial);
         WriteConvergence(w, run.converged, run.convergence_ns);
         w.Field("fair_share_bps", run.fair_share_bps);
-        w.Field("fair_share_measured", run.fair_share_measured);
-        w.Key("final_deviation");  // null for `none`: no rate of its own to judge
-        if (std::isnan(run.final_deviation)) {
-          w.Null();
-        } else {
-          w.Double(run.final_deviation);
-        }
+        w.Field("delivered_bps", run.delivered_bps);
+        w.Field("final_deviation", run.final_deviation);
         w.Field("tx_packets", run.tx_packets);
         w.Field("lost_packets", run.lost_packets);
         w.Field("ecn_ce_packets", run.ecn_ce_packets);
@@ -417,6 +486,22 @@ class DcqcnConvergence final : public TestKind {
       }
       w.EndArray();
       w.EndObject();
+      // Jain's fairness index of the QPs' window rates, window by window (the first repetition's).
+      w.Key("jfi");
+      w.BeginObject();
+      w.Key("t_ns");
+      w.BeginArray();
+      if (!p.runs.empty()) {
+        for (int64_t x : p.runs.front().window_start_ns) w.Int(x);
+      }
+      w.EndArray();
+      w.Key("values");
+      w.BeginArray();
+      if (!p.runs.empty()) {
+        for (double x : p.runs.front().jfi) w.Double(x);
+      }
+      w.EndArray();
+      w.EndObject();
       w.EndObject();
     }
     w.EndArray();
@@ -424,22 +509,22 @@ class DcqcnConvergence final : public TestKind {
 
   std::string Summary(const TestResult& result) const override {
     const auto& r = static_cast<const DcqcnConvergenceResult&>(result);
-    std::string out = absl::StrFormat("test %s (dcqcn_convergence)%s\n", r.name,
+    std::string out = absl::StrFormat("test %s (dcqcn_convergence, rates averaged over %s windows)%s\n", r.name,
+                                      FormatDuration(r.window_ns),
                                       r.complete ? "" : ": incomplete: " + r.stopped_because);
     for (const ConvergencePoint& p : r.points) {
-      out += absl::StrFormat("  m %d + %d, %s: %s, fair share %s", p.m, p.m, p.parameter_set,
+      out += absl::StrFormat("  m %d + %d, %s: %s, fair share %s (delivered / 2m)", p.m, p.m, p.parameter_set,
                              p.converged ? "converged in " + FormatDuration(p.convergence_ns) + " after t0"
                                          : std::string("not converged"),
                              FormatBitRate(p.fair_share_bps));
       if (!p.runs.empty()) {
         const ConvergenceRun& run = p.runs.front();
-        out += absl::StrFormat("; %s; lost %s of %s frames, %s CE marks, %s CNPs sent (first repetition)",
-                               std::isnan(run.final_deviation)
-                                   ? std::string("no reaction point: each QP at its set rate")
-                                   : absl::StrFormat("ended within %.1f %% of it", run.final_deviation * 100),
-                               FormatCount(static_cast<uint64_t>(run.lost_packets)),
-                               FormatCount(run.tx_packets), FormatCount(run.ecn_ce_packets),
-                               FormatCount(run.cnp_sent));
+        out += absl::StrFormat(
+            "; ended within %.1f %% of it; JFI %.3f in the last window; lost %s of %s frames, %s CE marks, %s CNPs "
+            "sent (first repetition)",
+            run.final_deviation * 100, run.jfi.empty() ? 1.0 : run.jfi.back(),
+            FormatCount(static_cast<uint64_t>(std::max<int64_t>(run.lost_packets, 0))), FormatCount(run.tx_packets),
+            FormatCount(run.ecn_ce_packets), FormatCount(run.cnp_sent));
       }
       out += "\n";
     }

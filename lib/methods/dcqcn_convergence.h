@@ -2,10 +2,13 @@
 //
 // M QPs share a bottleneck; M more start at T0 (2:1). Each QP is a DCQCN
 // reaction point (frame.roce.dcqcn) whose rate follows the CNPs of the
-// responder's notification point at the far port (ports[].respond). From the
-// QPs' rate timelines, the test finds the time after T0 until all 2M are
-// within `tolerance` of the fair share (bottleneck / 2M) and stay there for
-// `hold`: the convergence time. One trial per (m, parameter set, repetition).
+// responder's notification point at the far port (ports[].respond). The fair
+// share is what the bottleneck delivered (what the responder received over
+// [T0, end]) over 2M; each QP's rate, from its timeline, is averaged over
+// `window`s from T0; the convergence time is the first window from which all
+// 2M are within `tolerance` of the fair share and stay so for `hold`. A set
+// whose senders overload the bottleneck never converges: they send more
+// than it delivers. One trial per (m, parameter set, repetition).
 //
 // The test's one stream is the template: its frame (RoCEv2 with dcqcn), ports
 // and per-QP rate (its rate over its flows: each QP's maximum, the line it
@@ -39,19 +42,40 @@ struct DcqcnConvergenceParams : config::TestParams {
   int64_t t0_ns = 50'000'000;
   double tolerance = 0.10;
   int64_t hold_ns = 1'000'000;
-  double bottleneck_bps = 0;  // L2 bit/s; 0: measured from the QPs' rates over the trial's last fifth
+  // `window`: each QP's rate is averaged over windows of this length (from
+  // t0 on) before it is judged; 0 in the plan: DefaultWindowNs.
+  int64_t window_ns = 0;
+  // `bottleneck` (optional): the bottleneck's capacity, for the report's
+  // utilisation only (the fair share is what the responder received); L2
+  // bit/s, or L1 when `bottleneck_l1` (converted with the stream's frame size).
+  double bottleneck_bps = 0;
+  bool bottleneck_l1 = false;
+  std::string bottleneck_where;  // "file:line:col: tests[i]...bottleneck" for errors found at run time
 };
+
+// The default window: 20 rate-increase timers (T, after scale_to) of the
+// slowest parameter set, at least 1 ms (100 ms when no set has a reaction
+// point). A cut is undone by fast recovery over F = 5 timers; 20 timers hold
+// four such cycles, so a window's mean is the QP's rate, not a phase of its
+// sawtooth.
+int64_t DefaultWindowNs(const std::vector<std::optional<config::DcqcnSpec>>& sets);
 
 struct ConvergenceRun {
   int trial = 0;  // index into the result's trials
   bool converged = false;
-  int64_t convergence_ns = 0;  // after T0
+  int64_t convergence_ns = 0;  // after T0: the start of the first window of the `hold`
+  // The fair share: what the responder received from both groups over
+  // [t0, end of TX] (L2 bit/s, FCS included), over 2m.
   double fair_share_bps = 0;
-  bool fair_share_measured = false;
+  double delivered_bps = 0;  // that rate, all QPs together
   // The largest deviation from the fair share of a QP's mean rate over the
-  // last fifth of [t0, end] (|mean / fair - 1|): how far from fair it ended
-  // (NaN, null in the report, for the `none` set).
+  // last fifth of [t0, end] (|mean / fair - 1|): how far from fair it ended.
   double final_deviation = 0;
+  // Jain's fairness index of the QPs' window rates, per window (windows
+  // aligned on t0, from the first that starts at or after 0; only QPs that
+  // had started by a window's start count in it).
+  std::vector<int64_t> window_start_ns;
+  std::vector<double> jfi;
   // The trial's two streams together: frames sent, lost (the wire's), CE
   // marks seen at the responder, CNPs it sent, suppressed (cnp_interval) and
   // that reached the requesters.
@@ -67,7 +91,7 @@ struct ConvergencePoint {
   int64_t convergence_ns = 0;      // the median of the repetitions that converged
   double fair_share_bps = 0;       // the first repetition's
   // The first repetition's QP rates every millisecond (at most 32 QPs: the
-  // first 16 of each group), for the figure.
+  // first 16 of each group), for the figure; its JFI per window is in runs[0].
   std::vector<int64_t> sample_ns;
   std::vector<std::vector<double>> sample_bps;  // [qp][sample]
   std::vector<std::string> sample_qps;          // "a0", "b3": group and index
@@ -75,13 +99,17 @@ struct ConvergencePoint {
 
 struct DcqcnConvergenceResult : TestResult {
   std::vector<ConvergencePoint> points;
+  int64_t window_ns = 0;  // the window the rates were judged over
 };
 
-// The convergence time of one trial's 2m QPs from their rate timelines
-// (step functions; stream a's QPs then b's), judged on a 100 us grid from
-// t0 to `end_ns`. Exposed for tests.
+// The judgement of one trial's 2m QPs from their rate timelines (step
+// functions; stream a's QPs then b's): each QP's mean rate per window
+// [t0 + k w, t0 + (k+1) w) up to `end_ns`; converged at the first window from
+// which every QP is within `tolerance` of `fair_share_bps` in ceil(hold / w)
+// windows in a row. Exposed for tests.
 ConvergenceRun JudgeConvergence(const std::vector<std::vector<tx::RatePoint>>& timelines, int64_t t0_ns,
-                                int64_t end_ns, double tolerance, int64_t hold_ns, double bottleneck_bps);
+                                int64_t end_ns, int64_t window_ns, double tolerance, int64_t hold_ns,
+                                double fair_share_bps);
 
 const TestKind& DcqcnConvergenceKind();
 

@@ -236,6 +236,9 @@ absl::StatusOr<engine::TrialResult> LoadRunner::RunUnlimited(
   std::string last;
   for (int a = 0; a < attempts; ++a) {
     FG_ASSIGN_OR_RETURN(engine::TrialResult r, trial());
+    // An interrupted trial did not run: it is neither a result nor an attempt
+    // (the test stops incomplete; a trial started after the interrupt stops at once).
+    if (r.interrupted) return absl::CancelledError("interrupted");
     TrialRecord t = record(r, static_cast<int>(trials.size()));
     if (t.tester_limits.empty()) return r;
     t.included = false;

@@ -23,13 +23,27 @@ void TxTask::OnRead(size_t i, uint32_t flow, uint32_t seq) {
 // must move to another PSN (past requests that never came, or back to a
 // late one) starts a burst of its own: its cursor moves before any of its
 // frames is stamped.
+//
+// Paced at the READ's data rate (the plan stream's rate, this shard's share:
+// interval_fp), as a NIC's responder is held to its port: a request for a
+// 2 GB message (1.95 million responses) goes out at the rate, never back to
+// back past it. Slots accrue only while jobs wait: after an idle spell (no
+// request to answer) the next response goes at once, and at most one burst
+// of saved slots is sent together. Costs a compare and a division per burst.
 unsigned TxTask::Respond(State& st, uint64_t now) {
   if (st.npending == 0 && st.job_count != 0) {
+    unsigned allowed = kTxBurst;
+    if (st.interval_fp != 0) {
+      const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
+      if (now_fp > st.next_fp + kTxBurst * st.interval_fp) st.next_fp = now_fp - (kTxBurst - 1) * st.interval_fp;
+      if (now_fp < st.next_fp) return 0;
+      allowed = static_cast<unsigned>(std::min<uint64_t>(kTxBurst, (now_fp - st.next_fp) / st.interval_fp + 1));
+    }
     FlowPacer::Run runs[kTxBurst];
     unsigned n = 0, nruns = 0;
     size_t head = st.job_head, count = st.job_count;
     State::ReadJob front = st.jobs[head];
-    while (n < kTxBurst && count != 0) {
+    while (n < allowed && count != 0) {
       // read_next: the packet (PSN) the flow's cursor will be at once the
       // frames planned so far are stamped. A job elsewhere (requests skipped
       // or late) moves its PSN there; its signature sequence goes on, so the
@@ -39,7 +53,7 @@ unsigned TxTask::Respond(State& st, uint64_t now) {
         st.s->program.SeekPacket(st.cursors[front.flow], front.seq);
         st.read_next[front.flow] = front.seq;
       }
-      const unsigned m = std::min<unsigned>(front.left, kTxBurst - n);
+      const unsigned m = std::min<unsigned>(front.left, allowed - n);
       runs[nruns++] = FlowPacer::Run{front.flow, m};
       n += m;
       st.read_next[front.flow] += m;
@@ -52,6 +66,7 @@ unsigned TxTask::Respond(State& st, uint64_t now) {
       }
     }
     if (Generate(st, n, now, now, runs, nruns)) {
+      st.next_fp += n * st.interval_fp;
       st.job_head = head;
       st.job_count = count;
       if (count != 0) st.jobs[head] = front;  // the one left part-sent

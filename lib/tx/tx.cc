@@ -130,7 +130,7 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
       }
     }
     if (s->read_response()) {
-      // Sent as asked, not paced; nothing ends it but the run (Done ignores it).
+      // Sent as asked, at the READ's data rate (Respond); nothing ends it but the run (Done ignores it).
       st->responses = true;
       st->jobs.resize(kReadJobs);
       st->read_next.assign(nf, 0);

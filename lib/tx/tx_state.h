@@ -99,7 +99,7 @@ struct alignas(64) TxTask::State {
   uint64_t share_base = 0, share_extra = 0;
   std::vector<uint64_t> share_done;  // a bit per flow: its share sent, no resend owed (skipped in the turns)
   // READ responses (the stream is a READ's responses, stream.h): sent as
-  // the responder executes requests (OnRead), unpaced, in the order the
+  // the responder executes requests (OnRead), paced at the stream's rate, in the order the
   // requests came: a FIFO of jobs (flow, its next response packet: the PSN
   // offset from the flow's start, packets left).
   struct ReadJob {

@@ -3,6 +3,8 @@
 // packets): NAKs, go-back-N, the drain's bounds, READs, CM set-up and the
 // DCQCN reaction point, each counted exactly against what the path did.
 #include <gtest/gtest.h>
+
+#include <cstdio>
 #include <rte_eth_ring.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
@@ -402,6 +404,38 @@ streams: [{name: rd, port: b, rx_port: a, rate: 200 Mbps, flows: 4,
     EXPECT_EQ(f.tx_packets % 4, 0u) << f.index;  // whole READs
   }
   ExpectOnlyHostHoldUps(q);
+}
+
+// A READ's responses go at the stream's rate, however large its message
+// (issue 26: one 2 GB request made 1.95 million responses back to back,
+// 274 Gbit/s on a 10 Gbit/s port). 1 MiB READs (1,024 responses each) at
+// 20 kpps of data: the responses, all sent, never go faster than 20 kpps
+// over their sending time (one burst of slack), nor do the requests outrun it.
+TEST(Responder, ALargeReadsResponsesAreSentAtTheStreamsRate) {
+  RingPath path("readrate");
+  ASSERT_TRUE(path.ok()) << path.error();
+  auto res = path.RunPlan(R"(
+duration: 300 ms
+drain: 400 ms
+ports: [{name: a, respond: true}, {name: b}]
+streams: [{name: rd, port: b, rx_port: a, rate: 20 kpps, flows: 2,
+           frame: {roce: {op: READ_REQUEST, message: 1 MiB, pmtu: 1024, dest_qp: 0x300}}}]
+)", {});
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->streams.size(), 2u);
+  const StreamResult& q = res->streams[0];
+  const StreamResult& d = res->streams[1];
+  ASSERT_GT(q.tx.packets, 2u);  // 20,000 / 1,024 = 19.5 requests a second: 6 in 300 ms
+  EXPECT_LE(q.tx.packets, 7u);
+  EXPECT_EQ(d.tx.due, 1024 * q.tx.packets);
+  const double span_s = static_cast<double>(d.tx.last_ns - d.tx.first_ns) / 1e9;
+  const double most = 20000 * span_s + tx::kTxBurst;
+  std::printf("READ 1 MiB at 20 kpps: %zu requests, %zu responses in %.3f s (%.0f /s; at most %.0f allowed)\n",
+              static_cast<size_t>(q.tx.packets), static_cast<size_t>(d.tx.packets), span_s, d.tx.packets / span_s,
+              most);
+  EXPECT_LE(static_cast<double>(d.tx.packets), most);
+  // Sent at the rate, not far below it: the responses kept up while there were any to send.
+  EXPECT_GT(static_cast<double>(d.tx.packets), 0.9 * 20000 * span_s);
 }
 
 // frame.roce.connect: cm on the ring pair: 1,000 QPs set up by REQ, REP and

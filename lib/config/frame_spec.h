@@ -43,6 +43,11 @@ struct DcqcnSpec {
   double min_rate_bps = 1e6;           // a cut never goes below (rpg_min_rate)
   int64_t rate_reduce_period_ns = 0;   // at most one cut per period (rate_reduce_monitor_period); 0: every CNP
   double min_dec_factor = 0.5;         // a cut keeps at least this share of the rate (rpg_min_dec_fac)
+  // When alpha moves: false (the paper), at each CNP (it rises at once and its
+  // decay period restarts); true (ConnectX's fixed point, roce.md), once per
+  // alpha_period on a grid from the first CNP: at a period's end it rises if
+  // the period saw a CNP, else it decays, and a cut uses alpha as it stands.
+  bool alpha_per_period = false;
   // `scale_to`: the preset's dynamics slowed to a link of this rate (0:
   // none). The preset is for `preset_link_bps` (paper: its 40 GbE); scaled
   // by k = scale_to / preset_link, its rates are x k and its times / k, and
@@ -67,6 +72,7 @@ struct DcqcnSpec {
     d.min_rate_bps = 1e6;
     d.rate_reduce_period_ns = 4'000;
     d.min_dec_factor = 0.5;
+    d.alpha_per_period = true;  // alpha = (G/1024) alpha + (1024 - G) at the end of a period with a CNP
     return d;
   }
   // The preset's rates x k and times / k, k = bps / preset_link_bps (see scale_to_bps).

@@ -15,9 +15,14 @@ void DcqcnQp::DecayAlpha(uint64_t now_ns) {
   // initial_alpha) starts with that CNP, as a NIC allocates it then.
   if (!cut_ || p_->alpha_period_ns <= 0 || now_ns < alpha_next_ns_) return;
   const uint64_t period = static_cast<uint64_t>(p_->alpha_period_ns);
-  const uint64_t n = (now_ns - alpha_next_ns_) / period + 1;
-  alpha_ *= std::pow(1 - p_->g, static_cast<double>(n));
+  uint64_t n = (now_ns - alpha_next_ns_) / period + 1;
   alpha_next_ns_ += n * period;
+  if (cnp_in_period_) {  // alpha_per_period: the first period that ended saw a CNP
+    alpha_ = (1 - p_->g) * alpha_ + p_->g;
+    cnp_in_period_ = false;
+    --n;
+  }
+  alpha_ *= std::pow(1 - p_->g, static_cast<double>(n));
 }
 
 double DcqcnQp::alpha(uint64_t now_ns) const {
@@ -28,6 +33,8 @@ double DcqcnQp::alpha(uint64_t now_ns) const {
 
 bool DcqcnQp::OnCnp(uint64_t now_ns, uint64_t bytes) {
   DecayAlpha(now_ns);
+  // The first CNP starts the QP's state, and its alpha periods' grid.
+  if (!cut_ && p_->alpha_period_ns > 0) alpha_next_ns_ = now_ns + static_cast<uint64_t>(p_->alpha_period_ns);
   const bool may_cut = !cut_ || p_->rate_reduce_period_ns <= 0 ||
                        now_ns - last_cut_ns_ >= static_cast<uint64_t>(p_->rate_reduce_period_ns);
   const double before = rc_;
@@ -44,9 +51,13 @@ bool DcqcnQp::OnCnp(uint64_t now_ns, uint64_t bytes) {
   } else {
     ++ignored_;
   }
-  // This period saw a CNP: alpha rises, and its decay restarts from now.
-  alpha_ = (1 - p_->g) * alpha_ + p_->g;
-  if (p_->alpha_period_ns > 0) alpha_next_ns_ = now_ns + static_cast<uint64_t>(p_->alpha_period_ns);
+  if (p_->alpha_per_period && p_->alpha_period_ns > 0) {
+    cnp_in_period_ = true;  // alpha rises when this period ends (DecayAlpha)
+  } else {
+    // The paper: this CNP raises alpha now, and its decay restarts from now.
+    alpha_ = (1 - p_->g) * alpha_ + p_->g;
+    if (p_->alpha_period_ns > 0) alpha_next_ns_ = now_ns + static_cast<uint64_t>(p_->alpha_period_ns);
+  }
   return rc_ != before;
 }
 

@@ -7,7 +7,10 @@
 //   min_rate; alpha = (1 - g) alpha + g; the timer, byte counter and both
 //   stage counters restart. With rate_reduce_period, at most one cut per
 //   period (a CNP within it updates alpha only).
-// - Every alpha_period without a CNP: alpha = (1 - g) alpha. A QP's state
+// - Every alpha_period without a CNP: alpha = (1 - g) alpha. With
+//   alpha_per_period (ConnectX's fixed point) alpha moves only at a period's
+//   end, on a grid from the first CNP: (1 - g) alpha + g when the period saw
+//   a CNP, else (1 - g) alpha; a cut uses alpha as it stands. A QP's state
 //   starts at its first CNP (alpha = initial_alpha then), as a NIC allocates
 //   a rate limiter for a QP when it is first notified.
 // - A rate-increase event every `timer` since the last cut and every
@@ -65,6 +68,7 @@ class DcqcnQp {
   uint64_t last_cut_ns_ = 0;
   uint32_t timer_events_ = 0, byte_events_ = 0;  // stage counters since the last cut
   bool cut_ = false;  // cut at least once (before, there is nothing to recover)
+  bool cnp_in_period_ = false;  // alpha_per_period: the current alpha period saw a CNP
   uint64_t cuts_ = 0, ignored_ = 0;
 };
 

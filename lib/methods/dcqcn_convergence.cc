@@ -547,6 +547,7 @@ void WriteDcqcnParameters(report::JsonWriter& w, const config::DcqcnSpec& p) {
   w.Field("min_rate_bps", p.min_rate_bps);
   w.Field("rate_reduce_period_ns", p.rate_reduce_period_ns);
   w.Field("min_dec_factor", p.min_dec_factor);
+  w.Field("alpha_update", p.alpha_per_period ? "per_period" : "per_cnp");  // when alpha moves (DcqcnSpec::alpha_per_period)
   w.Key("scale_to_bps");  // the preset slowed to this link (its rates x k, times / k), or null
   if (p.scale_to_bps > 0) {
     w.Double(p.scale_to_bps);

@@ -95,6 +95,14 @@ absl::StatusOr<Rate> ParseRate(std::string_view text) {
   if (r.kind == Rate::Kind::kPps && r.value < kMinPps) {
     return absl::OutOfRangeError(absl::StrFormat("rate '%s' is below the minimum of %g pps", text, kMinPps));
   }
+  if (r.kind == Rate::Kind::kPps && r.value > kMaxPps) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "rate '%s' is above the maximum of %s (no port sends faster)", text, FormatPacketRate(kMaxPps)));
+  }
+  if (r.kind != Rate::Kind::kPps && r.kind != Rate::Kind::kPercentLine && r.value > kMaxBps) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "rate '%s' is above the maximum of %s (no port sends faster)", text, FormatBitRate(kMaxBps)));
+  }
   return r;
 }
 
@@ -151,6 +159,9 @@ absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
 
 namespace {
 std::string WithPrefix(double v, const char* unit) {
+  // Past a thousand tera, three significant digits: a number no plan meant
+  // (a sum of bounded rates over millions of flows) stays short.
+  if (std::fabs(v) >= 1e15) return absl::StrFormat("%.3g %s", v, unit);
   static constexpr struct {
     double div;
     const char* p;

@@ -30,6 +30,11 @@ inline constexpr uint32_t kEthFcsLen = 4;
 // ticks << 12 in 64 bits (lib/tx), which 0.001 pps (1000 s per packet) keeps
 // far from overflowing at any TSC frequency below 4 THz.
 inline constexpr double kMinPps = 0.001;
+// The highest rates taken: ports run at most 1.6 Tbit/s (ports[].link_speed),
+// 2.4 Gpps of 64 B frames; ten times that is a bound no plan meant to pass,
+// below which every figure prints in a few digits.
+inline constexpr double kMaxPps = 1e10;  // 10 Gpps
+inline constexpr double kMaxBps = 1e13;  // 10 Tbit/s
 
 struct Rate {
   enum class Kind { kPps, kBpsL2, kBpsL1, kPercentLine, kMax };  // kMax: unpaced, as fast as the port takes

@@ -14,14 +14,31 @@
 namespace fg::config {
 namespace {
 
+Location Where(const Node& n) { return n.where(); }
 
-Location Where(const Node& n) { return Location{n.line(), n.column()}; }
+// The node at a dotted path under `n` ("frame.roce.retransmit"), when written.
+std::optional<Node> Under(const Node& n, std::string_view path) {
+  // Recursion, not a loop assigning to one Node: a YAML::Node's assignment
+  // writes through to the node it refers to, which would rewrite the plan's tree.
+  const size_t dot = path.find('.');
+  std::optional<Node> next = n.Optional(path.substr(0, dot));
+  if (!next || dot == std::string_view::npos) return next;
+  return Under(*next, path.substr(dot + 1));
+}
+
+// "'text'" for a scalar as written; `otherwise` for a map or a list.
+std::string AsWritten(const Node& n, std::string_view otherwise) {
+  const std::string t = n.text();
+  return t.empty() ? std::string(otherwise) : "'" + t + "'";
+}
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs",
                                   "link_speed", "timestamps", "tx_timestamps", "respond"}));
   PortSpec p;
   p.line = n.line();
+  p.at = n.where();
+  n.Record(p.written);
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
   FG_ASSIGN_OR_RETURN(p.name, name.String());
   if (p.name.empty()) return name.Error("port name must not be empty");
@@ -84,6 +101,12 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
       if (!on.ok()) return r->Error("respond is true, false or a map {ack_every, cnp_interval, cnp_dscp, cnp_pcp}");
       if (*on) p.respond = RespondSpec{};
     }
+    // A responder answers what the port receives: a TX-only port has nothing to answer.
+    if (p.respond && p.rx_queues == 0) {
+      return r->Error(absl::StrFormat("port '%s' responds, but rx_queues %s makes it send only: it would receive "
+                                      "nothing to answer; remove rx_queues: 0, or respond",
+                                      p.name, AsWritten(n.At("rx_queues"), "0")));
+    }
   }
   return p;
 }
@@ -104,6 +127,8 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
        "verify_payload"}));
   StreamSpec s;
   s.line = n.line();
+  s.at = n.where();
+  n.Record(s.written);
   FG_ASSIGN_OR_RETURN(Node name, n.Required("name"));
   FG_ASSIGN_OR_RETURN(s.name, name.String());
   if (s.name.empty()) return name.Error("stream name must not be empty");
@@ -117,6 +142,26 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
   if (auto f = n.Optional("frame")) {
     const PortSpec& tx = plan.ports[s.port];
     FG_ASSIGN_OR_RETURN(s.frame, internal::ParseFrame(*f, tx.mtu, tx.name));
+  }
+  // Go-back-N resends on the ACKs and NAKs of a responder: without one at the
+  // rx_port, `retransmit` would be ignored in silence.
+  if (auto rt = Under(n, "frame.roce.retransmit"); rt && s.frame.roce.go_back_n && !plan.ports[s.rx_port].respond) {
+    return rt->Error(absl::StrFormat(
+        "retransmit %s needs a responder: the requester goes back on the ACKs and NAKs the stream's rx_port "
+        "answers with, and port '%s' does not respond; give it respond: true, or remove retransmit",
+        AsWritten(*rt, "(go-back-N)"), plan.ports[s.rx_port].name));
+  }
+  // DCQCN never cuts a QP below min_rate: above the port's line rate, it could
+  // not be sent (checked again against the link the port reports, stream::Compile).
+  if (const auto& d = s.frame.roce.dcqcn; d && plan.ports[s.port].link_speed_mbps != 0) {
+    const double line = plan.ports[s.port].link_speed_mbps * 1e6;
+    if (d->min_rate_bps > line) {
+      const Node at = Under(n, "frame.roce.dcqcn.min_rate").value_or(n.At("frame"));
+      return at.Error(absl::StrFormat("min_rate %s is above port '%s' line rate of %s (link_speed): a QP could never "
+                                      "be cut below it",
+                                      AsWritten(at, FormatBitRate(d->min_rate_bps)), plan.ports[s.port].name,
+                                      FormatBitRate(line)));
+    }
   }
   if (auto b = n.Optional("burst")) {
     if (n.Optional("rate")) return b->Error("a stream has either a rate or a burst schedule, not both");
@@ -162,6 +207,14 @@ absl::StatusOr<StreamSpec> ParseStream(const Plan& plan, const Node& n) {
       s.rate.value += s.flow_weights[f];
     }
     s.rate_at = Where(rates);
+    // Each rate is bounded (ParseRate); their sum over many flows is too.
+    const bool pps = s.rate.kind == Rate::Kind::kPps;
+    if ((pps && s.rate.value > kMaxPps) ||
+        ((s.rate.kind == Rate::Kind::kBpsL1 || s.rate.kind == Rate::Kind::kBpsL2) && s.rate.value > kMaxBps)) {
+      return rates.Error(absl::StrFormat(
+          "the %d flows' rates add up to %s, above the largest stream rate, %s (no port sends faster)", s.flows,
+          FormatRate(s.rate), pps ? FormatPacketRate(kMaxPps) : FormatBitRate(kMaxBps)));
+    }
   } else if (!n.Optional("burst")) {
     FG_ASSIGN_OR_RETURN(Node rate, n.Required("rate"));
     FG_ASSIGN_OR_RETURN(s.rate, rate.RateValue());
@@ -249,6 +302,19 @@ absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n, const TestKi
   for (const TestKindParser* k : kinds) keys.push_back(k->key());
   if (keys.empty()) return n.Error("this program reads plans without tests (config::ParsePlan was given no test kinds; methods::LoadPlan gives it every kind)");
   FG_RETURN_IF_ERROR(n.CheckKeys(keys));
+  // One item, one test: a second kind's section would be read by no one.
+  const TestKindParser* first = nullptr;
+  for (const TestKindParser* kind : kinds) {
+    const std::optional<Node> section = n.Optional(kind->key());
+    if (!section) continue;
+    if (first != nullptr) {
+      return section->Error(absl::StrFormat(
+          "a test item is one test of one kind, and this one also has '%s'; give each test an item of its own "
+          "(- %s: {...} and - %s: {...})",
+          first->key(), first->key(), kind->key()));
+    }
+    first = kind;
+  }
   for (const TestKindParser* kind : kinds) {
     const std::optional<Node> section = n.Optional(kind->key());
     if (!section) continue;
@@ -258,6 +324,8 @@ absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n, const TestKi
     TestSpec t;
     t.kind = std::string(kind->key());
     t.line = section->line();
+    t.at = section->where();
+    section->Record(t.written);
     t.name = t.kind;
     t.warmup_ns = kind->default_warmup_ns();
     FG_RETURN_IF_ERROR(Opt(*section, "name", t.name, [](const Node& x) { return x.String(); }));
@@ -361,8 +429,20 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root, const Test
   }
   if (auto tests = root.Optional("tests")) {
     FG_ASSIGN_OR_RETURN(std::vector<Node> list, tests->Items());
-    for (const Node& i : list) {
-      FG_ASSIGN_OR_RETURN(TestSpec t, ParseTest(plan, i, kinds));
+    for (size_t k = 0; k < list.size(); ++k) {
+      FG_ASSIGN_OR_RETURN(TestSpec t, ParseTest(plan, list[k], kinds));
+      // A test is named by at_throughput_of, the CLI's `run NAME` and the
+      // report: two of one name could not be told apart.
+      for (size_t j = 0; j < plan.tests.size(); ++j) {
+        if (plan.tests[j].name != t.name) continue;
+        const Node section = *list[k].Optional(t.kind);
+        const std::optional<Node> name = section.Optional("name");
+        return (name ? *name : section)
+            .Error(absl::StrFormat("test name '%s'%s is used twice (tests[%d] at line %d has it); give each test a "
+                                   "name of its own (name: ...)",
+                                   t.name, name ? "" : " (the kind's key, a test's default name)", j,
+                                   plan.tests[j].line));
+      }
       plan.tests.push_back(std::move(t));
     }
   }
@@ -370,11 +450,6 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root, const Test
 }
 
 }  // namespace
-
-std::string FormatLocation(const std::string& file, const Location& at) {
-  if (at.line <= 0) return file;
-  return absl::StrFormat("%s:%d:%d", file, at.line, at.column);
-}
 
 absl::StatusOr<Plan> ParsePlan(const std::string& file, const std::string& text, const TestKindParsers& kinds) {
   FG_ASSIGN_OR_RETURN(Node root, LoadYamlString(&file, text));

@@ -24,18 +24,12 @@
 #include "base/net_addr.h"
 #include "base/units.h"
 #include "config/frame_spec.h"
+#include "config/location.h"
 
 namespace fg::config {
 
 inline constexpr int kPlanVersion = 1;
 
-// Where a value is written in the plan file (1-based; 0: not from the file).
-struct Location {
-  int line = 0;
-  int column = 0;
-};
-// "plan.yaml:12:7" (or "plan.yaml" without a location).
-std::string FormatLocation(const std::string& file, const Location& at);
 // Device string that selects the built-in in-process loopback port.
 inline constexpr char kLoopbackDevice[] = "loopback";
 
@@ -72,6 +66,8 @@ struct PortSpec {
   bool tx_scheduled = false;
   std::optional<RespondSpec> respond = std::nullopt;  // `respond: true` or a map: this port answers as RC responder
   int line = 0;  // where the port is declared, for later messages
+  Location at;            // ... with its column
+  WrittenValues written;  // its values as written ("mtu", "respond.ack_every"), for later messages
 };
 
 struct StreamSpec {
@@ -98,6 +94,10 @@ struct StreamSpec {
   // still ends at its duration from the run's start (M more flows at T0).
   int64_t start_ns = 0;
   int line = 0;
+  Location at;            // where the stream's map starts
+  // Its values as written ("rate", "flows", "frame.roce.retransmit.timeout"):
+  // a check after parsing names the place and quotes the text (location.h).
+  WrittenValues written;
 };
 
 // What a test kind reads from its own section of a `tests:` item (the
@@ -119,6 +119,8 @@ struct TestSpec {
   // rather than judge the device by it.
   int tester_limit_retries = 5;
   int line = 0;
+  Location at;            // where its section (the kind's map) starts
+  WrittenValues written;  // the section's values as written, by their path in it ("m[0]", "bottleneck")
   std::shared_ptr<const TestParams> params;  // never null in a parsed plan
 
   // The kind's parameters; `P` must be the type its kind parsed.

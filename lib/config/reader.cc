@@ -1,10 +1,13 @@
 #include "config/reader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -127,9 +130,45 @@ std::string JoinViews(const List& items) {
   return out;
 }
 
+// Node::Record's walk (the tree passed CheckTree: bounded, keys are text).
+// A long list (per-flow rates) keeps its first kRecordedItems items; a value
+// after them is found at the list's own place (WrittenValues::Find). The
+// values are copied with every copy of their stream (a matrix cell's plan).
+constexpr size_t kRecordedItems = 64;
+void RecordTree(const YAML::Node& n, const std::string& path, WrittenValues& out, int depth) {
+  if (!path.empty()) {
+    const YAML::Mark m = n.Mark();
+    out.Add(path, Written{m.line < 0 ? Location{} : Location{m.line + 1, m.column + 1},
+                          n.IsScalar() ? n.Scalar() : std::string()});
+  }
+  if (depth > kMaxDepth) return;
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size() && i < kRecordedItems; ++i) {
+      RecordTree(n[i], absl::StrFormat("%s[%d]", path, i), out, depth + 1);
+    }
+  } else if (n.IsMap()) {
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) continue;
+      const std::string key = kv.first.Scalar();
+      RecordTree(kv.second, path.empty() ? key : path + "." + key, out, depth + 1);
+    }
+  }
+}
+
+// What a file that is not a regular file is, for the message.
+const char* FileKind(mode_t mode) {
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
+}
+
 }  // namespace
 
 absl::Status Node::Error(absl::string_view message) const { return LocatedError(*file_, node_.Mark(), path_, message); }
+
+void Node::Record(WrittenValues& out) const { RecordTree(node_, "", out, 0); }
 
 absl::Status Node::ExpectMap() const {
   if (!node_.IsMap()) return Error(absl::StrFormat("expected a map of fields, found %s", KindName(node_)));
@@ -302,6 +341,10 @@ absl::StatusOr<std::string> Node::OneOf(std::initializer_list<std::string_view> 
 }
 
 absl::StatusOr<Node> LoadYamlString(const std::string* file, const std::string& text) {
+  if (text.size() > kMaxPlanBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: the plan is larger than %d MiB (%d B); a plan is a few KiB",
+                                                      *file, kMaxPlanBytes >> 20, text.size()));
+  }
   try {
     // Load reads the first document and ignores the rest: refuse a second.
     if (auto second = SecondDocument(text)) {
@@ -324,13 +367,48 @@ absl::StatusOr<Node> LoadYamlString(const std::string* file, const std::string& 
 }
 
 absl::StatusOr<Node> LoadYamlFile(const std::string* file) {
-  std::ifstream in(*file);
-  if (!in) {
+  // Non-blocking: opening a FIFO without a writer must not wait; what is not
+  // a regular file is refused below before anything is read from it.
+  const int fd = ::open(file->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
     return absl::NotFoundError(absl::StrFormat("%s: cannot open plan: %s", *file, std::strerror(errno)));
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return LoadYamlString(file, buf.str());
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: cannot read plan: %s", *file, std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: is a directory; a plan is a YAML file (e.g. configs/quickstart.yaml)", *file));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: is not a regular file (%s); a plan is read from a regular file", *file, FileKind(st.st_mode)));
+  }
+  const auto too_large = [&](uint64_t bytes) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: is larger than %d MiB (%d B); a plan is a few KiB", *file,
+                                                      kMaxPlanBytes >> 20, bytes));
+  };
+  if (static_cast<uint64_t>(st.st_size) > kMaxPlanBytes) return too_large(static_cast<uint64_t>(st.st_size));
+  // At most one byte past the bound: a file that grows while it is read is
+  // refused as well, never read without end.
+  std::string text;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return absl::InvalidArgumentError(absl::StrFormat("%s: cannot read plan: %s", *file, std::strerror(errno)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxPlanBytes) return too_large(text.size());
+  }
+  return LoadYamlString(file, text);
 }
 
 }  // namespace fg::config

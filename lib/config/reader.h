@@ -15,18 +15,36 @@
 
 #include "absl/status/statusor.h"
 #include "base/units.h"
+#include "config/location.h"
 #include "yaml-cpp/yaml.h"
 
 namespace fg::config {
+
+// The largest plan file read (a plan is a few KiB; a bound so that a device
+// such as /dev/zero, or a file that never ends, is refused, not read).
+inline constexpr uint64_t kMaxPlanBytes = uint64_t{16} << 20;
 
 class Node {
  public:
   Node(const std::string* file, YAML::Node node, std::string path)
       : file_(file), node_(std::move(node)), path_(std::move(path)) {}
+  Node(const Node&) = default;
+  Node(Node&&) = default;
+  // No assignment: a YAML::Node's assignment writes through to the node it
+  // refers to, so `a = b` would rewrite the plan's tree where `a` was read.
+  Node& operator=(const Node&) = delete;
+  Node& operator=(Node&&) = delete;
 
   const std::string& path() const { return path_; }
   int line() const { return node_.Mark().line + 1; }
   int column() const { return node_.Mark().column + 1; }
+  Location where() const { return Location{line(), column()}; }
+  // The value as written: a scalar's text ("" for a map, a list or nothing).
+  std::string text() const { return node_.IsScalar() ? node_.Scalar() : std::string(); }
+  // Every value under this node, by its path relative to this node ("rate",
+  // "frame.roce.message", "flows.rates[0]"), into `out`: what checks after
+  // parsing quote and locate.
+  void Record(WrittenValues& out) const;
 
   // An error located at this node.
   absl::Status Error(absl::string_view message) const;
@@ -97,7 +115,9 @@ inline auto DurationIn() {
 }
 
 // Loads `file` and returns its root node; errors name the file (and the line
-// for YAML syntax errors). `*storage` keeps the file name the nodes refer to.
+// for YAML syntax errors). `*file` keeps the file name the nodes refer to.
+// Only a regular file of at most kMaxPlanBytes is read: a directory, a device,
+// a FIFO or a socket is refused by name, before anything is read from it.
 absl::StatusOr<Node> LoadYamlFile(const std::string* file);
 absl::StatusOr<Node> LoadYamlString(const std::string* file, const std::string& text);
 

@@ -256,7 +256,11 @@ absl::Status ParseFixedLoad(const config::Node& n, FixedLoadParams& p) {
   FG_RETURN_IF_ERROR(config::Opt(n, "load", p.load, config::PercentIn(0.0001, 100)));
   FG_RETURN_IF_ERROR(config::Opt(n, "runs", p.runs, config::IntIn(1, 10000)));
   FG_RETURN_IF_ERROR(config::Opt(n, "trial_duration", p.trial_duration_ns, config::DurationIn()));
-  if (p.trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
+  if (p.trial_duration_ns < kMinTrialNs) {
+    return n.At("trial_duration")
+        .Error(absl::StrFormat("trial_duration '%s' is shorter than the minimum of %s",
+                               n.At("trial_duration").text(), FormatDuration(kMinTrialNs)));
+  }
   return absl::OkStatus();
 }
 

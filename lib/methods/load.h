@@ -145,6 +145,11 @@ struct FixedLoadParams : config::TestParams {
   int64_t trial_duration_ns = 10'000'000'000;
 };
 inline constexpr std::string_view kFixedLoadKeys[] = {"load", "runs", "trial_duration"};
+// The shortest trial a test takes (throughput, latency, load_balance): a
+// trial shorter than the time its first frames spend in flight, the pacer's
+// start and the drain's first poll measures the tester's start-up, not the
+// device (and a 2 ns trial sends nothing at all).
+inline constexpr int64_t kMinTrialNs = 1'000'000;  // 1 ms
 // Reads those keys into `p` (its defaults stand for keys not given).
 absl::Status ParseFixedLoad(const config::Node& n, FixedLoadParams& p);
 

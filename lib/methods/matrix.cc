@@ -1,5 +1,8 @@
 #include "methods/matrix.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 #include "methods/throughput.h"
@@ -24,7 +27,16 @@ MatrixCell MakeCell(const config::Plan& plan, const config::TestSpec& test, uint
     // 64 B frames is 12 Gbit/s of 1500 B ones, and would refuse the cell.
     if (s.burst.frames == 0) s.rate = Rate{Rate::Kind::kMax, 0};
     if (size != 0) config::SetMessageSize(s.frame, size);
-    if (q != 0) s.flows = q;
+    if (q != 0) {
+      // Per-flow rates go with the flows: flow i keeps rates[i % len] (the
+      // plan's `flows: {count, rates}` rule), one weight per flow of the cell.
+      if (!s.flow_weights.empty()) {
+        std::vector<double> w(q);
+        for (uint32_t f = 0; f < q; ++f) w[f] = s.flow_weights[f % s.flow_weights.size()];
+        s.flow_weights = std::move(w);
+      }
+      s.flows = q;
+    }
     if (bi && s.rx_port != s.port) {  // the parser refuses `bi` for a stream without an rx_port of its own
       config::StreamSpec back = s;
       back.name = s.name + "-reverse";
@@ -67,8 +79,14 @@ absl::Status PrecheckMatrix(const config::Plan& plan, size_t t) {
   // time checks every cell and names the entry at fault. A size is checked
   // on the reverses too: they leave from the other port, with its MTU.
   auto check = [&](const char* axis, size_t k, const config::Location& at, const MatrixCell& cell) {
-    const std::string entry =
+    std::string entry =
         absl::StrFormat("%s: tests[%d].throughput.%s[%d]", config::FormatLocation(plan.file, at), t, axis, k);
+    // The entry as written when the cell's label says it otherwise ('1 KiB': msg=1024 B).
+    const std::string text = test.written.Text(absl::StrFormat("%s[%d]", axis, k));
+    const std::string label = cell.message_size != 0 ? absl::StrFormat("%d", cell.message_size)
+                              : cell.qps != 0        ? absl::StrFormat("%d", cell.qps)
+                                                     : text;
+    if (!text.empty() && text != label && text != label + " B") entry += " '" + text + "'";
     return stream::CheckStreams(cell.plan, [&](size_t i, std::string_view field) {
       return absl::StrFormat("%s: in cell '%s', stream '%s' %s", entry, cell.label, cell.plan.streams[i].name, field);
     });

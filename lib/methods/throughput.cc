@@ -278,7 +278,14 @@ class Throughput final : public TestKind {
     FG_RETURN_IF_ERROR(Opt(n, "repetitions", t->search_repetitions, config::IntIn(1, 1000)));
     FG_RETURN_IF_ERROR(Opt(n, "trial_duration", t->trial_duration_ns, config::DurationIn()));
     FG_RETURN_IF_ERROR(Opt(n, "initial_duration", t->initial_duration_ns, config::DurationIn()));
-    if (t->trial_duration_ns <= 0) return n.At("trial_duration").Error("trial_duration must be greater than zero");
+    // A trial shorter than kMinTrialNs measures the tester's start, not the device.
+    for (auto [key, ns] : {std::pair{"trial_duration", t->trial_duration_ns},
+                           std::pair{"initial_duration", t->initial_duration_ns}}) {
+      if (n.Optional(key) && ns < kMinTrialNs) {
+        return n.At(key).Error(absl::StrFormat("%s '%s' is shorter than the minimum of %s", key, n.At(key).text(),
+                                               FormatDuration(kMinTrialNs)));
+      }
+    }
     if (!n.Optional("initial_duration")) {
       t->initial_duration_ns = std::min(t->initial_duration_ns, t->trial_duration_ns);  // default: 1 s or shorter
     } else if (t->initial_duration_ns > t->trial_duration_ns) {
@@ -295,6 +302,11 @@ class Throughput final : public TestKind {
         FG_ASSIGN_OR_RETURN(Node loss, i.Required("loss"));
         FG_ASSIGN_OR_RETURN(goal.loss_ratio, loss.Percent(0, 99.9));
         FG_RETURN_IF_ERROR(Opt(i, "final_duration", goal.final_duration_ns, config::DurationIn()));
+        if (i.Optional("final_duration") && goal.final_duration_ns < kMinTrialNs) {
+          return i.At("final_duration")
+              .Error(absl::StrFormat("final_duration '%s' is shorter than the minimum of %s",
+                                     i.At("final_duration").text(), FormatDuration(kMinTrialNs)));
+        }
         FG_RETURN_IF_ERROR(Opt(i, "width", goal.width, PercentIn(0.0001, 50)));
         FG_RETURN_IF_ERROR(Opt(i, "exceed_ratio", goal.exceed_ratio, PercentIn(0, 99)));
         FG_RETURN_IF_ERROR(Opt(i, "duration_sum", goal.duration_sum_ns, config::DurationIn()));

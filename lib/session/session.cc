@@ -8,7 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "engine/memory.h"
 #include "methods/kinds.h"
+#include "methods/memory.h"
 
 namespace fg::session {
 
@@ -63,9 +65,20 @@ port::PortOptions OptionsFor(const config::PortSpec& ps, const DeviceRef& ref, u
       .rx_is_own_tx = ref.kind == DeviceRef::Kind::kLoopback};
 }
 // An argument EAL refused that the plan's eal: list gave (DPDK quotes it:
-// "unrecognized option '--bogus'") is named at its place in the plan.
-absl::Status LocateEalError(const config::Plan& plan, const absl::Status& s) {
+// "unrecognized option '--bogus'") is named at its place in the plan; a
+// device no driver knows (port::Eal::Start: "device 'NAME': ...") at the
+// port that names it.
+absl::Status LocateEalError(const config::Plan& plan, const std::vector<DeviceRef>& refs, const absl::Status& s) {
   if (s.code() != absl::StatusCode::kInvalidArgument) return s;
+  for (size_t i = 0; i < plan.ports.size() && i < refs.size(); ++i) {
+    if (absl::StartsWith(s.message(), "device '" + refs[i].dpdk_name + "'")) {
+      const config::PortSpec& ps = plan.ports[i];
+      const config::Written* w = ps.written.Find("device");
+      return absl::InvalidArgumentError(absl::StrFormat("%s: ports[%d].device: port '%s': %s",
+                                                        config::FormatLocation(plan.file, w != nullptr ? w->at : ps.at),
+                                                        i, ps.name, s.message()));
+    }
+  }
   for (size_t i = 0; i < plan.eal.size() && i < plan.eal_at.size(); ++i) {
     if (absl::StrContains(s.message(), "'" + plan.eal[i] + "'")) {
       return absl::InvalidArgumentError(
@@ -106,8 +119,18 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
     refs.push_back(ref);
   }
   s->decision_ = port::DecideEalArgs(req, port::ProbeHost());
+  // The flows' state (and, under --no-huge, the pools) come out of this
+  // process's memory: a plan that cannot fit is refused before EAL starts,
+  // naming the key that drives it, rather than swapping or being killed.
+  const methods::MemoryEstimate need = methods::EstimateMemory(plan, lcores);
+  const uint64_t pools = s->decision_.no_huge ? uint64_t{s->decision_.memory_mb} << 20 : 0;
+  FG_RETURN_IF_ERROR(methods::CheckMemory(need, pools, engine::MemAvailableBytes()));
+  if (need.bytes >= (uint64_t{1} << 20)) {
+    s->decision_.memory_note +=
+        absl::StrFormat("; flow state ~%s (%s)", methods::FormatMemory(need.bytes), need.trial);
+  }
   auto eal = port::Eal::Start(s->decision_.argv, s->decision_.private_prefix);
-  if (!eal.ok()) return LocateEalError(plan, eal.status());
+  if (!eal.ok()) return LocateEalError(plan, refs, eal.status());
   s->eal_ = *std::move(eal);
 
   const unsigned used_lcores = static_cast<unsigned>(s->eal_->worker_lcores().size()) + 1;
@@ -117,8 +140,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
     o.drivers = &drivers;
     auto p = port::Port::Open(o);
     if (!p.ok()) {
-      return absl::Status(p.status().code(),
-                          absl::StrFormat("%s:%d: ports[%d]: %s", plan.file, ps.line, i, p.status().message()));
+      return absl::Status(p.status().code(), absl::StrFormat("%s: ports[%d]: %s", config::FormatLocation(plan.file, ps.at),
+                                                             i, p.status().message()));
     }
     FG_RETURN_IF_ERROR((*p)->Start());
     s->ports_.push_back(std::move(*p));
@@ -163,6 +186,8 @@ absl::Status Session::Reload(const config::Plan& plan) {
         plan.file, plan_.file));
   }
   FG_RETURN_IF_ERROR(methods::PrecheckPlan(plan));
+  FG_RETURN_IF_ERROR(methods::CheckMemory(
+      methods::EstimateMemory(plan, std::max(2u, std::thread::hardware_concurrency())), 0, engine::MemAvailableBytes()));
   plan_ = plan;
   return absl::OkStatus();
 }

@@ -10,12 +10,40 @@
 namespace fg::stream {
 namespace {
 
+// "plan.yaml:12:31: streams[0].frame.roce.retransmit": the field's own place
+// when the plan writes it, else the nearest enclosing one written, else the
+// stream's (config/location.h).
 std::string DefaultWhere(const config::Plan& plan, size_t i, absl::string_view field) {
   const config::StreamSpec& s = plan.streams[i];
-  if (field == "rate" && s.rate_at.line > 0) {
-    return absl::StrFormat("%s: streams[%d].rate", config::FormatLocation(plan.file, s.rate_at), i);
+  const std::string_view f(field.data(), field.size());
+  config::Location at = s.at;
+  if (f == "rate" && s.rate_at.line > 0) {
+    at = s.rate_at;
+  } else if (const config::Written* w = s.written.Find(f)) {
+    at = w->at;
   }
-  return absl::StrFormat("%s:%d: streams[%d].%s", plan.file, s.line, i, field);
+  return absl::StrFormat("%s: streams[%d].%s", config::FormatLocation(plan.file, at), i, field);
+}
+
+// A value as the plan writes it, quoted, when `text` still means `same`
+// (a matrix cell or a test may have changed it since); else `formatted`.
+template <typename Parsed, typename Same>
+std::string Shown(const std::string& text, Parsed parse, Same same, std::string formatted) {
+  if (text.empty()) return formatted;
+  auto v = parse(text);
+  return v.ok() && same(*v) ? "'" + text + "'" : formatted;
+}
+
+// The stream's rate as written ("'10 Gbps'"), or how it was set.
+std::string RateShown(const config::StreamSpec& s) {
+  if (s.burst.frames != 0) return absl::StrFormat("a burst of %d frames at line rate", s.burst.frames);
+  const std::string text = s.written.Text("rate");
+  if (text.empty() && s.written.Find("flows.rates") != nullptr) {
+    return "the flows' rates (" + FormatRate(s.rate) + " together)";
+  }
+  return Shown(
+      text, [](const std::string& t) { return ParseRate(t); },
+      [&s](const Rate& r) { return r.kind == s.rate.kind && r.value == s.rate.value; }, FormatRate(s.rate));
 }
 
 absl::Status ErrorAt(const config::Plan& plan, const StreamWhere& where, size_t i, absl::string_view field,
@@ -74,8 +102,8 @@ absl::Status CheckMinRate(const config::Plan& plan, const StreamWhere& where, si
   const config::StreamSpec& s = plan.streams[i];
   if (s.burst.frames != 0 || s.rate.kind == Rate::Kind::kMax || !(pps < kMinPps)) return absl::OkStatus();
   return ErrorAt(plan, where, i, "rate",
-                 absl::StrFormat("this rate sends %.1f B frames at %g pps, below the minimum of %g pps", frame_size,
-                                 pps, kMinPps));
+                 absl::StrFormat("%s sends %.1f B frames at %g pps, below the minimum of %g pps", RateShown(s),
+                                 frame_size, pps, kMinPps));
 }
 
 }  // namespace
@@ -114,7 +142,7 @@ absl::Status CheckPortLoads(const config::Plan& plan, const std::vector<Compiled
       if (c.tx_port != p || s.burst.frames != 0 || !std::isfinite(c.pps)) continue;
       const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
       sum += l1;
-      parts.push_back(absl::StrFormat("'%s' %s = %s L1", c.name, FormatRate(s.rate), FormatBitRate(l1)));
+      parts.push_back(absl::StrFormat("'%s' at %s = %s L1", c.name, RateShown(s), FormatBitRate(l1)));
       if (sum > line_bps[p] * 1.000001) {  // named at the stream that takes the port past its line rate
         return ErrorAt(plan, nullptr, at, "rate",
                        absl::StrFormat("the streams sent on port '%s' add up to %s at L1 (%s), above its line rate "
@@ -193,9 +221,9 @@ absl::Status AddReadResponses(const config::Plan& plan, const std::vector<double
     const double line = s.rx_port < line_bps.size() ? line_bps[s.rx_port] : 0;
     if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {
       return ErrorAt(plan, nullptr, i, "rate",
-                     absl::StrFormat("'%s' of READ data needs the line rate of port '%s', which sends it and "
+                     absl::StrFormat("%s of READ data needs the line rate of port '%s', which sends it and "
                                      "reports no link speed; give the rate in pps or bit/s",
-                                     FormatRate(s.rate), back.name));
+                                     RateShown(s), back.name));
     }
     r.pps = s.rate.ToPps(r.frame_size, line);
     const double l1 = r.pps * 8.0 * (r.frame_size + kEthL1Overhead);
@@ -203,7 +231,7 @@ absl::Status AddReadResponses(const config::Plan& plan, const std::vector<double
       return ErrorAt(plan, nullptr, i, "rate",
                      absl::StrFormat("%s of READ data in %.1f B responses is %s at L1, above the %s line rate of "
                                      "port '%s', which sends them",
-                                     FormatRate(s.rate), r.frame_size, FormatBitRate(l1), FormatBitRate(line),
+                                     RateShown(s), r.frame_size, FormatBitRate(l1), FormatBitRate(line),
                                      back.name));
     }
     CompiledStream& q = out[i];
@@ -227,18 +255,18 @@ absl::Status ResolveRate(const config::Plan& plan, size_t i, const std::vector<d
   const config::StreamSpec& s = plan.streams[i];
   const double line = s.port < line_bps.size() ? line_bps[s.port] : 0;
   if (s.rate.kind == Rate::Kind::kPercentLine && line <= 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s:%d: streams[%d].rate: '%s' needs the line rate of port '%s', which reports no link speed; give "
-        "the rate in pps or bit/s",
-        plan.file, s.line, i, FormatRate(s.rate), plan.ports[s.port].name));
+    return ErrorAt(plan, nullptr, i, "rate",
+                   absl::StrFormat("%s needs the line rate of port '%s', which reports no link speed; give the rate "
+                                   "in pps or bit/s",
+                                   RateShown(s), plan.ports[s.port].name));
   }
   c.pps = s.rate.ToPps(c.frame_size, line);
   FG_RETURN_IF_ERROR(CheckMinRate(plan, nullptr, i, c.pps, c.frame_size));
   if (s.burst.frames > 0) {
     if (line <= 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: streams[%d].burst: a burst is sent at line rate, and port '%s' reports no link speed", plan.file,
-          s.line, i, plan.ports[s.port].name));
+      return ErrorAt(plan, nullptr, i, "burst",
+                     absl::StrFormat("a burst is sent at line rate, and port '%s' reports no link speed",
+                                     plan.ports[s.port].name));
     }
     const double burst_ns = s.burst.frames * 8.0 * (c.frame_size + kEthL1Overhead) / line * 1e9;
     c.burst_frames = s.burst.frames;
@@ -248,10 +276,22 @@ absl::Status ResolveRate(const config::Plan& plan, size_t i, const std::vector<d
   }
   const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
   if (line > 0 && std::isfinite(l1) && l1 > line * 1.000001) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s:%d: streams[%d].rate: %s of %.1f B frames is %s at L1, above the %s line rate of port '%s'", plan.file,
-        s.line, i, FormatRate(s.rate), c.frame_size, FormatBitRate(l1), FormatBitRate(line),
-        plan.ports[s.port].name));
+    return ErrorAt(plan, nullptr, i, s.burst.frames > 0 ? "burst" : "rate",
+                   absl::StrFormat("%s of %.1f B frames is %s at L1, above the %s line rate of port '%s'",
+                                   RateShown(s), c.frame_size, FormatBitRate(l1), FormatBitRate(line),
+                                   plan.ports[s.port].name));
+  }
+  // DCQCN never cuts a QP below min_rate: above the line, it could not be sent.
+  if (const auto& d = s.frame.roce.dcqcn; s.frame.kind == config::FrameKind::kRoce && d && line > 0 &&
+                                          d->min_rate_bps > line) {
+    const std::string shown = Shown(
+        s.written.Text("frame.roce.dcqcn.min_rate"), [](const std::string& t) { return ParseRate(t); },
+        [&d](const Rate& r) { return r.kind == Rate::Kind::kBpsL2 && r.value == d->min_rate_bps; },
+        FormatBitRate(d->min_rate_bps));
+    return ErrorAt(plan, nullptr, i, "frame.roce.dcqcn.min_rate",
+                   absl::StrFormat("min_rate %s is above the %s line rate of port '%s': a QP could never be cut "
+                                   "below it; lower min_rate",
+                                   shown, FormatBitRate(line), plan.ports[s.port].name));
   }
   return absl::OkStatus();
 }
@@ -283,11 +323,17 @@ absl::Status CheckAckSpacing(const config::Plan& plan, size_t i, const CompiledS
   const double qp_pps = c.pps * share;
   const double gap_ns = (spacing - 1) / qp_pps * 1e9;
   if (static_cast<double>(c.retransmit_timeout_ns) >= 2 * gap_ns) return absl::OkStatus();
-  return ErrorAt(plan, nullptr, i, "frame.roce.retransmit",
+  const config::StreamSpec& s = plan.streams[i];
+  const char* kTimeout = "frame.roce.retransmit.timeout";
+  const std::string timeout = Shown(
+      s.written.Text(kTimeout), [](const std::string& t) { return ParseDuration(t); },
+      [&c](int64_t ns) { return ns == c.retransmit_timeout_ns; },
+      FormatDuration(c.retransmit_timeout_ns) + (s.written.Text(kTimeout).empty() ? " (the default)" : ""));
+  return ErrorAt(plan, nullptr, i, kTimeout,
                  absl::StrFormat("timeout %s is shorter than twice the %s a QP's packet waits for its ACK (one per "
                                  "%d packets at %s per QP): each QP would go back before its ACK came; raise the "
                                  "timeout (to %s or more) or the QP's rate%s",
-                                 FormatDuration(c.retransmit_timeout_ns),
+                                 timeout,
                                  FormatDuration(static_cast<int64_t>(gap_ns)), spacing, FormatPacketRate(qp_pps),
                                  FormatDuration(static_cast<int64_t>(std::ceil(2 * gap_ns))),
                                  a.ack_req == AckReq::kEvery ? "" : ", or lower ports[].respond.ack_every"));
@@ -324,13 +370,17 @@ absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<Compi
       const uint64_t a0 = a.program.key_base(), a1 = a0 + a.flows, b0 = b.program.key_base(), b1 = b0 + b.flows;
       if (a1 <= b0 || b1 <= a0) continue;
       const bool qp = b.program.key_kind() == KeyKind::kRoceQp;
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: streams[%d].frame.%s: stream %s's %s %#x..%#x overlap stream %s's (%#x..%#x) on port '%s': their "
-          "feedback (%s) could not be told apart; give one of them other %s (e.g. %s: 0x%x)",
-          plan.file, plan.streams[j].line, j, qp ? "roce.dest_qp" : "uet.spdcid", b.name, qp ? "QPs" : "PDCs", b0,
-          b1 - 1, a.name, a0, a1 - 1, plan.ports[port].name, qp ? "ACKs, NAKs, CNPs" : "ACKs, NACKs",
-          qp ? "QPs" : "PDCs", qp ? "dest_qp" : "spdcid", a1).append(
-          a.read_request() || b.read_request() ? " (a READ's requests are known by their QP too)" : ""));
+      // Named at the plan stream of `b` (a READ's responses: its requests').
+      const size_t pj = b.read_response() ? streams[static_cast<size_t>(b.read_requests)].index : b.index;
+      return ErrorAt(plan, nullptr, pj, qp ? "frame.roce.dest_qp" : "frame.uet.spdcid",
+                     absl::StrFormat("stream %s's %s %#x..%#x overlap stream %s's (%#x..%#x) on port '%s': their "
+                                     "feedback (%s) could not be told apart; give one of them other %s (e.g. %s: 0x%x)",
+                                     b.name, qp ? "QPs" : "PDCs", b0, b1 - 1, a.name, a0, a1 - 1,
+                                     plan.ports[port].name, qp ? "ACKs, NAKs, CNPs" : "ACKs, NACKs",
+                                     qp ? "QPs" : "PDCs", qp ? "dest_qp" : "spdcid", a1)
+                         .append(a.read_request() || b.read_request()
+                                     ? " (a READ's requests are known by their QP too)"
+                                     : ""));
     }
   }
   return absl::OkStatus();
@@ -363,16 +413,15 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
       c.retransmit_timeout_ns = s.frame.roce.retransmit_timeout_ns;
       if (s.frame.roce.connect_cm) {
         if (!plan.ports[s.rx_port].respond) {
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "%s:%d: streams[%d].frame.roce.connect: cm needs its rx_port '%s' to respond (ports[].respond): that "
-              "port answers each REQ as the QP's passive side",
-              plan.file, s.line, i, plan.ports[s.rx_port].name));
+          return ErrorAt(plan, nullptr, i, "frame.roce.connect",
+                         absl::StrFormat("cm needs its rx_port '%s' to respond (ports[].respond): that port answers "
+                                         "each REQ as the QP's passive side",
+                                         plan.ports[s.rx_port].name));
         }
         if (plan.ports[s.port].rx_queues == 0) {
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "%s:%d: streams[%d].frame.roce.connect: cm needs port '%s' to receive (rx_queues above 0): the REPs "
-              "come back there",
-              plan.file, s.line, i, plan.ports[s.port].name));
+          return ErrorAt(plan, nullptr, i, "frame.roce.connect",
+                         absl::StrFormat("cm needs port '%s' to receive (rx_queues above 0): the REPs come back there",
+                                         plan.ports[s.port].name));
         }
         c.connect_cm = true;
         c.cm_encap = s.frame.encap;

@@ -87,8 +87,9 @@ struct CompiledStream {
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps);
 
 // Where an error about stream `i`'s `field` ("frame", "flows", "rate") is
-// reported: by default "plan.yaml:12: streams[0].flows" (the rate with its
-// column). A test matrix names its entry instead.
+// reported: by default "plan.yaml:12:31: streams[0].flows", the place the
+// plan writes the field (for a default, the nearest key written around it:
+// config/location.h). A test matrix names its entry instead.
 using StreamWhere = std::function<std::string(size_t i, std::string_view field)>;
 
 // What Compile checks without a port's line rate, so it can run before EAL

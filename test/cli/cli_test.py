@@ -479,11 +479,14 @@ class InputErrorTest(Workdir):
                    ":2:36: streams[0].count: 'many' is not an integer")
 
     def test_rate_above_line_rate(self):
-        self.check("streams:\n  - {name: s, rate: 20 Gbps}\n", ":2: streams[0].rate: 20.000 Gbit/s (L2)")
+        # The column of the value and the value as written (issue 26: it named '20.000 Gbit/s (L2)').
+        self.check("streams:\n  - {name: s, rate: 20 Gbps}\n",
+                   ":2:21: streams[0].rate: '20 Gbps' of 64.0 B frames is 26.250 Gbit/s at L1, above the 10.000 "
+                   "Gbit/s line rate of port 'loop0'")
 
     def test_udp_flows_that_would_cross_the_roce_port(self):
         self.check("streams:\n  - {name: s, rate: 1 kpps, flows: 2000, frame: {udp_dst: 4000}}\n",
-                   ":2: streams[0].flows: UDP destination ports 4000..5999 include 4791 (RoCEv2/UET)")
+                   ":2:36: streams[0].flows: UDP destination ports 4000..5999 include 4791 (RoCEv2/UET)")
 
     def test_missing_file(self):
         path = os.path.join(self.dir, "absent.yaml")
@@ -502,7 +505,7 @@ class RuntimeErrorTest(Workdir):
                                       "streams: [{name: s, rate: 1 kpps, count: 1}]\n")
         r = run("run", plan)
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn(plan + ":1: ports[0]: port 'p0': no DPDK port named '0000:ff:1f.7'", r.stderr)
+        self.assertIn(plan + ":1:9: ports[0]: port 'p0': no DPDK port named '0000:ff:1f.7'", r.stderr)
 
     def test_one_cpu_is_an_error_naming_the_need_not_a_crash(self):
         # A run that fails before its lcores are launched (here: no CPU for a

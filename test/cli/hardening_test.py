@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Issue 12: each plan and craft input that crashed, hung, ran wrongly or lost
 results now ends with one line naming the place and exit status 2, nothing
-written (or behaves correctly: craft's flows). One test per input.
+written (or behaves correctly: craft's flows). One test per input. Issue 26
+adds: --out "" and a dangling --out symbolic link, a device no driver knows
+(and the runtime directory of the EAL start that failed), a dut_counters
+command that never answers.
 
 usage: hardening_test.py FABRICGEN SOURCE_ROOT
 """
@@ -21,6 +24,14 @@ ROOT = ""
 
 def run(*args, timeout=60):
     return subprocess.run([FABRICGEN, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def runtime_dirs(pid):
+    """EAL's runtime directories of process `pid` (its --file-prefix is fabricgen-PID) that are still there."""
+    bases = ["/var/run/dpdk", "/run/dpdk", "/tmp/dpdk"]
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        bases.append(os.path.join(os.environ["XDG_RUNTIME_DIR"], "dpdk"))
+    return [d for d in (os.path.join(b, "fabricgen-%d" % pid) for b in bases) if os.path.exists(d)]
 
 
 class Workdir(unittest.TestCase):
@@ -50,7 +61,8 @@ class Workdir(unittest.TestCase):
         r = run("run", plan, "--out", out, "--quiet")
         self.assert_refused(r, message)
         self.assertFalse(os.path.exists(out), "nothing is written")
-        self.assertEqual(sorted(os.listdir(self.dir)), [name])
+        # Nothing but the plans the test wrote (a test may refuse several).
+        self.assertEqual([f for f in os.listdir(self.dir) if not f.endswith(".yaml")], [])
         return r
 
 
@@ -99,7 +111,7 @@ class PlanInputs(Workdir):
 
     def test_bit_rate_below_the_minimum(self):
         self.assert_plan_refused("r.yaml", "streams: [{name: s, rate: 1e-7 bps}]\n",
-                                 "r.yaml:1:27: streams[0].rate: this rate sends 64.0 B frames at 1.95312e-10 pps, "
+                                 "r.yaml:1:27: streams[0].rate: '1e-7 bps' sends 64.0 B frames at 1.95312e-10 pps, "
                                  "below the minimum of 0.001 pps")
 
     def matrix(self, entry):
@@ -163,7 +175,7 @@ class PlanInputs(Workdir):
         self.assert_plan_refused("s.yaml", "streams: [{name: a, rate: 6 Gbps}, {name: b, rate: 6 Gbps}, "
                                  "{name: c, rate: max}]\n",
                                  "s.yaml:1:52: streams[1].rate: the streams sent on port 'loop0' add up to 15.750 "
-                                 "Gbit/s at L1 ('a' 6.000 Gbit/s (L2) = 7.875 Gbit/s L1 + 'b' 6.000 Gbit/s (L2) = "
+                                 "Gbit/s at L1 ('a' at '6 Gbps' = 7.875 Gbit/s L1 + 'b' at '6 Gbps' = "
                                  "7.875 Gbit/s L1), above its line rate of 10.000 Gbit/s")
 
     def test_percentages_of_line_rate_count_in_the_sum(self):
@@ -180,6 +192,20 @@ class PlanInputs(Workdir):
         self.assert_plan_refused("e.yaml", "eal: ['--nope=1']\n" + self.STREAM,
                                  "e.yaml:1:7: eal[0]: EAL arguments refused: unrecognized option '--nope=1'")
 
+    def test_a_device_no_driver_knows(self):  # issue 26: exit 1 with raw EAL lines, its runtime directory left
+        plan = self.write("dev.yaml", "ports: [{name: p0, device: net_bogus0}]\n" + self.STREAM)
+        out = os.path.join(self.dir, "out")
+        p = subprocess.Popen([FABRICGEN, "run", plan, "--out", out, "--quiet"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        stdout, stderr = p.communicate(timeout=60)
+        r = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+        self.assert_refused(r, "ports[0].device: port 'p0': device 'net_bogus0': no DPDK driver knows it (a "
+                               "virtual device's name begins with its driver's")
+        self.assertRegex(r.stderr, r"dev\.yaml:1:\d+: ports\[0\]\.device: ")  # where the device is written
+        self.assertNotIn("EAL:", stdout + stderr)
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual(runtime_dirs(p.pid), [])  # the failed EAL start's runtime directory is removed
+
     def test_bad_eal_option_after_dashes(self):
         plan = self.write("ok.yaml", self.STREAM)
         for args, message in ((["--bogus"], "EAL arguments refused: unrecognized option '--bogus'"),
@@ -187,6 +213,162 @@ class PlanInputs(Workdir):
             with self.subTest(args=args):
                 self.assert_refused(run("run", plan, "--out", os.path.join(self.dir, "out"), "--", *args), message)
                 self.assertFalse(os.path.exists(os.path.join(self.dir, "out")))
+
+
+class DutCounters(Workdir):
+    def test_a_command_that_never_answers_is_killed_at_its_timeout(self):  # issue 26: hung for ever
+        pidfile = os.path.join(self.dir, "pid")
+        plan = self.write("lb.yaml", 'dut_counters: [sh, -c, "echo $$ > %s; exec sleep 100"]\n'
+                                     "streams: [{name: s, rate: 1 kpps}]\n"
+                                     "tests:\n  - load_balance: {links: [l0, l1], load: 0.01 %%, trial_duration: "
+                                     "100 ms, warmup: none}\n" % pidfile)
+        started = time.time()
+        r = run("run", plan, "--out", os.path.join(self.dir, "out"), "--quiet", timeout=90)
+        took = time.time() - started
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("fabricgen: dut_counters (sh -c echo $$ > %s; exec sleep 100): no answer within 10.000 s (the "
+                      "dut_counters timeout); its process group was killed: the DUT's counters are missing\n"
+                      % pidfile, r.stderr)
+        self.assertGreaterEqual(took, 10)
+        self.assertLess(took, 60)
+        with open(pidfile) as f:
+            pid = int(f.read())
+        self.assertFalse(os.path.exists("/proc/%d" % pid), "the command was not killed")
+
+
+class Issue26Plans(Workdir):
+    """Issue 26: plans the hostile-input audit found hanging, accepted or misreported. Each ends at once with exit 2
+    and one line naming the file, line and column and quoting the value as written."""
+    STREAM = PlanInputs.STREAM
+
+    def test_plan_on_a_device_is_refused_at_once(self):  # grew ~170 MB/s and never ended
+        for device in ("/dev/zero", "/dev/urandom"):
+            for command in (["run", device, "--out", os.path.join(self.dir, "out"), "--quiet"],
+                            ["craft", device, "--pcap", os.path.join(self.dir, "c.pcap")]):
+                with self.subTest(device=device, command=command[0]):
+                    r = run(*command, timeout=20)
+                    self.assert_refused(r, "fabricgen: %s: is not a regular file (a character device); a plan is "
+                                           "read from a regular file" % device)
+                    self.assertEqual(os.listdir(self.dir), [])
+
+    def test_plan_that_is_a_directory(self):  # said "expected a map of fields at the top level"
+        sub = os.path.join(self.dir, "plans")
+        os.mkdir(sub)
+        r = run("run", sub, "--out", os.path.join(self.dir, "out"), "--quiet")
+        self.assert_refused(r, "fabricgen: %s: is a directory; a plan is a YAML file" % sub)
+        self.assertEqual(os.listdir(self.dir), ["plans"])
+
+    def test_plan_larger_than_16_mib(self):
+        big = self.write("big.yaml", "streams: [{name: s, rate: 1 kpps, count: 10}]\n")
+        with open(big, "r+b") as f:
+            f.truncate(17 << 20)  # sparse
+        r = run("craft", big, "--pcap", os.path.join(self.dir, "c.pcap"), timeout=20)
+        self.assert_refused(r, "fabricgen: %s: is larger than 16 MiB (17825792 B); a plan is a few KiB" % big)
+
+    def test_send_whose_last_packet_cannot_carry_the_signature(self):  # "lost 1,498 of 2,996"
+        self.assert_plan_refused(
+            "m.yaml", "streams: [{name: s, rate: 10 kpps, frame: {roce: {op: SEND, message: 1030, pmtu: 1024}}}]\n",
+            "m.yaml:1:70: streams[0].frame.roce.message: 1030 B at pmtu 1024 is 2 packets, the last (packet 2) with "
+            "6 B of payload: each packet of a message must carry at least the 16 B test signature; the smallest "
+            "message from 1030 B up that works is 1040 B (or 1024 B: 1 whole packet)")
+
+    def test_write_and_read_of_one_byte(self):  # ack_sent 0, goodput 0
+        ports = "ports: [{name: a}, {name: b, respond: true}]\n"
+        self.assert_plan_refused(
+            "w.yaml", ports + "streams: [{name: s, port: a, rx_port: b, rate: 10 kpps, frame: {roce: {op: WRITE, "
+            "message: 1}}}]\n",
+            "w.yaml:2:92: streams[0].frame.roce.message: 1 B is one packet with 1 B of payload: each packet of a "
+            "message must carry at least the 16 B test signature; the smallest message that works is 16 B")
+        self.assert_plan_refused(
+            "r.yaml", ports + "streams: [{name: s, port: a, rx_port: b, rate: 10 kpps, frame: {roce: {op: "
+            "READ_REQUEST, message: 1}}}]\n",
+            "r.yaml:2:99: streams[0].frame.roce.message: 1 B is one packet with 1 B of payload: each READ response "
+            "packet must carry at least the 16 B test signature")
+
+    def test_message_size_of_one_byte_in_a_roce_matrix(self):
+        self.assert_plan_refused(
+            "m.yaml", "streams: [{name: w, rate: 1 kpps, frame: {roce: {op: WRITE}}}]\ntests:\n  - throughput: "
+            "{trial_duration: 10 ms, message_sizes: [1]}\n",
+            "m.yaml:3:57: tests[0].throughput.message_sizes[0]: in cell 'msg=1 B', stream 'w' frame.roce.message: "
+            "1 B is one packet with 1 B of payload")
+
+    def test_a_test_item_with_two_kinds(self):  # ran only one of them
+        self.assert_plan_refused(
+            "t.yaml", self.STREAM + "tests:\n  - {dcqcn_convergence: {}, throughput: {}}\n",
+            "t.yaml:3:25: tests[0].dcqcn_convergence: a test item is one test of one kind, and this one also has "
+            "'throughput'")
+
+    def test_duplicate_test_names(self):
+        self.assert_plan_refused(
+            "t.yaml", self.STREAM + "tests:\n  - throughput: {name: t}\n  - latency: {name: t}\n",
+            "t.yaml:4:21: tests[1].latency.name: test name 't' is used twice (tests[0] at line 3 has it)")
+
+    def test_retransmit_on_uc_and_without_a_responder(self):
+        self.assert_plan_refused(
+            "u.yaml", "streams: [{name: s, rate: 1 kpps, frame: {roce: {transport: UC, retransmit: go_back_n}}}]\n",
+            "u.yaml:1:77: streams[0].frame.roce.retransmit: retransmit 'go_back_n' is go-back-N, what an RC requester "
+            "of WRITEs or SENDs does on its responder's ACKs and NAKs; this stream is UC WRITE")
+        self.assert_plan_refused(
+            "n.yaml", "streams: [{name: s, rate: 1 kpps, frame: {roce: {retransmit: {timeout: 20 ms}}}}]\n",
+            "n.yaml:1:62: streams[0].frame.roce.retransmit: retransmit (go-back-N) needs a responder")
+
+    def test_respond_on_a_port_without_rx_queues(self):
+        self.assert_plan_refused(
+            "p.yaml", "ports: [{name: p, rx_queues: 0, respond: true}]\nstreams: [{name: s, rate: 1 kpps}]\n",
+            "p.yaml:1:42: ports[0].respond: port 'p' responds, but rx_queues '0' makes it send only")
+
+    def test_a_rate_of_1e300_pps(self):  # printed a 300-digit number
+        r = self.assert_plan_refused(
+            "h.yaml", "streams: [{name: s, flows: {count: 2, rates: [1e300 pps]}}]\n",
+            "h.yaml:1:47: streams[0].flows.rates[0]: rate '1e300 pps' is above the maximum of 10.000 Gpps (no port "
+            "sends faster)")
+        self.assertLess(len(r.stderr), 200)
+
+    def test_a_bottleneck_of_100_tbps(self):
+        self.assert_plan_refused(
+            "b.yaml", "ports: [{name: a}, {name: b, respond: true}]\nstreams: [{name: q, port: a, rx_port: b, rate: "
+            "80 kpps, flows: 8, frame: {roce: {dcqcn: connectx}}}]\ntests:\n  - dcqcn_convergence: {bottleneck: "
+            "100 Tbps}\n",
+            "b.yaml:4:37: tests[0].dcqcn_convergence.bottleneck: rate '100 Tbps' is above the maximum of 10.000 "
+            "Tbit/s")
+
+    # Checks made once the ports are open: the value's column, and the value as written.
+    def test_line_rate_check_quotes_the_rate_as_written(self):  # said "10.000 Gbit/s", no column
+        self.assert_plan_refused(
+            "l.yaml", "streams: [{name: s, rate: 12 Gbps}]\n",
+            "l.yaml:1:27: streams[0].rate: '12 Gbps' of 64.0 B frames is 15.750 Gbit/s at L1, above the 10.000 "
+            "Gbit/s line rate of port 'loop0'")
+
+    def test_dcqcn_min_rate_above_the_line_rate(self):
+        self.assert_plan_refused(
+            "d.yaml", "streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: {min_rate: 1.6 Tbps}}}}]\n",
+            "d.yaml:1:68: streams[0].frame.roce.dcqcn.min_rate: min_rate '1.6 Tbps' is above the 10.000 Gbit/s line "
+            "rate of port 'loop0': a QP could never be cut below it")
+
+    def test_cm_without_a_responder_names_the_column(self):
+        self.assert_plan_refused(
+            "c.yaml", "ports: [{name: a}, {name: b}]\nstreams: [{name: s, port: a, rx_port: b, rate: 1 kpps, frame: "
+            "{roce: {op: WRITE, connect: cm}}}]\n",
+            "c.yaml:2:91: streams[0].frame.roce.connect: cm needs its rx_port 'b' to respond")
+
+    def test_retransmit_timeout_check_names_the_column_and_the_timeout_as_written(self):
+        self.assert_plan_refused(
+            "r.yaml", "ports: [{name: a}, {name: b, respond: {ack_every: 16}}]\nstreams: [{name: s, port: a, "
+            "rx_port: b, rate: 1 kpps, flows: 4, count: 100,\n           frame: {roce: {op: WRITE, message: 1024, "
+            "pmtu: 1024, ack_req: never, retransmit: {timeout: 100 ms}}}}]\n",
+            "r.yaml:3:103: streams[0].frame.roce.retransmit.timeout: timeout '100 ms' is shorter than twice the "
+            "60.000 ms a QP's packet waits for its ACK")
+
+    def test_flows_past_the_machines_memory_are_refused_naming_the_key(self):  # 11 GB RSS after "~111 MiB needed"
+        with open("/proc/meminfo") as f:
+            available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+        if available > 24 << 30:
+            self.skipTest("needs a host with at most 24 GiB available (the plan needs about 40)")
+        self.assert_plan_refused(
+            "q.yaml", "ports: [{name: a}, {name: b, respond: true}]\nstreams: [{name: w, port: a, rx_port: b, rate: "
+            "1 kpps, frame: {roce: {op: WRITE, dest_qp: 0, dcqcn: paper}}}]\ntests:\n  - throughput: {qps: "
+            "[16777216], directions: [bi]}\n",
+            "q.yaml:4:24: tests[0].throughput.qps[0] '16777216': 33,554,432 flows need ~")
 
 
 class OutDirectory(Workdir):
@@ -202,6 +384,30 @@ class OutDirectory(Workdir):
         plan = self.write("ok.yaml", "streams: [{name: s, rate: 1 kpps, count: 10}]\n")
         out = self.write("report", "")
         self.assert_refused(run("run", plan, "--out", out), "cannot create the output directory")
+
+    def test_an_empty_out_is_refused_not_taken_as_the_default(self):  # issue 26: silently results/<plan>-<time>
+        plan = self.write("ok.yaml", "streams: [{name: s, rate: 1 kpps, count: 10}]\n")
+        r = subprocess.run([FABRICGEN, "run", plan, "--out", ""], capture_output=True, text=True, timeout=60,
+                           cwd=self.dir)
+        self.assert_refused(r, "fabricgen: --out '': an empty name names no directory; give the directory to write in")
+        self.assertEqual(r.stdout, "")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["ok.yaml"])  # no results/ made
+
+    def test_a_dangling_symlink_is_named_as_such(self):  # issue 26: "File exists"
+        plan = self.write("ok.yaml", "streams: [{name: s, rate: 1 kpps, count: 10}]\n")
+        target = os.path.join(self.dir, "nowhere")
+        link = os.path.join(self.dir, "out")
+        os.symlink(target, link)
+        self.assert_refused(run("run", plan, "--out", link),
+                            "fabricgen: --out %s: it is a dangling symbolic link (to %s, which does not exist); "
+                            "give a directory, or create the one it leads to" % (link, target))
+        # On the way to the directory too.
+        sub = os.path.join(link, "sub")
+        self.assert_refused(run("run", plan, "--out", sub),
+                            "fabricgen: --out %s: %s, on its way, is a dangling symbolic link (to %s, which does not "
+                            "exist)" % (sub, link, target))
+        self.assertTrue(os.path.islink(link))
+        self.assertFalse(os.path.exists(target))  # nothing was made where it leads
 
 
 class Craft(Workdir):

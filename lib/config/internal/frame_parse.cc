@@ -6,6 +6,7 @@
 #include "base/status.h"
 #include "base/units.h"
 #include "config/plan.h"
+#include "proto/signature.h"
 
 namespace fg::config::internal {
 namespace {
@@ -154,6 +155,23 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
     } else {
       FG_ASSIGN_OR_RETURN(std::string v, rt->OneOf({"go_back_n", "none"}));
       r.go_back_n = v == "go_back_n";
+    }
+    // Go-back-N is what an RC requester of WRITEs and SENDs does on its
+    // responder's ACKs and NAKs; on anything else it would be ignored in silence.
+    const bool requester = r.transport == Transport::kRc &&
+                           (r.op == Op::kWrite || r.op == Op::kWriteImm || r.op == Op::kSend || r.op == Op::kSendImm);
+    if (r.go_back_n && !requester) {
+      auto name = [](const auto& table, auto value) -> std::string {
+        for (const auto& [key, v] : table) {
+          if (v == value) return key;
+        }
+        return "?";
+      };
+      return rt->Error(absl::StrFormat(
+          "retransmit %s is go-back-N, what an RC requester of WRITEs or SENDs does on its responder's ACKs and "
+          "NAKs; this stream is %s %s: remove retransmit (or give retransmit: none)",
+          rt->text().empty() ? std::string("{...}") : "'" + rt->text() + "'", name(kTransports, r.transport),
+          name(kOps, r.op)));
     }
   }
   if (auto c = n.Optional("connect")) {
@@ -317,22 +335,85 @@ absl::Status CheckRoceMessage(const RoceSpec& r) {
   return m.ok() ? absl::OkStatus() : m.status();
 }
 
+// "1030 B", or "'1 KiB' (1024 B)" when the plan wrote it otherwise.
+std::string Shown(const std::string& text, uint64_t bytes) {
+  const std::string plain = absl::StrFormat("%d", bytes);
+  if (text.empty() || text == plain || text == plain + " B" || text == plain + "B") return plain + " B";
+  return absl::StrFormat("'%s' (%d B)", text, bytes);
+}
+
+// Every packet of a message carries the test signature at the start of its
+// payload (proto::kSignatureLen, 16 B): without it RX cannot count the packet
+// for its flow (no sequence, no TX time), and the flow's figures would be
+// wrong. A message of `message` bytes in packets of at most `unit` bytes
+// (`unit_name`: "pmtu", "max_payload") has a short packet when it is shorter
+// than the signature (its only packet) or its last packet is. `each`: what
+// must carry it ("each packet of a message", "each READ response packet").
+std::optional<std::string> ShortPacket(uint64_t message, uint64_t unit, const std::string& text,
+                                       const char* unit_name, const char* each) {
+  constexpr uint64_t kSig = proto::kSignatureLen;
+  if (unit == 0 || message == 0) return std::nullopt;  // refused elsewhere (no packet at all)
+  const uint64_t packets = (message + unit - 1) / unit;
+  const uint64_t tail = message - (packets - 1) * unit;
+  if (packets == 1 && message < kSig) {
+    return absl::StrFormat("%s is one packet with %d B of payload: %s must carry at least the %d B test signature; "
+                           "the smallest message that works is %d B",
+                           Shown(text, message), message, each, kSig, kSig);
+  }
+  if (packets > 1 && tail < kSig) {
+    const uint64_t whole = (packets - 1) * unit;
+    return absl::StrFormat(
+        "%s at %s %d is %d packets, the last (packet %d) with %d B of payload: %s must carry at least the %d B test "
+        "signature; the smallest message from %d B up that works is %d B (or %d B: %d whole packet%s)",
+        Shown(text, message), unit_name, unit, packets, packets, tail, each, kSig, message, whole + kSig, whole,
+        packets - 1, packets == 2 ? "" : "s");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<FrameFault> FindFault(const FrameSpec& f, uint32_t port_mtu, const std::string& port_name) {
+std::optional<FrameFault> FindFault(const FrameSpec& f, uint32_t port_mtu, const std::string& port_name,
+                                    const FrameText& text) {
   if (f.kind == FrameKind::kRoce) {
     if (auto s = CheckRoceMessage(f.roce); !s.ok()) return FrameFault{"roce", std::string(s.message())};
+    using Op = RoceSpec::Op;
+    const Op op = f.roce.op;
+    const bool data = op == Op::kWrite || op == Op::kWriteImm || op == Op::kSend || op == Op::kSendImm ||
+                      op == Op::kReadResponse;
+    // A READ's data travels in its responses, at the path MTU, each signed.
+    if (data || op == Op::kReadRequest) {
+      if (auto m = ShortPacket(f.roce.message, f.roce.pmtu, text.roce_message, "pmtu",
+                               data ? "each packet of a message" : "each READ response packet")) {
+        return FrameFault{"roce.message", *m};
+      }
+    }
+  }
+  if (f.kind == FrameKind::kUet && f.uet.packet == UetSpec::Packet::kRequest) {
+    const uint64_t sig = proto::kSignatureLen;
+    if (f.uet.max_payload < sig && f.uet.message > f.uet.max_payload) {
+      return FrameFault{"uet.max_payload",
+                        absl::StrFormat("%s gives each packet of a %d B message at most %d B of payload: each packet "
+                                        "must carry at least the %d B test signature; the smallest max_payload that "
+                                        "works is %d B",
+                                        Shown(text.uet_max_payload, f.uet.max_payload), f.uet.message,
+                                        f.uet.max_payload, sig, sig)};
+    }
+    if (auto m = ShortPacket(f.uet.message, f.uet.max_payload, text.uet_message, "max_payload",
+                             "each packet of a message")) {
+      return FrameFault{"uet.message", *m};
+    }
   }
   if (f.kind == FrameKind::kUdp) {
-    const uint32_t min = proto::EncapLen(f.encap) + 16 + 4;
+    const uint32_t min = proto::EncapLen(f.encap) + proto::kSignatureLen + kEthFcsLen;
     if (f.size < min) {
-      return FrameFault{"size", absl::StrFormat("%d B is too small: headers and the 16 B test signature need at "
+      return FrameFault{"size", absl::StrFormat("%s is too small: headers and the %d B test signature need at "
                                                 "least %d B (FCS included)",
-                                                f.size, min)};
+                                                Shown(text.size, f.size), proto::kSignatureLen, min)};
     }
     if (f.size > kMaxFrameSize) {
-      return FrameFault{"size",
-                        absl::StrFormat("%d B is out of range; expected %d B to %d B", f.size, min, kMaxFrameSize)};
+      return FrameFault{"size", absl::StrFormat("%s is out of range; expected %d B to %d B", Shown(text.size, f.size),
+                                                min, kMaxFrameSize)};
     }
   }
   const bool ip = f.kind == FrameKind::kUdp || f.kind == FrameKind::kRoce || f.kind == FrameKind::kUet;
@@ -467,7 +548,22 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
   }
 
   if (f.kind == FrameKind::kUdp) FG_RETURN_IF_ERROR(Opt(n, "size", f.size, BytesIn(1, kMaxFrameSize)));
-  if (auto fault = FindFault(f, port_mtu, port_name)) return n.At(fault->key).Error(fault->message);
+  // A fault names the value's own place (roce.message) or, for a default,
+  // the nearest one written (roce, else the frame), and quotes its text.
+  auto under = [&n](const char* key) -> Node {
+    const std::string k(key);
+    const size_t dot = k.find('.');
+    const Node first = n.At(k.substr(0, dot));
+    return dot == std::string::npos ? first : first.At(k.substr(dot + 1));
+  };
+  FrameText text;
+  text.size = under("size").text();
+  if (auto r = n.Optional("roce")) text.roce_message = r->At("message").text();
+  if (auto u = n.Optional("uet")) {
+    text.uet_message = u->At("message").text();
+    text.uet_max_payload = u->At("max_payload").text();
+  }
+  if (auto fault = FindFault(f, port_mtu, port_name, text)) return under(fault->key).Error(fault->message);
   return f;
 }
 

@@ -15,12 +15,18 @@ namespace fg::config::internal {
 inline constexpr uint32_t kMaxFrameSize = 9022;
 
 // What is wrong with a frame read in full: the key it is about ("size",
-// "roce", "uet") and what to change.
+// "roce", "roce.message", "uet.max_payload"...) and what to change.
 struct FrameFault {
   const char* key;
   std::string message;
 };
-std::optional<FrameFault> FindFault(const FrameSpec& f, uint32_t port_mtu, const std::string& port_name);
+// The sizes as the plan writes them (empty: not written, or a frame changed
+// since, e.g. a matrix cell's), so a fault quotes the text the user wrote.
+struct FrameText {
+  std::string size, roce_message, uet_message, uet_max_payload;
+};
+std::optional<FrameFault> FindFault(const FrameSpec& f, uint32_t port_mtu, const std::string& port_name,
+                                    const FrameText& text = {});
 
 // `port_mtu` is the L3 MTU of the stream's TX port: every frame must fit it.
 absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std::string& port_name);

@@ -45,6 +45,23 @@ TEST(ParseRate, RejectsNegativeZeroAndUnknown) {
   EXPECT_EQ(ParseRate("fast").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Issue 26: rates past any port's speed are refused as written (no 300-digit
+// figure), and a huge figure made of bounded ones prints in a few characters.
+TEST(ParseRate, HugeRatesAreRefusedAndHugeFiguresPrintShort) {
+  auto pps = ParseRate("1e300 pps");
+  ASSERT_FALSE(pps.ok());
+  EXPECT_EQ(std::string(pps.status().message()), "rate '1e300 pps' is above the maximum of 10.000 Gpps (no port sends faster)");
+  auto bps = ParseRate("100 Tbps");
+  ASSERT_FALSE(bps.ok());
+  EXPECT_EQ(std::string(bps.status().message()), "rate '100 Tbps' is above the maximum of 10.000 Tbit/s (no port sends faster)");
+  EXPECT_FALSE(ParseRate("20 Tbps L1").ok());
+  EXPECT_TRUE(ParseRate("10 Gpps").ok());
+  EXPECT_TRUE(ParseRate("1.6 Tbps").ok());
+  EXPECT_EQ(FormatPacketRate(1.6e17), "1.6e+17 pps");
+  EXPECT_EQ(FormatBitRate(1e300), "1e+300 bit/s");
+  EXPECT_EQ(FormatBitRate(1.6e12), "1.600 Tbit/s");
+}
+
 TEST(ParseDuration, Units) {
   EXPECT_EQ(*ParseDuration("250ms"), 250'000'000);
   EXPECT_EQ(*ParseDuration("1.5 s"), 1'500'000'000);

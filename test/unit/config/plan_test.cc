@@ -1,6 +1,13 @@
 #include "config/plan.h"
 #include "config/reader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -382,6 +389,148 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"rate_below_minimum", "streams: [{name: s, rate: 1e-7 pps}]\n",
                 "bad.yaml:1:27: streams[0].rate: rate '1e-7 pps' is below the minimum of 0.001 pps"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// Issue 26: what the hostile-input audit found accepted, each refused at the
+// value's line and column, quoting it as written and saying why.
+INSTANTIATE_TEST_SUITE_P(
+    Issue26, BadPlan,
+    ::testing::Values(
+        // Every packet of a message carries the 16 B signature (proto::kSignatureLen).
+        BadCase{"send_whose_last_packet_is_6_bytes",
+                "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {op: SEND, message: 1030, pmtu: 1024}}}\n",
+                "bad.yaml:2:63: streams[0].frame.roce.message: 1030 B at pmtu 1024 is 2 packets, the last (packet 2) "
+                "with 6 B of payload: each packet of a message must carry at least the 16 B test signature; the "
+                "smallest message from 1030 B up that works is 1040 B (or 1024 B: 1 whole packet)"},
+        BadCase{"write_of_one_byte", "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {op: WRITE, message: 1}}}\n",
+                "bad.yaml:2:64: streams[0].frame.roce.message: 1 B is one packet with 1 B of payload: each packet of "
+                "a message must carry at least the 16 B test signature; the smallest message that works is 16 B"},
+        BadCase{"read_of_one_byte",
+                "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {op: READ_REQUEST, message: 1}}}\n",
+                "bad.yaml:2:71: streams[0].frame.roce.message: 1 B is one packet with 1 B of payload: each READ "
+                "response packet must carry at least the 16 B test signature"},
+        BadCase{"uet_payload_below_the_signature",
+                "streams:\n  - {name: s, rate: 1 kpps, frame: {uet: {message: 4096, max_payload: 8}}}\n",
+                "bad.yaml:2:71: streams[0].frame.uet.max_payload: 8 B gives each packet of a 4096 B message at most "
+                "8 B of payload: each packet must carry at least the 16 B test signature; the smallest max_payload "
+                "that works is 16 B"},
+        BadCase{"uet_short_last_packet",
+                "streams:\n  - {name: s, rate: 1 kpps, frame: {uet: {message: 4100, max_payload: 4096}}}\n",
+                "bad.yaml:2:52: streams[0].frame.uet.message: 4100 B at max_payload 4096 is 2 packets, the last "
+                "(packet 2) with 4 B of payload"},
+        // Go-back-N only where an RC requester of WRITEs or SENDs has a responder.
+        BadCase{"retransmit_on_uc",
+                "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {transport: UC, retransmit: go_back_n}}}\n",
+                "bad.yaml:2:71: streams[0].frame.roce.retransmit: retransmit 'go_back_n' is go-back-N, what an RC "
+                "requester of WRITEs or SENDs does on its responder's ACKs and NAKs; this stream is UC WRITE"},
+        BadCase{"retransmit_on_read",
+                "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {op: READ_REQUEST, retransmit: {timeout: 10 ms}}}}\n",
+                "bad.yaml:2:74: streams[0].frame.roce.retransmit: retransmit {...} is go-back-N"},
+        BadCase{"retransmit_on_cnp",
+                "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {op: CNP, retransmit: go_back_n}}}\n",
+                "bad.yaml:2:65: streams[0].frame.roce.retransmit: retransmit 'go_back_n' is go-back-N"},
+        BadCase{"retransmit_without_a_responder",
+                "streams:\n  - {name: s, rate: 1 kpps, frame: {roce: {retransmit: {timeout: 10 ms}}}}\n",
+                "bad.yaml:2:56: streams[0].frame.roce.retransmit: retransmit (go-back-N) needs a responder: the "
+                "requester goes back on the ACKs and NAKs the stream's rx_port answers with, and port 'loop0' does "
+                "not respond"},
+        BadCase{"respond_on_a_tx_only_port",
+                "ports: [{name: p, rx_queues: 0, respond: true}]\nstreams: [{name: s, rate: 1 kpps}]\n",
+                "bad.yaml:1:42: ports[0].respond: port 'p' responds, but rx_queues '0' makes it send only"},
+        // Huge numbers: refused as written, bounds printed short.
+        BadCase{"per_flow_rate_of_1e300_pps", "streams:\n  - {name: s, flows: {count: 2, rates: [1e300 pps]}}\n",
+                "bad.yaml:2:41: streams[0].flows.rates[0]: rate '1e300 pps' is above the maximum of 10.000 Gpps (no "
+                "port sends faster)"},
+        BadCase{"rate_of_100_tbps", "streams:\n  - {name: s, rate: 100 Tbps}\n",
+                "bad.yaml:2:21: streams[0].rate: rate '100 Tbps' is above the maximum of 10.000 Tbit/s"},
+        BadCase{"per_flow_rates_adding_up_past_the_bound", "streams:\n  - {name: s, flows: {count: 3, rates: [5 Gpps]}}\n",
+                "bad.yaml:2:40: streams[0].flows.rates: the 3 flows' rates add up to 15.000 Gpps, above the largest "
+                "stream rate, 10.000 Gpps"},
+        BadCase{"dcqcn_min_rate_above_the_link_speed",
+                "ports: [{name: p, link_speed: 10 Gbps}]\n"
+                "streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: {min_rate: 1.6 Tbps}}}}]\n",
+                "bad.yaml:2:68: streams[0].frame.roce.dcqcn.min_rate: min_rate '1.6 Tbps' is above port 'p' line rate "
+                "of 10.000 Gbit/s (link_speed)"},
+        // Test names are unique (the kind's key is the default name).
+        BadCase{"duplicate_test_name",
+                "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - probe: {name: a}\n  - probe: {name: a}\n",
+                "bad.yaml:4:19: tests[1].probe.name: test name 'a' is used twice (tests[0] at line 3 has it)"},
+        BadCase{"two_unnamed_tests_of_one_kind",
+                "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - probe: {}\n  - probe: {level: 2}\n",
+                "bad.yaml:4:12: tests[1].probe: test name 'probe' (the kind's key, a test's default name) is used "
+                "twice"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A second kind, so an item can name two.
+class OtherProbeKind : public ProbeKind {
+ public:
+  std::string_view key() const override { return "probe2"; }
+};
+const OtherProbeKind kProbe2;
+
+TEST(Plan, ATestItemWithTwoKindsIsRefusedAtTheSecond) {
+  auto plan = ParsePlan("bad.yaml", "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - {probe: {}, probe2: {}}\n",
+                        {&kProbe, &kProbe2});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("bad.yaml:3:25: tests[0].probe2: a test item is one test of one kind, and this one also "
+                        "has 'probe'; give each test an item of its own"));
+  // Each on its own item, the two run.
+  auto apart = ParsePlan("ok.yaml", "streams: [{name: s, rate: 1 kpps}]\ntests:\n  - probe: {}\n  - probe2: {}\n",
+                         {&kProbe, &kProbe2});
+  EXPECT_TRUE(apart.ok()) << apart.status();
+}
+
+// Checks after parsing locate and quote values through what the parser
+// kept of each stream: every value's place and text, and for a default the
+// nearest place written around it.
+TEST(Plan, AStreamKeepsWhereAndHowEachValueIsWritten) {
+  auto plan = ParsePlan("w.yaml",
+                        "ports: [{name: a}, {name: b, respond: true}]\n"
+                        "streams:\n"
+                        "  - {name: s, port: a, rx_port: b, rate: 10 Gbps, flows: 8,\n"
+                        "     frame: {roce: {op: WRITE, message: 1 KiB, retransmit: {timeout: 20 ms}}}}\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const StreamSpec& s = plan->streams[0];
+  EXPECT_EQ(FormatLocation("w.yaml", s.at), "w.yaml:3:5");
+  EXPECT_EQ(s.written.Text("rate"), "10 Gbps");
+  EXPECT_EQ(s.written.Text("frame.roce.message"), "1 KiB");
+  EXPECT_EQ(s.written.Text("frame.roce"), "");  // a map: no text
+  ASSERT_NE(s.written.Find("frame.roce.retransmit.timeout"), nullptr);
+  EXPECT_EQ(FormatLocation("w.yaml", s.written.Find("frame.roce.retransmit.timeout")->at), "w.yaml:4:70");
+  // dest_qp is not written: the roce map's place stands for it.
+  ASSERT_NE(s.written.Find("frame.roce.dest_qp"), nullptr);
+  EXPECT_EQ(FormatLocation("w.yaml", s.written.Find("frame.roce.dest_qp")->at), "w.yaml:4:20");
+  EXPECT_EQ(s.written.Find("burst"), nullptr);
+}
+
+// Issue 26: a plan is read only from a regular file of at most 16 MiB: a
+// device (/dev/zero never ends), a directory, a FIFO or a larger file is
+// refused by its path before anything is read from it.
+TEST(Plan, OnlyARegularFileOfAtMost16MiBIsRead) {
+  auto refused = [](const std::string& path) {
+    auto plan = LoadPlan(path);
+    EXPECT_FALSE(plan.ok()) << path;
+    return plan.ok() ? std::string() : std::string(plan.status().message());
+  };
+  EXPECT_EQ(refused("/dev/zero"),
+            "/dev/zero: is not a regular file (a character device); a plan is read from a regular file");
+  EXPECT_THAT(refused("/dev/urandom"), HasSubstr("/dev/urandom: is not a regular file (a character device)"));
+  EXPECT_THAT(refused("/"), HasSubstr("/: is a directory; a plan is a YAML file"));
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "fg-plan-files";
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "fifo").string();
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);  // no writer: opening it must not wait
+  EXPECT_THAT(refused(fifo), HasSubstr(fifo + ": is not a regular file (a FIFO)"));
+  const std::string big = (dir / "big.yaml").string();
+  { std::ofstream(big) << "streams: [{name: s, rate: 1 kpps}]\n"; }
+  std::filesystem::resize_file(big, kMaxPlanBytes + 1);  // sparse: no 16 MiB written
+  EXPECT_EQ(refused(big), big + ": is larger than 16 MiB (16777217 B); a plan is a few KiB");
+  std::filesystem::resize_file(big, 35);  // the plan again
+  EXPECT_TRUE(LoadPlan(big).ok());
+  std::filesystem::remove_all(dir);
+}
 
 TEST(Plan, CheckFrameIsTheParsersCheck) {
   auto plan = ParsePlan("f.yaml", "streams: [{name: s, rate: 1 kpps}]\n");

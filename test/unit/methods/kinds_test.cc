@@ -100,7 +100,7 @@ tests:
       search: multi_goal
       min: 5 %
       goals: [{name: NDR, loss: 0 %}, {name: PDR, loss: 0.5 %, final_duration: 120 s, width: 1 %}]
-  - throughput: {search: multi_goal}
+  - throughput: {name: defaults, search: multi_goal}
 )");
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->tests.size(), 3u);

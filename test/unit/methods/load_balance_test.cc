@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "session/dut_counters.h"
 
 namespace fg::methods {
@@ -47,6 +49,26 @@ TEST(DutCounters, RunsTheCommandWithoutAShell) {
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().message(), "dut_counters (false): exited with status 1 (its stderr is above)");
   EXPECT_FALSE(session::ReadDutCounters({"/nonexistent/counters"}).ok());
+}
+
+// Issue 26: `dut_counters: [sleep, "100"]` hung the test for ever. Past its
+// timeout the command's process group is killed (here a shell and the sleep
+// it started, which holds the pipe) and the read fails naming the command.
+TEST(DutCounters, ACommandThatDoesNotAnswerIsKilledAtItsTimeout) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = session::ReadDutCounters({"sh", "-c", "sleep 100 & sleep 100"}, 300'000'000);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(c.status().message(),
+            "dut_counters (sh -c sleep 100 & sleep 100): no answer within 300.000 ms (the dut_counters timeout); its "
+            "process group was killed: the DUT's counters are missing");
+  EXPECT_LT(took, 5.0);
+  // One that closes its stdout and goes on is bounded the same way.
+  c = session::ReadDutCounters({"sh", "-c", "exec >&-; sleep 100"}, 300'000'000);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(session::kDutCountersTimeoutNs, 10'000'000'000);  // as docs/plan-reference.md says
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ streams:
   - {name: u, port: a, rx_port: b, rate: 1 Mpps, frame: {size: 64}}
 tests:
   - throughput: {streams: [w], message_sizes: [256, 1 MiB], qps: [1, 32], directions: [uni, bi]}
-  - throughput: {streams: [u], message_sizes: [128]}
+  - throughput: {name: udp, streams: [u], message_sizes: [128]}
 )");
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::vector<MatrixCell> cells = ExpandMatrix(*plan, plan->tests[0]);
@@ -78,6 +78,44 @@ TEST(Matrix, EveryCellIsCheckedBeforeAnythingRunsNamingItsEntry) {
   EXPECT_THAT(std::string(check("{qps: [4, 65000]}").message()),
               ::testing::HasSubstr("m.yaml:4:27: tests[0].throughput.qps[1]: in cell 'qps=65000', stream 'u' flows: "
                                    "65000 flows from UDP destination port 5001 run past 65535"));
+}
+
+// A cell's QP count takes per-flow rates with it (flow i at rates[i % len]):
+// one weight per flow of the cell, never fewer than the flows TX paces.
+TEST(Matrix, PerFlowRatesFollowTheCellsQpCount) {
+  auto plan = methods::ParsePlan("m.yaml", "ports: [{name: a}, {name: b}]\n"
+                                           "streams: [{name: w, port: a, rx_port: b, flows: {count: 2, rates: [1 kpps, "
+                                           "3 kpps]}}]\n"
+                                           "tests:\n  - throughput: {qps: [5]}\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<MatrixCell> cells = ExpandMatrix(*plan, plan->tests[0]);
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].plan.streams[0].flows, 5u);
+  EXPECT_EQ(cells[0].plan.streams[0].flow_weights, (std::vector<double>{1000, 3000, 1000, 3000, 1000}));
+}
+
+// Issue 26: a RoCE message size whose packets cannot all carry the 16 B
+// signature (the last of 1030 B at the path MTU of 1024 B has 6 B) is refused
+// at its matrix entry, quoting it as written.
+TEST(Matrix, AMessageSizeWhosePacketsCannotAllCarryTheSignatureIsRefused) {
+  auto check = [](const std::string& test) {
+    auto plan = methods::ParsePlan(
+        "m.yaml", "ports: [{name: a}, {name: b}]\n"
+                  "streams: [{name: w, port: a, rx_port: b, rate: 1 Mpps, frame: {roce: {op: WRITE, message: 4096}}}]\n"
+                  "tests:\n  - throughput: " + test + "\n");
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? PrecheckPlan(*plan) : plan.status();
+  };
+  EXPECT_TRUE(check("{message_sizes: [16, 1024, 1040, 4096]}").ok());
+  EXPECT_EQ(check("{message_sizes: [1]}").message(),
+            "m.yaml:4:34: tests[0].throughput.message_sizes[0]: in cell 'msg=1 B', stream 'w' frame.roce.message: 1 B "
+            "is one packet with 1 B of payload: each packet of a message must carry at least the 16 B test signature; "
+            "the smallest message that works is 16 B");
+  EXPECT_EQ(check("{message_sizes: [4096, 1.03 KB]}").message(),
+            "m.yaml:4:40: tests[0].throughput.message_sizes[1] '1.03 KB': in cell 'msg=1030 B', stream 'w' "
+            "frame.roce.message: 1030 B at pmtu 1024 is 2 packets, the last (packet 2) with 6 B of payload: each "
+            "packet of a message must carry at least the 16 B test signature; the smallest message from 1030 B up "
+            "that works is 1040 B (or 1024 B: 1 whole packet)");
 }
 
 }  // namespace fg::methods

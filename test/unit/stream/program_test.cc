@@ -279,7 +279,7 @@ TEST(Compile, ClosedLoopStreamsSharingQpsOnAPortAreRefused) {
   auto c = Compile(*shared, {10e9, 10e9});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(std::string(c.status().message()),
-            "q.yaml:4: streams[1].frame.roce.dest_qp: stream y's QPs 0x102..0x105 overlap stream x's (0x100..0x103) on "
+            "q.yaml:4:84: streams[1].frame.roce.dest_qp: stream y's QPs 0x102..0x105 overlap stream x's (0x100..0x103) on "
             "port 'a': their feedback (ACKs, NAKs, CNPs) could not be told apart; give one of them other QPs (e.g. "
             "dest_qp: 0x104)");
   auto apart = plan_with("{roce: {dest_qp: 0x104}}", ", respond: true");
@@ -288,6 +288,33 @@ TEST(Compile, ClosedLoopStreamsSharingQpsOnAPortAreRefused) {
   auto open = plan_with("{roce: {dest_qp: 0x102}}", "");
   ASSERT_TRUE(open.ok());
   EXPECT_TRUE(Compile(*open, {10e9, 10e9}).ok());
+}
+
+// Issue 26: a check made once the line rate is known names the value's line
+// and column and quotes it as the plan writes it, not as fabricgen reads it.
+TEST(Compile, ErrorsAfterParsingNameTheColumnAndTheValueAsWritten) {
+  auto compile = [](const std::string& yaml, std::vector<double> lines) {
+    auto plan = config::ParsePlan("p.yaml", yaml);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return std::string();
+    auto c = Compile(*plan, lines);
+    return c.ok() ? std::string("ok") : std::string(c.status().message());
+  };
+  EXPECT_EQ(compile("streams: [{name: s, rate: 12 Gbps}]\n", {10e9}),
+            "p.yaml:1:27: streams[0].rate: '12 Gbps' of 64.0 B frames is 15.750 Gbit/s at L1, above the 10.000 "
+            "Gbit/s line rate of port 'loop0'");
+  EXPECT_EQ(compile("ports: [{name: p}]\nstreams: [{name: s, rate: 50 %}]\n", {0.0}),
+            "p.yaml:2:27: streams[0].rate: '50 %' needs the line rate of port 'p', which reports no link speed; give "
+            "the rate in pps or bit/s");
+  EXPECT_EQ(compile("streams: [{name: s, rate: 1 kpps, flows: 8, frame: {roce: {dest_qp: 0xFFFFFC}}}]\n", {10e9}),
+            "p.yaml:1:42: streams[0].flows: 8 flows from destination QP 16777212 run past 16777215; lower the first "
+            "key or the flow count (RoCEv2 QPs allow 16,777,216 flows)");
+  // DCQCN's floor above the port's line: a QP could never be cut below it.
+  EXPECT_EQ(compile("streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: {min_rate: 1.6 Tbps}}}}]\n", {10e9}),
+            "p.yaml:1:68: streams[0].frame.roce.dcqcn.min_rate: min_rate '1.6 Tbps' is above the 10.000 Gbit/s "
+            "line rate of port 'loop0': a QP could never be cut below it; lower min_rate");
+  EXPECT_EQ(compile("streams: [{name: s, rate: 1 kpps, frame: {roce: {dcqcn: {min_rate: 1.6 Tbps}}}}]\n", {2e12}),
+            "ok");
 }
 
 // connect: cm needs a far end that answers the REQs.
@@ -299,7 +326,7 @@ TEST(Compile, ConnectCmNeedsARespondingRxPort) {
   auto c = Compile(*plan, {10e9, 10e9});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(std::string(c.status().message()),
-            "c.yaml:2: streams[0].frame.roce.connect: cm needs its rx_port 'b' to respond (ports[].respond): that port "
+            "c.yaml:3:47: streams[0].frame.roce.connect: cm needs its rx_port 'b' to respond (ports[].respond): that port "
             "answers each REQ as the QP's passive side");
 }
 
@@ -359,10 +386,10 @@ TEST(Compile, AReadIsRcPacedAndItsResponsesFitTheResponderPort) {
   const std::string both = "[{name: a, mtu: 4200}, {name: b, mtu: 4200, respond: true}]";
   EXPECT_EQ(compile(both, "rate: 1 Gbps"), "ok");
   EXPECT_EQ(compile(both, "burst: {frames: 8, gap: 1 ms}"),
-            "r.yaml:3: streams[0].burst: a READ's data is sent by the responder as its requests arrive; give it a "
+            "r.yaml:3:44: streams[0].burst: a READ's data is sent by the responder as its requests arrive; give it a "
             "rate, not a burst");
   EXPECT_EQ(compile("[{name: a, mtu: 4200}, {name: b, respond: true}]", "rate: 1 Gbps"),
-            "r.yaml:3: streams[0].frame: its READ responses, sent back from port 'b': frame.roce: the largest frame "
+            "r.yaml:4:13: streams[0].frame: its READ responses, sent back from port 'b': frame.roce: the largest frame "
             "carries 4163 B of IP packet, more than port 'b' MTU of 1500 B; raise ports[].mtu or lower roce.pmtu");
   auto dcqcn = config::ParsePlan("d.yaml", "ports: " + both + "\n"
                                  "streams: [{name: rd, port: a, rx_port: b, rate: 1 Gbps,\n"
@@ -370,7 +397,7 @@ TEST(Compile, AReadIsRcPacedAndItsResponsesFitTheResponderPort) {
   ASSERT_TRUE(dcqcn.ok()) << dcqcn.status();
   auto refused = Compile(*dcqcn, {10e9, 10e9});
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(std::string(refused.status().message()).substr(0, 42), "d.yaml:2: streams[0].frame.roce.dcqcn: a R");
+  EXPECT_EQ(std::string(refused.status().message()).substr(0, 45), "d.yaml:3:69: streams[0].frame.roce.dcqcn: a R");
   // Not answered: plain READ requests, open loop, at the plan's rate of their own frames.
   EXPECT_EQ(compile("[{name: a, mtu: 4200}, {name: b, mtu: 4200}]", "rate: 1 Gbps"), "ok");
 }
@@ -391,7 +418,7 @@ TEST(Compile, AGoBackNTimeoutShorterThanTheAckSpacingIsRefused) {
     return c.ok() ? std::string("ok") : std::string(c.status().message());
   };
   EXPECT_EQ(compile("100 ms"),
-            "t.yaml:3: streams[0].frame.roce.retransmit: timeout 100.000 ms is shorter than twice the 60.000 ms a "
+            "t.yaml:5:43: streams[0].frame.roce.retransmit.timeout: timeout '100 ms' is shorter than twice the 60.000 ms a "
             "QP's packet waits for its ACK (one per 16 packets at 250.000 pps per QP): each QP would go back before "
             "its ACK came; raise the timeout (to 120.000 ms or more) or the QP's rate, or lower "
             "ports[].respond.ack_every");
@@ -409,7 +436,7 @@ TEST(Compile, ReadsSharingQpsIntoOnePortAreRefused) {
   auto c = Compile(*plan, {10e9, 10e9, 10e9});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(std::string(c.status().message()),
-            "o.yaml:4: streams[1].frame.roce.dest_qp: stream y's QPs 0x100..0x100 overlap stream x's (0x100..0x100) "
+            "o.yaml:4:64: streams[1].frame.roce.dest_qp: stream y's QPs 0x100..0x100 overlap stream x's (0x100..0x100) "
             "on port 'c': their feedback (ACKs, NAKs, CNPs) could not be told apart; give one of them other QPs (e.g. "
             "dest_qp: 0x101) (a READ's requests are known by their QP too)");
 }

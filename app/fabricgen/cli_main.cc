@@ -7,12 +7,14 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/shell.h"
@@ -138,14 +140,65 @@ class DisplayBuf : public std::streambuf {
   cliparse::DisplayFilter filter_;
 };
 
+// What a session reads the signals by (main.cc's handlers set them).
+struct SessionSignals {
+  std::atomic<bool>* interrupt;        // SIGINT: ends the current wait or test
+  const std::atomic<int>* end_signal;  // the signal that ends the session (0: none)
+  int ended() const { return end_signal != nullptr ? end_signal->load() : 0; }
+  // Before each command: a Ctrl-C from before is spent, but an ending
+  // signal still cuts what comes short (the handler sets end_signal before
+  // interrupt, so one that lands between the two stores is not lost).
+  void Arm() const {
+    interrupt->store(false);
+    if (ended() != 0) interrupt->store(true);
+  }
+};
+
+// read(2) on `fd` that gives up (-1, EINTR) once an ending signal came: a
+// session waiting for its next line is ended by it.
+ssize_t ReadUnlessEnded(int fd, char* buf, size_t size, const SessionSignals& signals) {
+  for (;;) {
+    if (signals.ended() != 0) {
+      errno = EINTR;
+      return -1;
+    }
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    const int ready = poll(&p, 1, 100);
+    if (ready < 0 && errno != EINTR) return -1;
+    if (ready <= 0) continue;
+    const ssize_t n = read(fd, buf, size);
+    if (n < 0 && errno == EINTR) continue;
+    return n;
+  }
+}
+
+// The end of a session with input left or not: a run going ends as `stop`
+// ends it (its summary printed; `save` would have written its report).
+void EndSession(cli::Shell& shell, std::ostream& out) {
+  (void)shell.Execute("quit", out);
+  out << std::flush;
+}
+
+// An ending signal: the session ends as at the end of its input; exit 1.
+int EndedBySignal(cli::Shell& shell, std::ostream& out, int sig) {
+  EndSession(shell, out);
+  const char* abbrev = sigabbrev_np(sig);
+  std::cerr << "fabricgen: " << (abbrev != nullptr ? absl::StrCat("SIG", abbrev) : absl::StrCat("signal ", sig))
+            << ": the session ended (a run going was stopped as `stop` stops it)\n";
+  return kExitRuntime;
+}
+
 // Commands from a file or a pipe, one per line (at most
-// cliparse::kMaxLineBytes), stopping at the first that fails.
-int RunScript(cli::Shell& shell, int fd, const std::string& name, std::ostream& out, std::atomic<bool>* interrupt) {
-  cliparse::LineReader reader = cliparse::LineReader::FromFd(fd);
+// cliparse::kMaxLineBytes), stopping at the first that fails. At the end of
+// the input, or on an ending signal, the session ends (EndSession).
+int RunScript(cli::Shell& shell, int fd, const std::string& name, std::ostream& out, const SessionSignals& signals) {
+  cliparse::LineReader reader(
+      [fd, &signals](char* buf, size_t size) { return ReadUnlessEnded(fd, buf, size, signals); });
   const std::string shown_name = cliparse::ForDisplay(name);
   std::string line;
   int number = 0;
   while (!shell.done()) {
+    if (const int sig = signals.ended(); sig != 0) return EndedBySignal(shell, out, sig);
     const cliparse::LineReader::Result r = reader.Next(line);
     if (r == cliparse::LineReader::Result::kEnd) break;
     ++number;
@@ -154,6 +207,7 @@ int RunScript(cli::Shell& shell, int fd, const std::string& name, std::ostream& 
       return kExitInput;
     }
     if (r == cliparse::LineReader::Result::kError) {
+      if (const int sig = signals.ended(); sig != 0) return EndedBySignal(shell, out, sig);
       std::cerr << absl::StrFormat("%s:%d: cannot read: %s\n", shown_name, number, std::strerror(reader.error()));
       return kExitRuntime;
     }
@@ -161,19 +215,22 @@ int RunScript(cli::Shell& shell, int fd, const std::string& name, std::ostream& 
     const auto words = cliparse::SplitWords(line);
     if (words.ok() && words->empty()) continue;
     out << kPrompt << line << "\n";
-    interrupt->store(false);
+    signals.Arm();
     const absl::Status s = shell.Execute(line, out);
     out << std::flush;
     if (!s.ok()) {
       std::cerr << absl::StrFormat("%s:%d: %s: %s\n", shown_name, number, cliparse::ForDisplay(line),
                                    cliparse::ForDisplay(std::string(s.message())));
+      if (const int sig = signals.ended(); sig != 0) return EndedBySignal(shell, out, sig);
       return ExitOf(s);
     }
   }
+  if (const int sig = signals.ended(); sig != 0) return EndedBySignal(shell, out, sig);
+  EndSession(shell, out);  // the input ended (EOF): as `quit`
   return kExitOk;
 }
 
-int RunTerminal(cli::Shell& shell, std::ostream& out, std::atomic<bool>* interrupt) {
+int RunTerminal(cli::Shell& shell, std::ostream& out, const SessionSignals& signals) {
   Terminal t;
   t.shell = &shell;
   std::unique_ptr<rdline, decltype(&rdline_free)> rdl(rdline_new(&WriteChar, &Validate, &CompleteWord, &t),
@@ -190,9 +247,9 @@ int RunTerminal(cli::Shell& shell, std::ostream& out, std::atomic<bool>* interru
     bool eof = false;
     while (!t.validated && !eof) {
       char c = 0;
-      const ssize_t n = read(STDIN_FILENO, &c, 1);
+      const ssize_t n = ReadUnlessEnded(STDIN_FILENO, &c, 1, signals);
       if (n <= 0) {
-        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EINTR && signals.ended() == 0) continue;
         eof = true;
         break;
       }
@@ -201,22 +258,25 @@ int RunTerminal(cli::Shell& shell, std::ostream& out, std::atomic<bool>* interru
     }
     if (eof) {
       out << "\n";
-      (void)shell.Execute("quit", out);
+      if (const int sig = signals.ended(); sig != 0) return EndedBySignal(shell, out, sig);
+      EndSession(shell, out);
       break;
     }
     if (t.line.find_first_not_of(" \t") != std::string::npos) rdline_add_history(rdl.get(), t.line.c_str());
-    interrupt->store(false);
+    signals.Arm();
     const absl::Status s = shell.Execute(t.line, out);
     if (!s.ok())
       out << "error: " << cliparse::ForDisplay(std::string(s.message())) << "\n";  // at the keyboard: say it, go on
     out << std::flush;
+    if (const int sig = signals.ended(); sig != 0) return EndedBySignal(shell, out, sig);
   }
   return kExitOk;
 }
 
 }  // namespace
 
-int Cli(const CliArgs& args, std::atomic<bool>* interrupt) {
+int Cli(const CliArgs& args, std::atomic<bool>* interrupt, const std::atomic<int>* end_signal) {
+  const SessionSignals signals{.interrupt = interrupt, .end_signal = end_signal};
   const port::DriverRegistry registry = Drivers();
   metrics::Hub hub;
   std::unique_ptr<metrics::Server> server;
@@ -249,14 +309,14 @@ int Cli(const CliArgs& args, std::atomic<bool>* interrupt) {
       if (fd >= 0) close(fd);
       return kExitInput;
     }
-    const int status = RunScript(shell, fd, args.script, out, interrupt);
+    const int status = RunScript(shell, fd, args.script, out, signals);
     close(fd);
     return status;
   }
   // Stdin that is not a terminal (a pipe, a file, /dev/null when it was
   // closed) is read as a script.
-  if (args.script == "-" || !isatty(STDIN_FILENO)) return RunScript(shell, STDIN_FILENO, "stdin", out, interrupt);
-  return RunTerminal(shell, out, interrupt);
+  if (args.script == "-" || !isatty(STDIN_FILENO)) return RunScript(shell, STDIN_FILENO, "stdin", out, signals);
+  return RunTerminal(shell, out, signals);
 }
 
 }  // namespace fg::app

@@ -93,7 +93,9 @@ int Ports(const std::string& plan_file, const std::vector<std::string>& eal) {
   } else {
     // No plan: the built-in loopback plus whatever the EAL arguments probe.
     plan.file = "(no plan)";
-    plan.ports.push_back(config::PortSpec{.name = "loop0"});
+    config::PortSpec loop;
+    loop.name = "loop0";
+    plan.ports.push_back(loop);
   }
   const port::DriverRegistry registry = Drivers();
   auto s = session::Session::Open(plan, eal, registry, /*scan_pci=*/plan_file.empty());
@@ -143,6 +145,27 @@ int Craft(const std::string& plan_file, const std::string& pcap, uint64_t count,
 
 namespace {
 
+// A signal before traffic began (EAL, the ports or the streams were being
+// set up): the report of a run that sent nothing, marked incomplete.
+int ReportInterruptedSetup(session::Session& session, const std::string& out_dir, const std::string& started,
+                           const std::string& when) {
+  const std::string what = "interrupted " + when + ": no traffic was sent";
+  std::string json;
+  if (session.plan().tests.empty()) {
+    engine::TrialResult none;
+    none.interrupted = true;
+    none.warnings.push_back(what);
+    json = session::RunReportJson(session, none, started);
+  } else {
+    json = session::TestsReportJson(session, {}, started, /*interrupted=*/true);
+  }
+  const std::string path = out_dir + "/report.json";
+  if (auto w = report::WriteFileAtomically(path, json); !w.ok()) return Fail(w);
+  std::cout << what << "\n";
+  std::cout << "report: " << path << " (interrupted: marked incomplete)\n";
+  return kExitRuntime;
+}
+
 // The plan's tests, in order; each trial is shown as it ends. Ctrl-C stops
 // the current trial and writes the report so far, marked incomplete.
 int RunTests(session::Session& session, const std::vector<stream::CompiledStream>& streams, const RunArgs& args,
@@ -169,7 +192,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     const double test_started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     opt.on_trial = [&](const methods::TrialRecord& t) {
       hub.SetTrial(t.index + 1, t.load);
-      if (!args.quiet) {
+      if (!args.quiet && std::cout) {  // (stdout gone, a closed pipe: no more progress lines)
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         // What is left of this test's estimate, plus the tests after it.
         const double this_test = session::EstimateTestSeconds(test, plan.drain_ns);
@@ -200,7 +223,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
 int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
   auto plan = methods::LoadPlan(args.plan);
   if (!plan.ok()) return FailPlan(plan.status());
-  const std::string out_dir = args.out_dir.empty() ? DefaultOutDir(*plan) : args.out_dir;
+  const std::string out_dir = args.out_dir.has_value() ? *args.out_dir : DefaultOutDir(*plan);
   const std::string started = session::UtcNow();
   // Before EAL and traffic: results that cannot be written are found now. A
   // run that fails before its report leaves no empty directory it made.
@@ -218,8 +241,13 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
   auto s = session::Session::Open(*plan, args.eal, registry);
   if (!s.ok()) return Fail(s.status());
   session::Session& session = **s;
+  // A signal during the set-up (which can take seconds: EAL, the ports,
+  // millions of flows) ends the run before traffic, with its report.
+  auto interrupted = [interrupt] { return interrupt != nullptr && interrupt->load(); };
+  if (interrupted()) return ReportInterruptedSetup(session, out_dir, started, "while EAL and the ports started");
   auto streams = session.CompileStreams();
   if (!streams.ok()) return Fail(streams.status());
+  if (interrupted()) return ReportInterruptedSetup(session, out_dir, started, "while the streams were compiled");
 
   if (!args.quiet) {
     std::cout << absl::StrFormat("fabricgen %s: plan %s (%s)\n", FABRICGEN_VERSION,
@@ -245,6 +273,7 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
     std::cout << "metrics: " << server->url() << "\n" << std::flush;
     on_live = [&hub](const engine::LiveRun* r) { hub.OnLive(r); };
   }
+  if (interrupted()) return ReportInterruptedSetup(session, out_dir, started, "while the run was set up");
 
   if (!plan->tests.empty()) return RunTests(session, *streams, args, out_dir, started, interrupt, hub, on_live);
 
@@ -257,6 +286,7 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
   hub.SetState("running");
   if (!args.quiet) {
     opt.on_progress = [](const engine::Progress& p) {
+      if (!std::cerr) return;  // stderr is gone (a closed pipe): the run goes on without progress lines
       const double left = static_cast<double>(std::max<int64_t>(0, p.expected_ns - p.elapsed_ns)) / 1e9;
       std::cerr << absl::StrFormat("  %7.1f s elapsed, ~%.1f s left: tx %s (%s), rx %s (%s)\n", p.elapsed_ns / 1e9,
                                    left, FormatCount(p.tx_packets), FormatPacketRate(p.tx_pps),

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,12 +19,14 @@ inline constexpr int kExitInput = 2;
 
 struct RunArgs {
   std::string plan;
-  std::string out_dir;  // empty: results/<plan>-<UTC time>
+  std::optional<std::string> out_dir;  // not given: results/<plan>-<UTC time> ("" is refused, not the default)
   std::vector<std::string> eal;
   bool quiet = false;
   std::string metrics;  // [ADDR:]PORT of a Prometheus endpoint; empty: none
 };
 
+// `interrupt`: set by any signal that ends the run, at any time (before
+// traffic too): the run stops and its report is written, marked incomplete.
 int Run(const RunArgs& args, const std::atomic<bool>* interrupt);
 
 struct CliArgs {
@@ -34,8 +37,11 @@ struct CliArgs {
 };
 // The command shell (lib/cli): a terminal with completion and history, or a
 // script (a file, or stdin when it is not a terminal) that stops at the first
-// failing command, naming its line.
-int Cli(const CliArgs& args, std::atomic<bool>* interrupt);
+// failing command, naming its line. `interrupt` (SIGINT) ends the current
+// wait or test; `end_signal` (the signal number, 0: none) ends the session.
+// At the end of the script or on an ending signal, a running run ends as
+// `stop` ends it (its summary printed).
+int Cli(const CliArgs& args, std::atomic<bool>* interrupt, const std::atomic<int>* end_signal);
 
 // The drivers built in, and the exit code for an error.
 port::DriverRegistry Drivers();

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -15,10 +16,48 @@
 
 namespace {
 
-// The one process-wide flag: set by SIGINT/SIGTERM, polled by the run.
+// The process-wide state the signal handlers set, polled by the command:
+// `g_interrupt` by any signal that ends a run (in the CLI, SIGINT: it ends
+// the current wait or test), `g_end_signal` by one that ends a CLI session
+// (every catchable ending signal but SIGINT; 0: none yet).
 std::atomic<bool> g_interrupt{false};
+std::atomic<int> g_end_signal{0};
 
-void OnSignal(int) { g_interrupt.store(true); }
+void OnInterrupt(int) { g_interrupt.store(true); }
+void OnEnd(int sig) {
+  g_end_signal.store(sig);  // first: the CLI, seeing the interrupt, finds why
+  g_interrupt.store(true);
+}
+
+// Each signal whose default action ends the process (signal(7): Term, and
+// SIGXCPU) goes through the command's own ending instead: the run stops, its
+// report is written marked incomplete, EAL's runtime directory is removed. A
+// second signal is no different from the first (the report is still
+// written). A signal the parent left ignored (nohup's SIGHUP) stays ignored,
+// SIGINT and SIGTERM excepted; SIGQUIT (Ctrl-\) keeps its default: it ends
+// the process at once, without a report.
+void CatchEndingSignals(void (*on_sigint)(int)) {
+  std::vector<int> ending = {SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGXCPU};
+#ifdef SIGPWR
+  ending.push_back(SIGPWR);
+#endif
+#ifdef SIGSTKFLT
+  ending.push_back(SIGSTKFLT);
+#endif
+  for (int s = SIGRTMIN; s <= SIGRTMAX; ++s) ending.push_back(s);
+  struct sigaction sa {};
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // the waits that must end (poll, sleeps) check the flags themselves
+  sa.sa_handler = OnEnd;
+  for (int sig : ending) {
+    struct sigaction now {};
+    if (sigaction(sig, nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) != 0 || now.sa_handler != SIG_DFL) continue;
+    sigaction(sig, &sa, nullptr);
+  }
+  sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, nullptr);
+}
 
 constexpr char kUsage[] = R"(usage: fabricgen <command> [arguments] [-- EAL arguments]
 
@@ -27,7 +66,8 @@ commands:
                       run the plan's streams and write DIR/report.json
                       (default DIR: results/<plan>-<UTC time>); --metrics
                       serves Prometheus metrics meanwhile (PORT alone binds
-                      127.0.0.1)
+                      127.0.0.1); a signal (Ctrl-C, SIGTERM, SIGHUP, ...)
+                      stops it and the report is written, marked incomplete
   craft PLAN.yaml --pcap FILE [--count N]
                       write the frames the plan's streams would send to a
                       pcap file, through the TX code, every flow in turn
@@ -38,7 +78,9 @@ commands:
   cli [PLAN.yaml] [--script FILE|-] [--metrics [ADDR:]PORT]
                       an interactive session (help lists its commands), or
                       the same commands from FILE / stdin, stopping at the
-                      first that fails (exit status 2 or 1, naming the line)
+                      first that fails (exit status 2 or 1, naming the line);
+                      at the end of the script, or on SIGTERM (exit 1), a
+                      running run ends as with stop; Ctrl-C ends a wait or test
   version             print the fabricgen and DPDK versions
   help                this text
 
@@ -69,6 +111,9 @@ int Usage(const std::string& error) {
 
 int main(int argc, char** argv) {
   OpenStandardFds();
+  // A reader that went away (`fabricgen run plan | head -2`) must not end a
+  // run: writes to it fail (EPIPE) and the output streams stop writing.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args, eal;
   bool after_dashes = false;
   for (int i = 1; i < argc; ++i) {
@@ -87,6 +132,7 @@ int main(int argc, char** argv) {
   if (cmd == "version" || cmd == "--version") return fg::app::Version();
   if (cmd == "ports") {
     if (args.size() > 2) return Usage("ports takes at most one plan file");
+    CatchEndingSignals(OnEnd);  // it ends on its own, soon: EAL's runtime directory is removed
     return fg::app::Ports(args.size() == 2 ? args[1] : "", eal);
   }
   if (cmd == "craft") {
@@ -113,12 +159,8 @@ int main(int argc, char** argv) {
       }
     }
     if (plan.empty() || pcap.empty()) return Usage("craft needs a plan file and --pcap FILE");
-    // Ctrl-C or SIGTERM abandons the capture: its temporary file is removed.
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+    // Ctrl-C, SIGTERM or another ending signal abandons the capture: its temporary file is removed.
+    CatchEndingSignals(OnEnd);
     return fg::app::Craft(plan, pcap, count, &g_interrupt);
   }
   if (cmd == "cli") {
@@ -139,13 +181,11 @@ int main(int argc, char** argv) {
         return Usage("cli takes at most one plan file; extra argument: " + args[i]);
       }
     }
-    // Ctrl-C ends a running test's trial (the session goes on); the handler
-    // stays, so the terminal session is not killed by it.
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    return fg::app::Cli(cli, &g_interrupt);
+    // Ctrl-C ends a wait or a running test's trial (the session goes on);
+    // SIGTERM and the other ending signals end the session, a run going
+    // ending as with `stop`.
+    CatchEndingSignals(OnInterrupt);
+    return fg::app::Cli(cli, &g_interrupt, &g_end_signal);
   }
   if (cmd == "run") {
     fg::app::RunArgs run;
@@ -153,7 +193,7 @@ int main(int argc, char** argv) {
     for (size_t i = 1; i < args.size(); ++i) {
       if (args[i] == "--out") {
         if (i + 1 >= args.size()) return Usage("--out needs a directory");
-        run.out_dir = args[++i];
+        run.out_dir = args[++i];  // "" is refused with the directory's other checks, not taken as the default
       } else if (args[i] == "--quiet" || args[i] == "-q") {
         run.quiet = true;
       } else if (args[i] == "--metrics") {
@@ -168,13 +208,9 @@ int main(int argc, char** argv) {
       }
     }
     if (run.plan.empty()) return Usage("run needs a plan file");
-    // First Ctrl-C: stop traffic and still write the report. A second one
-    // (handler reset) ends the process at once.
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+    // Any ending signal, at any time (a second one too): traffic stops and
+    // the report is still written, marked incomplete.
+    CatchEndingSignals(OnEnd);
     return fg::app::Run(run, &g_interrupt);
   }
   return Usage("unknown command '" + cmd + "'");

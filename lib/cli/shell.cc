@@ -157,14 +157,27 @@ absl::StatusOr<size_t> Shell::PortIndex(const std::string& name) const {
   return absl::NotFoundError(absl::StrFormat("no port '%s' (ports: %s)", name, absl::StrJoin(names, ", ")));
 }
 
+absl::Status Shell::NotDerived(size_t i, std::string_view verb) const {
+  const stream::CompiledStream& s = streams_[i];
+  if (!s.read_response()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s: stream %s is the responses of READ stream %s and follows it (sent as its requests come); name %s", verb,
+      s.name, streams_[s.read_requests].name, streams_[s.read_requests].name));
+}
+
 absl::StatusOr<std::vector<size_t>> Shell::StreamList(const Args& a, size_t from, bool all_word) const {
+  // The plan's streams: a derived one (a READ's responses) follows its own
+  // and is never named; `all` leaves it to its READ.
   std::vector<size_t> out;
   if (all_word && a.size() == from + 1 && a[from] == "all") {
-    for (size_t i = 0; i < streams_.size(); ++i) out.push_back(i);
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (!streams_[i].read_response()) out.push_back(i);
+    }
     return out;
   }
   for (size_t k = from; k < a.size(); ++k) {
     FG_ASSIGN_OR_RETURN(size_t i, StreamIndex(a[k]));
+    FG_RETURN_IF_ERROR(NotDerived(i, a[0]));
     out.push_back(i);
   }
   return out;
@@ -277,9 +290,11 @@ absl::Status Shell::Start(const Args& a, std::ostream& out) {
   opt.per_flow = session_->plan().per_flow;
   opt.sample_interval_ns = 0;
   FG_ASSIGN_OR_RETURN(live_, engine::LiveRun::Start(session_->eal(), session_->ports(), streams_, opt));
-  // Streams not named start paused: the TX lcore applies it before its first frame.
+  // Streams not named start paused: the TX lcore applies it before its first
+  // frame. A READ's responses follow their requests, started or paused.
   std::vector<std::string> names;
   for (size_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i].read_response()) continue;
     if (!named.empty() && std::find(named.begin(), named.end(), i) == named.end()) {
       FG_RETURN_IF_ERROR(live_->SetPaused(i, true));
     } else {
@@ -345,12 +360,8 @@ absl::Status Shell::Pause(const Args& a, bool pause, std::ostream& out) {
 absl::Status Shell::SetRate(const Args& a, const Rate& rate, std::ostream& out) {
   FG_ASSIGN_OR_RETURN(const size_t i, StreamIndex(a[1]));
   stream::CompiledStream& s = streams_[i];
+  FG_RETURN_IF_ERROR(NotDerived(i, "rate"));  // (the READ's rate is its data's: the responses')
   if (s.burst_frames != 0) return absl::FailedPreconditionError("rate: the stream has a burst schedule, not a rate");
-  if (s.read_response()) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "rate: a READ's responses go as their requests come; set the rate of stream %s (the READ data's)",
-        streams_[s.read_requests].name));
-  }
   if (s.read_request()) {
     // A READ's rate is its data's: the responses', back from the responding port.
     stream::CompiledStream& d = streams_[s.read_responses];
@@ -383,6 +394,7 @@ absl::Status Shell::SetRate(const Args& a, const Rate& rate, std::ostream& out) 
 
 absl::Status Shell::SetFlowRate(const Args& a, const Rate& rate, size_t flow, std::ostream& out) {
   FG_ASSIGN_OR_RETURN(const size_t i, StreamIndex(a[1]));
+  FG_RETURN_IF_ERROR(NotDerived(i, "rate"));
   stream::CompiledStream& s = streams_[i];
   if (s.flow_weight.empty()) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -681,23 +693,27 @@ std::vector<std::string> Shell::Complete(std::string_view before) const {
   const std::string partial = fresh || words.empty() ? "" : words.back();
   const size_t position = fresh ? words.size() : words.size() - 1;  // index of the word being completed
   std::vector<std::string> pool;
-  auto streams = [&] {
-    for (const auto& s : streams_) pool.push_back(s.name);
+  // The streams a command may name: start, stop, pause, resume and rate
+  // leave a READ's responses to their READ; show names them like any other.
+  auto streams = [&](bool derived) {
+    for (const auto& s : streams_) {
+      if (derived || !s.read_response()) pool.push_back(s.name);
+    }
   };
   if (position == 0) {
     for (const CommandHelp& c : Commands()) pool.push_back(c.name);
   } else {
     const std::string cmd = words[0];
     if (cmd == "start" || cmd == "stop" || cmd == "pause" || cmd == "resume") {
-      streams();
+      streams(false);
       if (cmd == "pause" || cmd == "resume") pool.push_back("all");
     } else if (cmd == "rate" && position == 1) {
-      streams();
+      streams(false);
     } else if (cmd == "show" && position == 1) {
       pool = kShowTopics;
     } else if (cmd == "show" && position == 2 && words.size() > 1 &&
                (words[1] == "latency" || words[1] == "histogram")) {
-      streams();
+      streams(true);
     } else if (cmd == "help" && position == 1) {
       for (const CommandHelp& c : Commands()) pool.push_back(c.name);
     } else if (cmd == "run" && position == 1 && session_ != nullptr) {

@@ -78,6 +78,12 @@ class Shell {
   // port together within the port's line rate (L1), as for the plan.
   absl::Status CheckRate(size_t i, double pps, double line_bps) const;
   absl::StatusOr<size_t> StreamIndex(const std::string& name) const;
+  // The one rule for derived streams (a READ's responses, "NAME.responses"):
+  // they follow the stream they derive from, so start, stop, pause, resume
+  // and rate refuse them by name (naming that stream instead), and `all` or
+  // no names leave them to it. FailedPrecondition for stream i if derived.
+  absl::Status NotDerived(size_t i, std::string_view verb) const;
+  // Streams a..: named (a derived one refused), or `all` (with `all_word`).
   absl::StatusOr<std::vector<size_t>> StreamList(const Args& a, size_t from, bool all_word) const;
   absl::StatusOr<size_t> PortIndex(const std::string& name) const;
   // Counters now (live) or of the last run, less the `clear` baseline.

@@ -171,9 +171,14 @@ const std::vector<CommandHelp>& Commands() {
       {"streams", "", "the streams: ports, rate, state (idle, running, paused, stopped), frames sent and received", 0,
        0},
       {"start", "[STREAM...]",
-       "start traffic: every stream, or those named (the others start paused); streams run until stop", 0, -1},
+       "start traffic: every stream, or those named (the others start paused); streams run until stop; a READ's "
+       "responses (STREAM.responses) follow their READ",
+       0, -1},
       {"stop", "[STREAM...]", "stop the named streams; without names, end the run (drain, final figures)", 0, -1},
-      {"pause", "STREAM...|all", "pause streams (nothing sent; the sequence goes on where it stopped)", 1, -1},
+      {"pause", "STREAM...|all",
+       "pause streams (nothing sent; the sequence goes on where it stopped); all: the plan's streams, a READ's "
+       "responses following their READ",
+       1, -1},
       {"resume", "STREAM...|all", "resume paused streams at their rate", 1, -1},
       {"rate", "STREAM RATE [flow N]",
        "set a stream's rate, live when running: 20 kpps, 1.5 Gbps, 40%, max; with `flow N`, the rate of that one "
@@ -185,13 +190,15 @@ const std::vector<CommandHelp>& Commands() {
        "the worker lcores' loops (polls, frames, TSC cycles per frame, handoffs)",
        0, 2},
       {"clear", "", "counters and latency shown from now on start at zero (the run goes on)", 0, 0},
-      {"wait", "DURATION", "let traffic run (scripts): wait 2 s, wait 500 ms; Ctrl-C ends the wait", 1, 2},
+      {"wait", "DURATION",
+       "let traffic run (scripts): wait 2 s, wait 500 ms; Ctrl-C ends the wait, SIGTERM the session", 1, 2},
       {"run", "TEST", "run one of the plan's tests (name or number) and print its summary", 1, 1},
       {"save", "[DIR]", "write report.json of the last run or of the tests run so far (default results/cli-UTC)", 0, 1},
       {"capture", "PORT N FILE", "write the next N frames PORT receives to a pcap file (traffic must be running)", 3,
        3},
       {"help", "[COMMAND]", "this list, or one command", 0, 1},
-      {"quit", "", "end the run if one is going, and leave (also: exit, Ctrl-D)", 0, 0},
+      {"quit", "",
+       "end the run if one is going (as stop), and leave (also: exit, Ctrl-D, the end of a script, SIGTERM)", 0, 0},
   };
   return kCommands;
 }
@@ -201,7 +208,10 @@ const char kHelpFooter[] =
     "Words are separated by spaces; \"...\" quotes one (inside, \\\" is a quote and \\\\ a backslash). A # that "
     "begins a word outside quotes starts a comment (a # inside a word or in quotes is kept). Lines are at most "
     "4096 bytes.\n"
-    "Tab completes commands, streams, ports and tests; arrows recall history.\n";
+    "Tab completes commands, streams, ports and tests; arrows recall history.\n"
+    "A READ's responses (STREAM.responses) are a stream derived from the READ: they go as its requests come, so "
+    "start, stop, pause, resume and rate name the READ (naming the responses is refused), and `all`, or start "
+    "without names, leave them to it; show names them like any stream.\n";
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));

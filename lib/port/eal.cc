@@ -102,6 +102,55 @@ std::string ArgumentReason(const std::string& out, const std::string& err) {
   return reasons.empty() ? "invalid arguments" : absl::StrJoin(reasons, "; ");
 }
 
+// The devices the arguments name (--vdev, -a / --allow), by name (what
+// comes before the first comma).
+std::vector<std::string> NamedDevices(const std::vector<std::string>& argv) {
+  std::vector<std::string> names;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    absl::string_view a = argv[i];
+    std::string device;
+    if (absl::ConsumePrefix(&a, "--vdev=") || absl::ConsumePrefix(&a, "--allow=")) {
+      device = std::string(a);
+    } else if ((a == "--vdev" || a == "-a" || a == "--allow") && i + 1 < argv.size()) {
+      device = argv[++i];
+    } else {
+      continue;
+    }
+    device = device.substr(0, device.find(','));
+    if (!device.empty()) names.push_back(device);
+  }
+  return names;
+}
+
+// A device no driver claims: EAL cannot parse its name ("EAL: failed to
+// parse device \"net_bogus0\"", "EAL: Unable to parse device
+// 'net_bogus0,x=1'") and its start fails. The first such device, or "".
+std::string UnknownDevice(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
+  for (const std::string& name : NamedDevices(argv)) {
+    for (const std::string* text : {&err, &out}) {
+      for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+        if (!absl::StrContains(line, "parse device")) continue;
+        if (absl::StrContains(line, "\"" + name + "\"") || absl::StrContains(line, "'" + name + "'") ||
+            absl::StrContains(line, "'" + name + ",")) {
+          return name;
+        }
+      }
+    }
+  }
+  return "";
+}
+
+// EAL makes its runtime directory (/var/run/dpdk/<file-prefix>, or under
+// $XDG_RUNTIME_DIR or /tmp) as it parses its arguments, before most of what
+// can fail: a start that fails leaves it for nobody to remove. Only called
+// for a prefix private to this process.
+void RemoveRuntimeDirOfFailedStart() {
+  const char* dir = rte_eal_get_runtime_dir();
+  if (dir == nullptr || dir[0] == '\0') return;  // not made yet
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);  // best effort
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Eal>> Eal::Start(const std::vector<std::string>& argv, bool own_runtime_dir) {
@@ -114,6 +163,7 @@ absl::StatusOr<std::unique_ptr<Eal>> Eal::Start(const std::vector<std::string>& 
   const int ret = rte_eal_init(static_cast<int>(storage.size()), cargv.data());
   const int err = rte_errno;
   auto [out, errs] = held.Release();
+  if (ret < 0 && own_runtime_dir) RemoveRuntimeDirOfFailedStart();
   // DPDK's sign of an argument error: its usage text, or the alert after it.
   const bool arguments = absl::StrContains(out, "Usage:") || absl::StrContains(errs, "Usage:") ||
                          absl::StrContains(errs, "Invalid 'command line' arguments");
@@ -121,6 +171,15 @@ absl::StatusOr<std::unique_ptr<Eal>> Eal::Start(const std::vector<std::string>& 
     return absl::InvalidArgumentError(
         absl::StrFormat("EAL arguments refused: %s (EAL arguments: %s)", ArgumentReason(out, errs),
                         absl::StrJoin(argv.begin() + (argv.empty() ? 0 : 1), argv.end(), " ")));
+  }
+  if (ret < 0) {
+    // One line instead of EAL's (Session names the port).
+    if (const std::string device = UnknownDevice(argv, out, errs); !device.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "device '%s': no DPDK driver knows it (a virtual device's name begins with its driver's: net_af_packet0, "
+          "net_pcap0, net_null0; a PCI device is its address: 0000:03:00.0)",
+          device));
+    }
   }
   PassOn(out, stdout);
   PassOn(errs, stderr);

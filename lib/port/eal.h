@@ -26,7 +26,9 @@ class Eal {
   // removed at exit: set it when the file prefix is private to this process.
   // Arguments EAL refuses (where DPDK would print its usage text) give an
   // InvalidArgument error of one line with DPDK's reason; the usage text is
-  // not printed.
+  // not printed. So does a device (--vdev, -a) no driver knows: "device
+  // 'NAME': no DPDK driver knows it ...". A start that fails removes the
+  // runtime directory EAL made (with `own_runtime_dir`).
   static absl::StatusOr<std::unique_ptr<Eal>> Start(const std::vector<std::string>& argv, bool own_runtime_dir = false);
   ~Eal();
   Eal(const Eal&) = delete;

@@ -146,6 +146,30 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
 }
 
 absl::Status PrepareOutputDirectory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) {
+    return absl::InvalidArgumentError("'': an empty name names no directory; give the directory to write in");
+  }
+  // A symbolic link on the way that leads nowhere: creating the directory
+  // would fail with only "File exists" (mkdir does not follow it).
+  const fs::path whole = fs::path(dir).has_filename() ? fs::path(dir) : fs::path(dir).parent_path();
+  fs::path so_far;
+  for (const fs::path& part : fs::path(dir)) {
+    if (part.empty()) continue;  // the end of a trailing '/'
+    so_far /= part;
+    std::error_code lec, sec, rec;
+    if (!fs::is_symlink(fs::symlink_status(so_far, lec))) continue;
+    const fs::file_status target = fs::status(so_far, sec);
+    if (fs::exists(target)) continue;
+    const fs::path to = fs::read_symlink(so_far, rec);
+    const std::string where =
+        so_far == whole ? std::string("it") : absl::StrFormat("%s, on its way,", so_far.string());
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s is a dangling symbolic link (to %s, which %s); give a directory, or create the one it leads to", dir,
+        where, rec ? std::string("?") : to.string(),
+        target.type() == fs::file_type::not_found ? std::string("does not exist")
+                                                  : absl::StrFormat("cannot be reached: %s", sec.message())));
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {

@@ -60,7 +60,9 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
 
 // For an output directory given before a run: creates it (and its parents)
 // and checks a file can be created in it, so a run never ends with nowhere to
-// write its results. InvalidArgument when it cannot be used.
+// write its results. InvalidArgument when it cannot be used, the message
+// beginning with `dir`: an empty name, a dangling symbolic link on its way
+// (named as such), a file, a place that cannot be written.
 absl::Status PrepareOutputDirectory(const std::string& dir);
 
 }  // namespace fg::report

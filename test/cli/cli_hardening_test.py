@@ -4,12 +4,15 @@ status and the message: stdin closed or not a terminal, # and quotes in
 paths, user errors exit 2, a script that is a directory, a 10 MB line,
 control bytes, live rates against the line rate and the TX minimum,
 --metrics on IPv6, and latency at_throughput_of reporting the load it used.
+Issue 26: a READ's responses follow it in every stream command; the end of a
+script, SIGTERM and SIGINT in a session.
 
 usage: cli_hardening_test.py FABRICGEN SOURCE_ROOT
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -218,6 +221,101 @@ class Hardening(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("udp: 6.757 Mpps (was 10.000 kpps)", out)
         self.assertIn("udp: max (was 6.757 Mpps)", out)
+
+    # --- issue 26: a READ's responses follow it ------------------------------------------------------------------
+    READ_PLAN = """
+ports: [{name: loop0, device: loopback, respond: true}]
+streams:
+  - {name: u, rate: 10 kpps, frame: {size: 128 B}}
+  - {name: rd, rate: 50 Mbps, flows: 2, frame: {roce: {op: READ_REQUEST, message: 4 KiB, pmtu: 1024, dest_qp: 0x200}}}
+"""
+
+    def test_a_reads_responses_follow_it_in_every_stream_command(self):
+        plan = self.write("read.yaml", self.READ_PLAN)
+        path = self.write("read.txt", "start u\nstreams\npause all\nresume all\npause rd\nresume rd\nstop rd\nstop\n")
+        rc, out, err = self.cli(plan, "--script", path)
+        self.assertEqual(rc, 0, err)  # was: start u failed ("stream rd.responses: ... pause stream rd")
+        self.assertRegex(out, r"started u \(")
+        # The responses follow rd: paused while rd is (it was not named).
+        self.assertRegex(out, r"\nrd +loop0>loop0 +[\d.]+ \w?pps +paused")
+        self.assertRegex(out, r"\nrd\.responses +loop0>loop0 +[\d.]+ \w?pps +paused")
+        self.assertIn("paused u, rd\n", out)  # all: the plan's streams (was: failed on rd.responses)
+        self.assertIn("resumed u, rd\n", out)
+        self.assertIn("paused rd\n", out)
+        self.assertIn("stopped rd (the run goes on", out)
+        # Naming the responses is refused by every command that acts on streams, with the one rule.
+        for text, line in (("start rd.responses\n", 1), ("start\nstop rd.responses\n", 2),
+                           ("start\npause rd.responses\n", 2), ("start\nresume u rd.responses\n", 2),
+                           ("rate rd.responses 1 kpps\n", 1), ("rate rd.responses 1 kpps flow 0\n", 1)):
+            with self.subTest(script=text):
+                path = self.write("bad.txt", text)
+                rc, out, err = self.cli(plan, "--script", path)
+                verb = text.splitlines()[-1].split()[0]
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(err, "%s:%d: %s: %s: stream rd.responses is the responses of READ stream rd and "
+                                      "follows it (sent as its requests come); name rd\n"
+                                 % (path, line, text.splitlines()[-1], verb))
+        rc, out, err = self.cli(plan, stdin=b"help pause\n")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("all: the plan's streams, a READ's responses following their READ", out)
+
+    # --- issue 26: how a session ends --------------------------------------------------------------------------------
+    SUMMARY = r"\nudp +\d+\.\d B +[\d,]+ +[\d,]+ "  # `stop`'s summary: a row per stream
+
+    def test_the_end_of_a_script_ends_a_running_run_as_stop_does(self):
+        rc, out, err = self.cli(self.plan, stdin=b"start udp\nwait 300 ms\n")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")
+        self.assertRegex(out, self.SUMMARY)  # was: exit 0, no summary
+        path = self.write("s.txt", "start udp\nwait 300 ms\n")
+        rc, out, err = self.cli(self.plan, "--script", path)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, self.SUMMARY)
+
+    def session_signalled(self, sig, script):
+        """Runs `script` (it starts udp, then waits), sends `sig` in its wait; returns (exit status, stdout, stderr,
+        seconds)."""
+        path = self.write("long.txt", script)
+        started = time.time()
+        def default_signals():  # a runner under nohup ignores SIGHUP, and fabricgen keeps an ignored signal ignored
+            for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, signal.SIG_DFL)
+
+        p = subprocess.Popen([FABRICGEN, "cli", self.plan, "--script", path], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+        try:
+            line = p.stdout.readline()
+            while line and not line.startswith("started udp"):
+                line = p.stdout.readline()
+            self.assertTrue(line, "the script did not start udp")
+            time.sleep(0.5)  # in the wait
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        return p.returncode, out, err, time.time() - started
+
+    def test_sigterm_ends_the_session_and_its_run(self):
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with self.subTest(signal=sig.name):
+                rc, out, err, took = self.session_signalled(sig, "start udp\nwait 30 s\nstreams\nwait 30 s\n")
+                self.assertEqual(rc, 1, err)
+                self.assertEqual(err, "fabricgen: %s: the session ended (a run going was stopped as `stop` stops "
+                                      "it)\n" % sig.name)
+                self.assertIn("wait: interrupted", out)
+                self.assertRegex(out, self.SUMMARY)
+                self.assertNotIn("fabricgen> streams", out)  # was: the script went on
+                self.assertLess(took, 20)
+
+    def test_sigint_ends_only_the_current_wait(self):
+        rc, out, err, took = self.session_signalled(signal.SIGINT, "start udp\nwait 30 s\nstreams\n")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("wait: interrupted", out)
+        self.assertIn("fabricgen> streams", out)  # the script goes on
+        self.assertRegex(out, self.SUMMARY)  # and its end ends the run
+        self.assertLess(took, 20)
 
     # --- --metrics on IPv6 ------------------------------------------------------------------------------------------
     def test_metrics_on_ipv6(self):

@@ -14,7 +14,8 @@ void EachCounter(ResponderCounters& a, const ResponderCounters& b, Op op) {
                  &ResponderCounters::out_of_sequence, &ResponderCounters::ce_seen, &ResponderCounters::cnp_sent,
                  &ResponderCounters::cnp_suppressed, &ResponderCounters::cnp_dropped,
                  &ResponderCounters::answers_dropped, &ResponderCounters::delivered_packets,
-                 &ResponderCounters::delivered_bytes, &ResponderCounters::read_late}) {
+                 &ResponderCounters::delivered_bytes, &ResponderCounters::read_late,
+                 &ResponderCounters::icrc_dropped}) {
     op(a.*m, b.*m);
   }
 }
@@ -141,15 +142,18 @@ void Responder::Notify(const stream::Answers& g, GroupCounters& n, Qp& q, uint32
   }
 }
 
-uint32_t Responder::OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, bool ce) {
+std::optional<uint32_t> Responder::OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, bool ce,
+                                                 std::optional<uint32_t> sent) {
   const uint32_t group = owned_[slot].group;
   const stream::Answers& g = *groups_[group];
   GroupCounters& n = counters_[group];
   Qp& q = qps_[slot];
-  if (ce) Notify(g, n, q, slot, rx_ns);
   // Requests step the PSN by their response packets: the distance in
   // requests is the PSN distance over that step (a division per request,
-  // none when each request is one packet).
+  // none when each request is one packet). Every request's PSN is on that
+  // grid (the expected PSN is): one off it, behind the first request, or at
+  // or past what the requester has sent is none of its requests, and is
+  // refused before anything moves.
   const uint32_t step = g.psn_step;
   const uint32_t ahead = (psn - q.epsn) & proto::roce::kPsnMask;
   auto execute = [&](uint32_t seq) {
@@ -160,7 +164,10 @@ uint32_t Responder::OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, b
   };
   if (ahead >= (proto::roce::kPsnMask + 1) / 2) {  // behind
     const uint32_t back = (proto::roce::kPsnMask + 1) - ahead;
-    const uint32_t requests = step == 1 ? back : (back + step - 1) / step;  // >= 1
+    if (step != 1 && back % step != 0) return std::nullopt;
+    const uint32_t requests = step == 1 ? back : back / step;  // >= 1
+    if (requests > q.rseq) return std::nullopt;               // before the first request
+    if (ce) Notify(g, n, q, slot, rx_ns);
     const uint32_t seq = q.rseq - requests;
     const uint32_t bit = requests - 1;  // request rseq - 1 - bit
     if (bit < 64 && (q.read_missing >> bit & 1) != 0) {
@@ -173,8 +180,11 @@ uint32_t Responder::OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, b
     }
     return seq;
   }
+  if (step != 1 && ahead % step != 0) return std::nullopt;
   const uint32_t skipped = step == 1 ? ahead : ahead / step;
   const uint32_t seq = q.rseq + skipped;
+  if (sent && seq >= *sent) return std::nullopt;  // a request the requester has not sent
+  if (ce) Notify(g, n, q, slot, rx_ns);
   if (skipped != 0) n.out_of_sequence.Add(skipped);  // requests it skips over: lost, or late
   // The window moves past this request: the ones skipped are missing (bits 1..skipped).
   const uint64_t shifted = skipped + 1 >= 64 ? 0 : q.read_missing << (skipped + 1);
@@ -184,6 +194,10 @@ uint32_t Responder::OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, b
   q.rseq = seq + 1;
   execute(seq);
   return seq;
+}
+
+void Responder::OnIcrcError(uint32_t slot) {
+  if (qps_[slot].n != nullptr) qps_[slot].n->icrc_dropped.Add(1);
 }
 
 void Responder::FlushSlow() {
@@ -216,7 +230,8 @@ ResponderCounters Responder::counters(uint32_t group) const {
   return ResponderCounters{n.acks_sent.Read(),  n.naks_sent.Read(), n.duplicates.Read(),
                            n.out_of_sequence.Read(), n.ce_seen.Read(), n.cnp_sent.Read(),
                            n.cnp_suppressed.Read(), n.cnp_dropped.Read(), n.answers_dropped.Read(),
-                           n.delivered_packets.Read(), n.delivered_bytes.Read(), n.read_late.Read()};
+                           n.delivered_packets.Read(), n.delivered_bytes.Read(), n.read_late.Read(),
+                           n.icrc_dropped.Read()};
 }
 
 }  // namespace fg::endpoint

@@ -25,6 +25,14 @@
 //   came is the requests' loss (fabricgen's requester does not re-issue
 //   READs, so no NAK asks it to). Any other request behind (a duplicate) is
 //   counted and not executed again. READ responses are never acknowledged.
+//   A PSN no request of the requester's has (off the requests' PSN grid,
+//   behind its first request, or at or past what it has sent so far) is
+//   none: it is refused (OnReadRequest returns nothing) and moves nothing,
+//   so a forged request can never make the responder skip genuine ones.
+// - Data with a bad ICRC (RX checks it on a responding port) is dropped, as
+//   a RoCE NIC drops it: no ACK, no NAK, no CNP, not delivered (OnIcrcError
+//   counts it). Data the flow's sender never sent never reaches the
+//   responder (rx::FlowTable checks its sequence first).
 // - UC, UD: no ACK or NAK.
 // - Every transport: a CE-marked frame of a QP makes a CNP to it, at most one
 //   per QP per `cnp_interval`; the others are suppressed, so
@@ -50,6 +58,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -71,6 +80,7 @@ struct ResponderCounters {
   uint64_t answers_dropped = 0;  // ACKs, NAKs and CNPs never sent (the same causes): a tester limit
   uint64_t delivered_packets = 0, delivered_bytes = 0;  // accepted in order (RC): payload bytes, each PSN once
   uint64_t read_late = 0;  // READ: requests executed late (skipped over when a later one came, then came)
+  uint64_t icrc_dropped = 0;  // data with a bad ICRC, dropped as a RoCE NIC drops it (not acknowledged)
   ResponderCounters& operator+=(const ResponderCounters& o);
   ResponderCounters& operator-=(const ResponderCounters& o);  // counts since `o` (an earlier reading)
 };
@@ -103,8 +113,14 @@ class Responder {
   [[gnu::always_inline]] inline void OnData(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce);
   // A READ request of the flow in `slot` with BTH PSN `psn`: executed
   // (ReadSink) when not a duplicate; returns its sequence number (its
-  // place among the flow's requests, counting on past PSN wraps).
-  uint32_t OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, bool ce);
+  // place among the flow's requests, counting on past PSN wraps). `sent`:
+  // the requests the requester has sent so far (none: not known). A PSN
+  // that names no request it sent returns nothing and changes nothing (no
+  // CNP for its CE mark either).
+  std::optional<uint32_t> OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, bool ce,
+                                        std::optional<uint32_t> sent = std::nullopt);
+  // A data frame of the flow in `slot` with a bad ICRC: dropped, counted.
+  void OnIcrcError(uint32_t slot);
   void SetReadSink(ReadSink* s) { read_ = s; }
   // The ACKs due (once per QP), into the answer queue.
   void Flush() {
@@ -121,7 +137,7 @@ class Responder {
  private:
   struct alignas(64) GroupCounters {
     Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, cnp_dropped,
-        answers_dropped, delivered_packets, delivered_bytes, read_late;
+        answers_dropped, delivered_packets, delivered_bytes, read_late, icrc_dropped;
   };
   // One cache line per QP: the fast path (OnData) touches nothing else but
   // its stream's Answers and counters, which it reaches from here.

@@ -2,12 +2,17 @@
 // start: each worker's responder for the flows it owns of responding ports
 // (answers on its own TX queue of that port), and the feedback sink that
 // takes a CNP, ACK or NAK from a flow's FlowTable slot to the TX task and
-// shard flow that send it (DCQCN's reaction point, go-back-N).
+// shard flow that send it (DCQCN's reaction point, go-back-N), and how far
+// each flow's sender has got (what RX may count of it).
 #include "absl/strings/str_format.h"
 #include "engine/engine.h"
 #include "engine/worker.h"
 
 namespace fg::engine {
+
+bool ReplaysCapture(const port::Port& p) {
+  return p.capabilities().driver == "net_pcap" && p.options().kernel_iface.empty();  // rx_pcap: a file
+}
 
 absl::Status LiveRun::SetUpResponders(const std::vector<unsigned>& workers, int tag_off) {
   const std::vector<port::Port*>& ports = ports_;
@@ -121,7 +126,43 @@ void LiveRun::SetUpFeedback() {
     work[w].responder->SetReadSink(sink.get());
     read_sinks_.push_back(std::move(sink));
   }
-
+  // How far each flow's sender has got, for the analysis of its frames on
+  // the same worker (rx::FlowTable): a frame, or a READ request, beyond it
+  // was never sent. A flow no TX task sends (a shard with nothing to send)
+  // has sent nothing. A stream received on a port that replays a capture
+  // (net_pcap's RX times are its records') gets the capture's frames, not
+  // its sender's: any sequence counts.
+  struct FromSenders : rx::SentSource {
+    std::vector<Target> by_slot;
+    std::vector<uint8_t> replayed;  // by slot
+    rx::SentBound Sent(uint32_t slot) const override {
+      if (replayed[slot]) return rx::SentBound{0, false, true};
+      const Target& t = by_slot[slot];
+      if (t.task == nullptr) return {};
+      const tx::TxTask::Stamped s = t.task->FlowStamped(t.shard, t.flow);
+      return rx::SentBound{s.next, s.wrapped, false};
+    }
+  };
+  for (uint32_t w = 0; w < nw; ++w) {
+    auto source = std::make_unique<FromSenders>();
+    source->by_slot.assign(tables_[w]->size(), {});
+    source->replayed.assign(tables_[w]->size(), 0);
+    const std::vector<rx::OwnedFlow>& owned = tables_[w]->owned();
+    for (size_t slot = 0; slot < owned.size(); ++slot) {
+      source->replayed[slot] = ReplaysCapture(*ports_[streams_[owned[slot].group].rx_port]);
+    }
+    for (tx::TxTask* t : work[w].tx) {
+      for (size_t i = 0; i < t->num_streams(); ++i) {
+        const stream::CompiledStream& s = t->stream(i);
+        const std::vector<uint32_t>& fl = t->flows(i);
+        for (uint32_t f = 0; f < fl.size(); ++f) {
+          source->by_slot[pl.slot[s.flow_id + fl[f]]] = {t, static_cast<uint32_t>(i), f};
+        }
+      }
+    }
+    tables_[w]->SetSentSource(source.get());
+    sent_sources_.push_back(std::move(source));
+  }
 }
 
 }  // namespace fg::engine

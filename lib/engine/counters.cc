@@ -314,6 +314,15 @@ constexpr PortCounter kPort[] = {
      .unit = kBytes,
      .help = "Bytes of the frames without a signature of the run.",
      .read = [](const PortResult& p) -> CounterValue { return I(p.rx_unknown_bytes); }},
+    {.key = "rx_invalid_packets",
+     .metric = "fabricgen_port_rx_invalid_packets_total",
+     .unit = kFrames,
+     .help = "Frames the port received that no stream sent: headers inconsistent with each other or the frame's "
+             "length, a signature no stream of the run could have written (flags, TX time, flow id, a sequence its "
+             "flow had not sent), or feedback not shaped as the spec shapes it (length, reserved bytes, ICRC); "
+             "never counted as a stream's, nor as feedback.",
+     .read = [](const PortResult& p) -> CounterValue { return I(p.rx_invalid_packets); },
+     .read_live = [](const PortLive& l) { return I(l.rx_invalid_packets); }},
     {.key = "rx_cnp_packets",
      .unit = kFrames,
      .help = "RoCEv2 CNPs among the frames without a signature.",

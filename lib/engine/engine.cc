@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "base/tsc.h"
+#include "base/units.h"
 #include "engine/worker.h"
 #include "port/kernel_if.h"
 
@@ -149,6 +150,10 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
       verify = verify || (s.rx_port == pi && s.verify_payload);
     }
     std::sort(ranges.begin(), ranges.end());
+    d->flows = static_cast<uint32_t>(pl.owner.size());  // a signature with a flow id beyond: no stream of the run's
+    for (const auto& s : streams) {
+      if (s.answers != nullptr && s.rx_port == pi) d->check_icrc = true;  // a responding port: ICRCs checked
+    }
     bool contiguous = !ranges.empty();
     for (size_t i = 1; i < ranges.size(); ++i) contiguous = contiguous && ranges[i].first == ranges[i - 1].second;
     if (pl.modulo && contiguous) {
@@ -247,6 +252,11 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
   const uint64_t start = ReadTsc() + r->clock_.FromNs(2'000'000);
   r->start_ = start;
   for (auto& t : txs) t->Arm(start);
+  // No signature of this run carries a TX time before its start (RX counts
+  // such a frame invalid); a port that replays a capture receives its times.
+  for (auto& ref : rxs) {
+    if (!ReplaysCapture(*ports[ref.port])) ref.task->SetRunStart(r->clock_.ToNs(start));
+  }
   PlaceOnCpus(work);  // each worker's CPU, its steal from here, its nice value
   for (uint32_t i = 0; i < nw; ++i) {
     // Every worker runs: one with no queue of its own may still own flows
@@ -416,9 +426,16 @@ std::vector<LiveRun::PortLive> LiveRun::Ports() const {
   for (const auto& ref : rxs_) {
     const rx::RxCounters d = ref.task->data();
     const rx::RxCounters u = ref.task->unknown();
-    out[ref.port].rx_packets += d.packets + u.packets;
-    out[ref.port].rx_bytes += d.bytes + u.bytes;
+    const rx::RxCounters v = ref.task->invalid();
+    out[ref.port].rx_packets += d.packets + u.packets + v.packets;
+    out[ref.port].rx_bytes += d.bytes + u.bytes + v.bytes;
     out[ref.port].rx_unknown_packets += u.packets;
+    out[ref.port].rx_invalid_packets += v.packets;
+  }
+  // Frames the RX tasks took as a stream's that its flow's sender never sent
+  // (found by the flow's owner): invalid on the stream's RX port.
+  for (const auto& table : tables_) {
+    for (uint32_t i = 0; i < streams_.size(); ++i) out[streams_[i].rx_port].rx_invalid_packets += table->invalid(i);
   }
   return out;
 }
@@ -689,6 +706,8 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
       result_.streams[i].rx.packets += c.packets;
       result_.streams[i].rx.bytes += c.bytes;
       result_.streams[i].analysis.Merge(summaries[i]);
+      // Taken by RX as the stream's, found never sent by the flow's owner: its RX port's invalid frames.
+      result_.ports[streams_[i].rx_port].rx_invalid_packets += table->invalid(i);
     }
     const stats::LossLog& log = table->loss_log();
     result_.loss_events.insert(result_.loss_events.end(), log.events().begin(), log.events().end());
@@ -710,6 +729,10 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     pr.rx_unknown_bytes += u.bytes;
     pr.rx_packets += u.packets;
     pr.rx_bytes += u.bytes;
+    const rx::RxCounters v = ref.task->invalid();
+    pr.rx_invalid_packets += v.packets;
+    pr.rx_packets += v.packets;
+    pr.rx_bytes += v.bytes;
     pr.rx_stalls += ref.task->stalls();
     pr.rx_stall_max_ns = std::max(pr.rx_stall_max_ns, ref.task->stall_max_ns());
     pr.rx_stall_frames += ref.task->stall_frames();
@@ -727,6 +750,16 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     }
   }
   AssessTesterLimits(result_);
+  // A responder drops RoCEv2 data with a bad ICRC, as a RoCE NIC does: the
+  // stream counts those frames received (the device delivered them), and
+  // its requesters see no ACK for them.
+  for (const StreamResult& r : result_.streams) {
+    if (!r.answered || r.responder.icrc_dropped == 0) continue;
+    result_.warnings.push_back(absl::StrFormat(
+        "stream %s: the responder on port %s dropped %s frames with a bad ICRC, as a RoCE NIC does (not "
+        "acknowledged, not delivered; counted received)",
+        r.name, ports_[r.rx_port]->name(), FormatCount(r.responder.icrc_dropped)));
+  }
   // A NIC whose RX stamps do not count the clock its driver reads (a mode
   // the driver did not expect) shows as latencies beyond 2^40 ns, which is
   // where negative ones land: say so rather than report them as figures.

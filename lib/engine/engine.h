@@ -194,6 +194,12 @@ struct PortResult {
   uint64_t tx_packets = 0, tx_bytes = 0;  // our TX counters, all streams of the port
   uint64_t rx_packets = 0, rx_bytes = 0;  // our RX counters, signature or not
   uint64_t rx_unknown_packets = 0, rx_unknown_bytes = 0;
+  // Frames no stream sent and no spec shapes (in rx_packets, never in a
+  // stream's figures nor taken for feedback): headers that contradict each
+  // other or the frame's length; a signature whose flags, TX time, flow id or
+  // sequence no stream of the run could have written; feedback or a READ
+  // request not shaped as the spec shapes it (length, reserved bytes, ICRC).
+  uint64_t rx_invalid_packets = 0;
   // Feedback among the unknown frames (CNP, RoCE NAK, UET NACK); unmatched:
   // addressed to no flow of this run.
   uint64_t rx_cnp = 0, rx_roce_nak = 0, rx_uet_nack = 0, rx_feedback_unmatched = 0, rx_roce_ack = 0;
@@ -247,6 +253,12 @@ void AssessTesterLimits(TrialResult& r);
 
 absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<port::Port*>& ports,
                                      const std::vector<stream::CompiledStream>& streams, const TrialOptions& options);
+
+// The port replays a capture (net_pcap on a file, rx_pcap, not on a kernel
+// interface): the frames it receives are the capture's (`craft` wrote them,
+// their TX times in its own timebase), so their TX times and sequences are
+// not held to what this run's senders sent (the rest of a frame's checks are).
+bool ReplaysCapture(const port::Port& p);
 
 struct LcoreWork;  // engine.cc: the tasks of one worker lcore
 
@@ -341,9 +353,10 @@ class LiveRun {
   std::vector<StreamLive> Streams() const;  // by stream index
   struct PortLive {
     uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0, rx_unknown_packets = 0;
+    uint64_t rx_invalid_packets = 0;  // PortResult::rx_invalid_packets so far
     PortLive operator-(const PortLive& b) const {
       return {tx_packets - b.tx_packets, tx_bytes - b.tx_bytes, rx_packets - b.rx_packets, rx_bytes - b.rx_bytes,
-              rx_unknown_packets - b.rx_unknown_packets};
+              rx_unknown_packets - b.rx_unknown_packets, rx_invalid_packets - b.rx_invalid_packets};
     }
   };
   std::vector<PortLive> Ports() const;
@@ -366,7 +379,8 @@ class LiveRun {
   // At the time its TX counts are read; at `tx_end` (TSC) when TX has ended (0: not).
   void TakeSample(uint64_t tx_end);
   // The closed loop's wiring (closed_loop.cc), in Start: responders on the
-  // workers that own answered flows, and the feedback sinks to the senders.
+  // workers that own answered flows, the feedback sinks to the senders, and
+  // the senders' progress for RX (rx::SentSource).
   absl::Status SetUpResponders(const std::vector<unsigned>& workers, int tag_off);
   void SetUpFeedback();
   // Every shard of a stream: (task, index in the task, share of the stream's rate).
@@ -416,6 +430,7 @@ class LiveRun {
   std::vector<std::unique_ptr<endpoint::Responder>> responders_;
   std::vector<std::unique_ptr<endpoint::FeedbackSink>> feedback_;  // per worker with DCQCN flows
   std::vector<std::unique_ptr<endpoint::ReadSink>> read_sinks_;    // per worker answering READs
+  std::vector<std::unique_ptr<rx::SentSource>> sent_sources_;      // per worker: its flows' senders, for RX
   absl::Status FollowsRequests(size_t stream, const char* what) const;  // refuses control of a READ's responses
   std::vector<std::optional<QpSetup>> qp_setup_;  // per stream: its CM set-up (connect: cm)
   Placement placement_;

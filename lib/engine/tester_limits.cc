@@ -78,15 +78,45 @@ void AssessPort(PortResult& p, int64_t host_backlog_drops, std::vector<std::stri
   }
   const port::KernelCounters& k = p.kernel;
   if (k.valid) {
-    if (k.rx_packets > hw.rx_packets) {
-      out.push_back({kRxDrop, k.rx_packets - hw.rx_packets,
-                     absl::StrFormat("interface %s received %s frames, the PMD read %s: the rest were dropped in "
-                                     "the tester's packet socket",
-                                     p.kernel_iface, FormatCount(k.rx_packets), FormatCount(hw.rx_packets))});
+    // The tester's drops are its packet socket's own (its ring full): the
+    // socket counts them. Frames the interface received that the socket
+    // never saw were dropped by the kernel before it (an IPv4 fragment its
+    // defragmenter held for a reassembly that never came, a VLAN header cut
+    // short, the input backlog: host_backlog_drop below): the device's or
+    // the network's, never the tester's. Only when the socket's count cannot
+    // be read is the difference all that is known, and said as such.
+    if (k.socket_drops > 0) {
+      out.push_back({kRxDrop, static_cast<uint64_t>(k.socket_drops),
+                     absl::StrFormat("interface %s: the tester's packet socket dropped %s frames, its ring full "
+                                     "(PACKET_STATISTICS tp_drops)",
+                                     p.kernel_iface, FormatCount(static_cast<uint64_t>(k.socket_drops)))});
+    }
+    // (A PMD that reads the socket's statistics itself, net_pcap's imissed,
+    // takes the drops of its readings: rx_missed above, the rest here.)
+    const uint64_t socket = k.socket_drops > 0 ? static_cast<uint64_t>(k.socket_drops) : 0;
+    if (k.rx_packets > hw.rx_packets + socket + hw.rx_missed) {
+      const uint64_t before = k.rx_packets - hw.rx_packets - socket - hw.rx_missed;
+      if (k.socket_drops >= 0) {
+        warnings.push_back(absl::StrFormat(
+            "port %s: interface %s received %s frames the tester's packet socket never saw (the PMD read %s, the "
+            "socket dropped %s): the kernel dropped them before the socket (IPv4 fragments it held for reassembly, "
+            "VLAN headers cut short, ...); not the tester's drops, and test frames among them count as lost",
+            p.name, p.kernel_iface, FormatCount(before), FormatCount(hw.rx_packets),
+            FormatCount(socket + hw.rx_missed)));
+      } else {
+        out.push_back({kRxDrop, before,
+                       absl::StrFormat("interface %s received %s frames, the PMD read %s: the rest were dropped in "
+                                       "the tester's packet socket or by the kernel before it (the socket's own "
+                                       "count could not be read)",
+                                       p.kernel_iface, FormatCount(k.rx_packets), FormatCount(hw.rx_packets))});
+      }
     }
     if (k.rx_dropped != 0) {
-      out.push_back({kRxDrop, k.rx_dropped,
-                     absl::StrFormat("interface %s dropped frames on receive (rx_dropped)", p.kernel_iface)});
+      // The kernel's, not the socket's: its input backlog full (host_backlog_drop), no handler, a bad header.
+      warnings.push_back(absl::StrFormat(
+          "port %s: interface %s dropped %s frames on receive (rx_dropped) in the kernel, before the tester's "
+          "packet socket: not the tester's drops",
+          p.name, p.kernel_iface, FormatCount(k.rx_dropped)));
     }
     // What the interface handed on, or could not hand on to its peer (a
     // veth's tx_dropped: the peer's input backlog, the device's side, which

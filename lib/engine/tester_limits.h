@@ -10,9 +10,11 @@
 //                  skipped slots, or released bursts more than 1 ms late
 //   tx_error       mbuf pool empty, the PMD's oerrors, or frames the PMD took
 //                  that the kernel interface never sent (af_packet)
-//   rx_drop        the PMD's imissed / rx_nombuf, or frames the
-//                  kernel interface received that the PMD never read (af_packet
-//                  drops in its packet socket, which DPDK 22.11 does not count)
+//   rx_drop        the PMD's imissed / rx_nombuf, or what the tester's own
+//                  packet socket dropped (af_packet: PACKET_STATISTICS
+//                  tp_drops, which DPDK 22.11 does not count); frames the
+//                  kernel dropped before the socket are not the tester's (a
+//                  run warning)
 //   rx_stall       an RX lcore came back more than 1 ms after its last poll
 //                  and found frames waiting: their latency includes the
 //                  tester's own delay (counts stay exact)

@@ -121,6 +121,21 @@ std::vector<int> PacketSocketsOf(const std::string& iface) {
   return out;
 }
 
+int64_t ReadSocketDrops(const std::vector<int>& fds) {
+  if (fds.empty()) return -1;
+  int64_t drops = 0;
+  for (int fd : fds) {
+    // TPACKET_V3 rings answer with tpacket_stats_v3 (the same first two
+    // fields), older ones with tpacket_stats: the kernel cuts its answer to
+    // its own struct's size.
+    tpacket_stats_v3 st{};
+    socklen_t len = sizeof st;
+    if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return -1;
+    drops += st.tp_drops;
+  }
+  return drops;
+}
+
 int KickPacketSockets(const std::vector<int>& fds) {
   int refused = 0;
   for (int fd : fds) {

@@ -2,17 +2,20 @@
 //
 // A PMD that sends and receives through a kernel interface (net_af_packet,
 // net_pcap on a live interface) cannot see frames the kernel dropped in its
-// packet socket: af_packet in DPDK 22.11 leaves imissed at 0. The kernel's
+// packet socket: af_packet in DPDK 22.11 leaves imissed at 0. The socket's
+// own count (PACKET_STATISTICS tp_drops: frames its ring had no room for)
+// is the tester's drops, read here from the PMD's sockets. The kernel's
 // interface counters (/sys/class/net/IFACE/statistics) are a second
 // observation point: frames the interface received that the PMD never read
-// were dropped inside the tester. The host's input backlog drops
-// (/proc/net/softnet_stat, all CPUs) are a third, for a lab that shares the
-// host with the tester.
+// and the socket never dropped were dropped by the kernel before the socket
+// (an IPv4 fragment its defragmenter held, a VLAN header cut short): not the
+// tester's. The host's input backlog drops (/proc/net/softnet_stat, all
+// CPUs) are a third, for a lab that shares the host with the tester.
 //
 //   auto before = fg::port::ReadKernelCounters("fga");
 //   ...                                           // a trial
 //   fg::port::KernelCounters d = fg::port::ReadKernelCounters("fga") - before;
-//   if (d.valid && d.rx_packets > pmd_rx) ...     // dropped in the tester
+//   int64_t drops = fg::port::ReadSocketDrops(fg::port::PacketSocketsOf("fga"));  // since the last reading
 #pragma once
 
 #include <cstdint>
@@ -25,10 +28,16 @@ namespace fg::port {
 struct KernelCounters {
   bool valid = false;  // false: no such interface, or its counters cannot be read
   uint64_t rx_packets = 0, tx_packets = 0, rx_dropped = 0, tx_dropped = 0;
+  // Frames the port's own packet sockets dropped, their rings full
+  // (PACKET_STATISTICS tp_drops, summed over the sockets, since the port's
+  // ResetStats: the kernel resets the count at each reading, so it is kept
+  // as it is through a difference); -1: not read (no packet socket of ours
+  // on the interface, or getsockopt refused).
+  int64_t socket_drops = -1;
   KernelCounters operator-(const KernelCounters& b) const {
     if (!valid || !b.valid) return {};
     return {true, rx_packets - b.rx_packets, tx_packets - b.tx_packets, rx_dropped - b.rx_dropped,
-            tx_dropped - b.tx_dropped};
+            tx_dropped - b.tx_dropped, socket_drops};
   }
 };
 
@@ -56,6 +65,13 @@ int64_t ThreadRunDelayNs(int tid);
 // This process's packet sockets (AF_PACKET) bound to interface `iface`:
 // net_af_packet's, one per queue. Empty when there are none.
 std::vector<int> PacketSocketsOf(const std::string& iface);
+// Frames the packet sockets `fds` dropped since the last reading (each
+// socket's PACKET_STATISTICS, which the kernel resets as it answers: tp_drops,
+// frames its ring or buffer had no room for), summed; -1 when `fds` is empty
+// or a socket does not answer. A PMD that reads the same statistics (a later
+// DPDK's af_packet imissed) takes the drops of its own readings: the two
+// counts add up to the socket's.
+int64_t ReadSocketDrops(const std::vector<int>& fds);
 // Asks the kernel to send what waits in each socket's TX ring (an empty
 // non-blocking send: the kernel walks the ring). net_af_packet in DPDK
 // 22.11 asks only when a burst brings frames (an empty burst returns

@@ -351,6 +351,11 @@ absl::Status Port::Start() {
   if (af_packet && !options_.kernel_iface.empty()) {
     packet_sockets_ = PacketSocketsOf(options_.kernel_iface);
   }
+  if (!options_.kernel_iface.empty()) {
+    stat_sockets_ = PacketSocketsOf(options_.kernel_iface);
+    ReadSocketDrops(stat_sockets_);  // from here: the kernel resets its count as it answers
+    socket_drops_ = 0;
+  }
   if (ts_driver_ && !nic_clock_) {
     // Fit the NIC clock before the first frame: a few bracketed readings
     // ~0.2 ms apart; the engine keeps sampling and re-fitting during runs.
@@ -514,8 +519,16 @@ void Port::ResetStats() {
   rte_eth_stats_reset(id_);
   rte_eth_xstats_reset(id_);
   kernel_base_ = ReadKernelCounters(options_.kernel_iface);
+  ReadSocketDrops(stat_sockets_);  // what the sockets dropped before: not this trial's
+  socket_drops_ = 0;
 }
 
-KernelCounters Port::kernel_stats() const { return ReadKernelCounters(options_.kernel_iface) - kernel_base_; }
+KernelCounters Port::kernel_stats() const {
+  KernelCounters k = ReadKernelCounters(options_.kernel_iface) - kernel_base_;
+  const int64_t drops = ReadSocketDrops(stat_sockets_);
+  if (drops >= 0) socket_drops_ += drops;
+  k.socket_drops = k.valid && drops >= 0 ? socket_drops_ : -1;
+  return k;
+}
 
 }  // namespace fg::port

@@ -231,7 +231,9 @@ class Port {
 
   Stats stats() const;
   std::vector<Xstat> xstats() const;
-  // The kernel interface's counters since ResetStats (invalid without one).
+  // The kernel interface's counters since ResetStats (invalid without one),
+  // with what the port's own packet sockets dropped (socket_drops; control
+  // thread only: each reading takes the kernel's count).
   KernelCounters kernel_stats() const;
   // net_af_packet: asks the kernel to send what waits in the port's packet
   // sockets' TX rings (KickPacketSockets); from any thread. Returns the
@@ -260,6 +262,10 @@ class Port {
   std::vector<std::string> notes_;
   KernelCounters kernel_base_;  // at ResetStats
   std::vector<int> packet_sockets_;  // net_af_packet's, found at Start
+  // Every packet socket of this process on kernel_iface (the PMD's: af_packet's,
+  // libpcap's), found at Start, and the drops they reported since ResetStats.
+  std::vector<int> stat_sockets_;
+  mutable int64_t socket_drops_ = 0;
   bool started_ = false;
 };
 

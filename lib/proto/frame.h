@@ -53,7 +53,7 @@ struct Encap {
 
 enum class Trailer { kNone, kIcrc, kBadIcrc };
 
-inline constexpr uint32_t kMinFrameNoFcs = 60;  // shorter frames are padded with zeros after the IP packet
+inline constexpr uint32_t kMinFrameNoFcs = kEthMinFrameNoFcs;  // shorter frames are padded with zeros after the IP packet
 
 struct FrameTemplate {
   std::vector<uint8_t> bytes;  // the frame without FCS

@@ -32,6 +32,8 @@ inline constexpr size_t kVlanTagLen = 4;
 inline constexpr size_t kIpv4HeaderLen = 20;
 inline constexpr size_t kIpv6HeaderLen = 40;
 inline constexpr size_t kUdpHeaderLen = 8;
+// Ethernet's shortest frame without FCS: a shorter one is padded with zeros after its IP packet.
+inline constexpr size_t kEthMinFrameNoFcs = 60;
 
 struct VlanTag {
   uint16_t id = 0;  // 12 bits

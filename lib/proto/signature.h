@@ -81,13 +81,28 @@ struct SignatureParse {
 // (or UET native IP) / RoCEv2 BTH and extension headers, or UET PDS and SES
 // headers, to the start of the payload, and returns the offset of a signature
 // there, or -1 when the frame is not a test frame (other protocol, truncated,
-// payload too short, no magic).
+// payload too short, no magic) or its headers are none a stream writes: they
+// must agree with each other and with the frame's length (the IP packet ends
+// inside the frame, followed by Ethernet's padding at most; the UDP length is
+// the IP payload's; IPv4 without options; BTH version 0).
+//
 // What a frame without a signature may still be: congestion and loss
-// feedback addressed to one of our flows.
+// feedback addressed to one of our flows, or a READ request; or a frame
+// whose headers contradict each other or its length, or that is shaped as
+// feedback or a signed frame and is not one (kInvalid: counted apart, never
+// taken for feedback or for a stream's frame).
 struct Feedback {
   // kRoceReadRequest: an RC READ request, which has no payload and so no
   // signature; the responder knows it by its QP and PSN.
-  enum class Kind : uint8_t { kNone, kRoceCnp, kRoceNak, kUetNack, kRoceAck, kRoceReadRequest };
+  // kInvalid: an IP frame whose lengths contradict each other or the frame
+  // (IPv4 total length or IPv6 payload length beyond the frame or short of
+  // it, a UDP length other than the IP payload's, a header cut short), a
+  // RoCEv2 CNP, ACK, NAK or READ request not shaped as the spec shapes it
+  // (its exact length, the CNP's 16 reserved bytes zero, no pad, BTH version
+  // 0, a known syndrome, a valid ICRC), or a frame carrying the signature's
+  // magic where a payload starts that the walk did not take (IPv4 options,
+  // another BTH version, lengths that disagree).
+  enum class Kind : uint8_t { kNone, kRoceCnp, kRoceNak, kUetNack, kRoceAck, kRoceReadRequest, kInvalid };
   Kind kind = Kind::kNone;
   uint32_t key = 0;  // RoCEv2: destination QP; UET: DPDCID (the initiator's PDC)
   uint8_t code = 0;  // NAK syndrome code or UET NACK code
@@ -95,7 +110,16 @@ struct Feedback {
   uint32_t msn = 0;  // RoCEv2 ACK, NAK: the AETH MSN
   bool ce = false;   // the IP header's ECN bits are CE (11)
 };
+// Off the fast path (frames without a signature): parses the headers again,
+// and checks a RoCEv2 answer's ICRC (a CRC over its ~60 bytes).
 Feedback ClassifyFeedback(const uint8_t* frame, size_t len, const SignatureParse& opt = {});
+
+// Whether a frame the walk took (its headers consistent) carries a valid
+// RoCEv2 ICRC; true for a frame that is not RoCEv2 (nothing to check). A
+// responder (endpoint/responder.h) takes no data with a bad one, as a RoCE
+// NIC drops it. A CRC over the frame: ~0.1-0.3 TSC cycles a byte with
+// PCLMULQDQ, and a copy (proto::IcrcFull).
+bool RoceIcrcValid(const uint8_t* frame, size_t len, const SignatureParse& opt = {});
 
 // With `ecn`, also returns the IP header's ECN bits (IPv4 or IPv6); with
 // `payload_end`, where the payload ends (before pad and ICRC).
@@ -112,6 +136,13 @@ inline constexpr size_t kRoceIcrcLen = 4;
 inline constexpr size_t kUetEntropyHeaderLen = 4;  // uet::kEntropyHeaderLen
 
 namespace internal {
+// Whether an IP packet ending at `ip_end` fits a frame of `len` bytes with
+// `tags` VLAN tags: it ends inside the frame, and the bytes after it are at
+// most the padding Ethernet adds to a frame under 60 bytes
+// (kEthMinFrameNoFcs), which a tag a device inserted later moves along.
+inline bool IpLengthFits(size_t ip_end, size_t len, size_t tags) {
+  return ip_end <= len && (len == ip_end || len <= kEthMinFrameNoFcs + kVlanTagLen * tags);
+}
 // Offset of the payload from the BTH per RoCEv2 opcode, -1 for none (roce::PayloadOffset).
 extern const std::array<int16_t, 256> kRocePayloadOffset;
 // Length of the UET PDS + SES headers of a data packet at `p`, 0 if not one.
@@ -138,7 +169,8 @@ template <class Rec>
   uint16_t type = Load16(frame + off);
   rec.Byte(off, 0xFF);
   rec.Byte(off + 1, 0xFF);
-  for (int tags = 0; tags < 2 && (type == kEtherTypeVlan || type == kEtherTypeQinQ); ++tags) {
+  size_t tags = 0;
+  for (; tags < 2 && (type == kEtherTypeVlan || type == kEtherTypeQinQ); ++tags) {
     off += 4;
     if (len < off + 2) return -1;
     type = Load16(frame + off);
@@ -151,9 +183,10 @@ template <class Rec>
   if (type == kEtherTypeIpv4) {
     if (len < off + kIpv4HeaderLen) return -1;
     const uint8_t* ip = frame + off;
-    const size_t ihl = (ip[0] & 0x0F) * 4u;
     rec.Byte(off, 0xFF);
-    if ((ip[0] >> 4) != 4 || ihl < kIpv4HeaderLen) return -1;
+    // Version 4 and no options (IHL 5): no stream of fabricgen sends options,
+    // so a header with any (or an IHL that claims some) is none it sent.
+    if (ip[0] != 0x45) return -1;
     rec.Byte(off + 6, 0x3F);
     rec.Byte(off + 7, 0xFF);
     if ((Load16(ip + 6) & 0x3FFF) != 0) return -1;  // a fragment (MF set or offset != 0)
@@ -164,7 +197,7 @@ template <class Rec>
     rec.Byte(off + 3, 0xFF);
     if (ecn != nullptr) *ecn = ip[1] & 3;
     rec.Ecn(off + 1, 0);
-    off += ihl;
+    off += kIpv4HeaderLen;
   } else if (type == kEtherTypeIpv6) {
     if (len < off + kIpv6HeaderLen) return -1;
     const uint8_t* ip = frame + off;
@@ -181,7 +214,10 @@ template <class Rec>
   } else {
     return -1;
   }
-  if (l4_end > len) l4_end = len;  // truncated capture: bound by what we have
+  // The IP packet ends inside the frame, and what follows it is at most
+  // Ethernet's padding to 60 bytes: an IP length beyond the frame (65535, a
+  // cut frame) or short of it is no header a stream wrote.
+  if (!internal::IpLengthFits(l4_end, len, tags)) return -1;
   size_t payload;
   size_t trailer = 0;
   if (proto == kIpProtoUdp) {
@@ -189,6 +225,10 @@ template <class Rec>
     const uint16_t dport = Load16(frame + off + 2);
     rec.Byte(off + 2, 0xFF);
     rec.Byte(off + 3, 0xFF);
+    // The UDP length is the IP payload's, exactly (0, under 8 or beyond it: not a datagram anyone sent).
+    if (size_t{Load16(frame + off + 4)} != l4_end - off) return -1;
+    rec.Byte(off + 4, 0xFF);
+    rec.Byte(off + 5, 0xFF);
     off += kUdpHeaderLen;
     if (dport == opt.roce_port) {
       if (l4_end < off + kRoceBthLen) return -1;
@@ -197,7 +237,8 @@ template <class Rec>
       if (at < 0) return -1;
       payload = off + static_cast<size_t>(at);
       trailer = kRoceIcrcLen + ((frame[off + 1] >> 4) & 3);  // ICRC + pad
-      rec.Byte(off + 1, 0x30);
+      rec.Byte(off + 1, 0x3F);
+      if ((frame[off + 1] & 0x0F) != 0) return -1;  // BTH TVer: 0 is the only version
     } else if (dport == opt.uet_port) {
       rec.Uncacheable();
       const size_t h = internal::UetHeadersLen(frame + off, l4_end - off, opt);

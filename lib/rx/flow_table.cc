@@ -1,6 +1,7 @@
 #include "rx/flow_table.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace fg::rx {
 
@@ -32,21 +33,54 @@ void FlowTable::Deliver(const Handoff* recs, size_t n) {
   Flush(done);
 }
 
+bool FlowTable::Sent(uint32_t slot, uint32_t seq) {
+  stats::FlowState& f = flows_[slot];
+  if (sent_ == nullptr) {  // no sender to ask: every sequence is taken
+    f.sent_bound = UINT32_MAX;
+    return true;
+  }
+  const SentBound b = sent_->Sent(slot);
+  if (b.any) {
+    f.sent_bound = UINT32_MAX;
+    return true;
+  }
+  if (seq < b.next) {
+    f.sent_bound = b.next;
+    return true;
+  }
+  // Past the sender's wrap: a sequence of the last 2^31 before it (in flight then) was sent too.
+  if (b.wrapped && static_cast<uint32_t>(b.next - 1 - seq) < (uint32_t{1} << 31)) return true;
+  live_[owned_[slot].group].invalid.Add(1);
+  return false;
+}
+
 void FlowTable::ObserveLate(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns, uint32_t bytes,
                             uint8_t flags) {
   stats::FlowState& f = flows_[slot];
   const OwnedFlow o = owned_[slot];
+  const bool late = (flags & Handoff::kRxLate) != 0;
   const bool started = f.received != 0;
   const int64_t transit = f.last_transit;
   const uint64_t jitter16 = f.jitter16;
   const bool ce = (flags & Handoff::kCe) != 0;
-  stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, ce, &events_[o.group], bytes);
-  if (started) {  // the jitter goes on from the last frame whose time was its own
-    f.last_transit = transit;
-    f.jitter16 = jitter16;
+  const uint64_t latency = stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, ce, &events_[o.group], bytes);
+  if (late) {
+    if (started) {  // the jitter goes on from the last frame whose time was its own
+      f.last_transit = transit;
+      f.jitter16 = jitter16;
+    }
+    ++groups_[o.group].latency_excluded;
+  } else {  // its latency is the device's: recorded here, outside Observe's runs
+    groups_[o.group].latency.Record(latency);
+    if (per_flow_latency_) flow_latency_[slot].Record(latency);
   }
-  if (responder_ != nullptr) responder_->OnData(slot, seq, rx_ns, ce);
-  ++groups_[o.group].latency_excluded;
+  if (responder_ != nullptr) {
+    if (flags & Handoff::kIcrcBad) {
+      responder_->OnIcrcError(slot);  // dropped, as a RoCE NIC drops it: no ACK, no delivery, no CNP
+    } else {
+      responder_->OnData(slot, seq, rx_ns, ce);
+    }
+  }
   live_[o.group].packets.Add(1);
   live_[o.group].bytes.Add(bytes);
 }
@@ -55,8 +89,18 @@ void FlowTable::ObserveRead(const Handoff& h) {
   if (responder_ == nullptr) return;  // (the port's dispatch names only answered READs)
   const OwnedFlow o = owned_[h.slot];
   const bool ce = (h.flags & Handoff::kCe) != 0;
-  const uint32_t seq = responder_->OnReadRequest(h.slot, h.seq, h.rx_ns, ce);
-  stats::ObserveFlow(flows_[h.slot], log_, o.flow, seq, h.rx_ns, h.rx_ns, ce, &events_[o.group], h.bytes);
+  // The requests the requester has sent bound which PSNs name one.
+  std::optional<uint32_t> sent;
+  if (sent_ != nullptr) {
+    const SentBound b = sent_->Sent(h.slot);
+    if (!b.wrapped && !b.any) sent = b.next;
+  }
+  const std::optional<uint32_t> seq = responder_->OnReadRequest(h.slot, h.seq, h.rx_ns, ce, sent);
+  if (!seq) {  // no request the requester sent: moves nothing
+    live_[o.group].invalid.Add(1);
+    return;
+  }
+  stats::ObserveFlow(flows_[h.slot], log_, o.flow, *seq, h.rx_ns, h.rx_ns, ce, &events_[o.group], h.bytes);
   live_[o.group].packets.Add(1);
   live_[o.group].bytes.Add(h.bytes);
 }

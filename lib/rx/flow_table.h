@@ -12,6 +12,13 @@
 // Slots are the owned flows in increasing global flow id; a group is a
 // stream (its latency histogram, live counters and events).
 //
+// A data frame counts for its flow only when its sequence is below what the
+// flow's sender has stamped so far (SentSource: the TX task on this same
+// lcore, since a flow's owner also sends it); a READ request only when its
+// PSN names a request the requester has sent. Anything else was never sent:
+// it is counted apart per stream (invalid(), the RX port's
+// rx_invalid_packets) and moves no sequence, figure or responder state.
+//
 //   fg::rx::FlowTable t({{.group = 0, .flow = 0}, {.group = 0, .flow = 1}}, /*num_groups=*/1, 4096, true);
 //   t.Deliver(recs, n);                    // on the owner lcore
 //   auto sums = t.Summaries();             // after the lcore stopped
@@ -42,7 +49,9 @@ struct Handoff {
   enum Kind : uint8_t { kData = 0, kCnp = 1, kRoceNak = 2, kUetNack = 3, kRoceAck = 4, kReadRequest = 5 };
   // kRxLate: received in the RX lcore's catch-up after a stall (software RX
   // time late by the tester's own delay): counted, its latency left out.
-  enum Flags : uint8_t { kCe = 1, kPayloadError = 2, kRxLate = 4 };
+  // kIcrcBad: RoCEv2 data on a responding port whose ICRC is wrong: counted
+  // as the stream's (the device delivered it), not taken by the responder.
+  enum Flags : uint8_t { kCe = 1, kPayloadError = 2, kRxLate = 4, kIcrcBad = 8 };
   uint32_t slot = 0;  // in the owner's table
   uint32_t seq = 0;
   uint64_t tx_ns = 0;  // the signature's 48-bit TX stamp
@@ -59,6 +68,29 @@ static_assert(int{Handoff::kCnp} == int{endpoint::Feedback::kCnp} &&
               int{Handoff::kRoceNak} == int{endpoint::Feedback::kRoceNak} &&
               int{Handoff::kUetNack} == int{endpoint::Feedback::kUetNack} &&
               int{Handoff::kRoceAck} == int{endpoint::Feedback::kRoceAck});
+
+// How far a flow's sender has got: every frame it stamped has a sequence
+// below `next` (RC go-back-N: below the highest sent before going back), and
+// `wrapped` once it has sent 2^32 frames (sequences then start over, and a
+// frame from before the wrap is still one it sent). `any`: the flow's frames
+// are not this run's sender's (its RX port replays a capture `craft` wrote):
+// every sequence counts.
+struct SentBound {
+  uint32_t next = 0;
+  bool wrapped = false;
+  bool any = false;
+};
+
+// The senders of a FlowTable's flows, asked on the owner lcore when a frame
+// reaches the bound its flow last had: off the common path (a virtual call
+// and two loads, ~20-40 cycles, once per flow per window of frames in
+// flight; with one frame in flight per flow, a million flows round robin,
+// once a frame).
+class SentSource {
+ public:
+  virtual ~SentSource() = default;
+  virtual SentBound Sent(uint32_t slot) const = 0;
+};
 
 struct OwnedFlow {
   uint32_t group = 0;  // stream index
@@ -128,6 +160,9 @@ class FlowTable {
   // The senders of the owned flows: every CNP, ACK, NAK or NACK matched to a
   // flow is also handed to it (DCQCN's reaction point). Null: counted only.
   void SetFeedbackSink(endpoint::FeedbackSink* s) { feedback_ = s; }
+  // How far each owned flow's sender has got (the engine's TX tasks): data
+  // and READ requests beyond it are invalid. Null: every sequence is taken.
+  void SetSentSource(const SentSource* s) { sent_ = s; }
   const std::vector<OwnedFlow>& owned() const { return owned_; }
 
   // On the owner lcore: the state a data record will touch, ahead of Deliver.
@@ -157,6 +192,9 @@ class FlowTable {
   GroupLiveView live(uint32_t group) const;
   stats::LatencyHistogram LatencySnapshot(uint32_t group) const { return groups_[group].latency.Snapshot(); }
   uint64_t feedback_matched() const { return fb_matched_.Read(); }
+  // Frames (data, READ requests) of the group's flows their senders never
+  // sent: counted apart (the stream's RX port's rx_invalid_packets).
+  uint64_t invalid(uint32_t group) const { return live_[group].invalid.Read(); }
 
   // Control thread, while the owner polls: posts a top-flows request;
   // Served() turns true once the lcore has scanned every flow (in steps of
@@ -176,17 +214,24 @@ class FlowTable {
  private:
   struct alignas(64) Live {
     Counter packets, bytes;
+    Counter invalid;  // frames never sent (written only when one comes)
   };
   void ServeSlow();
   // A READ request: data of its flow, its sequence from its PSN (the
-  // responder's view of the QP), no latency (it carries no TX stamp).
+  // responder's view of the QP), no latency (it carries no TX stamp); one
+  // the requester never sent is invalid.
   void ObserveRead(const Handoff& h);
-  // A data frame with kRxLate: counted and sequenced as any, its latency
-  // (and its part in the flow's jitter) left out (GroupStats::latency_excluded).
+  // A data frame with kRxLate or kIcrcBad: counted and sequenced as any.
+  // kRxLate: its latency (and its part in the flow's jitter) left out
+  // (GroupStats::latency_excluded). kIcrcBad: not shown to the responder.
   // Counted straight into the group's live counters: Observe's `run` never
   // has its address taken, so it stays in registers on the common path.
   [[gnu::noinline]] void ObserveLate(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns, uint32_t bytes,
                                      uint8_t flags);
+  // A frame at or beyond its flow's bound (FlowState::sent_bound): asks the
+  // sender how far it has got; true when it sent `seq` (the bound moves up),
+  // false when it never did (counted invalid).
+  [[gnu::noinline]] bool Sent(uint32_t slot, uint32_t seq);
   std::vector<OwnedFlow> owned_;
   std::vector<stats::FlowState> flows_;           // per slot
   std::vector<stats::FlowLatency> flow_latency_;  // per slot, when kept
@@ -198,6 +243,7 @@ class FlowTable {
   Counter fb_matched_;
   endpoint::Responder* responder_ = nullptr;
   endpoint::FeedbackSink* feedback_ = nullptr;
+  const SentSource* sent_ = nullptr;
   RequestSlot<TopFlowsRequest> requests_;
   TopFlowsRequest* top_ = nullptr;
   uint64_t top_seq_ = 0;
@@ -228,9 +274,17 @@ class FlowTable {
                                                       uint32_t bytes, uint8_t flags, Run& run) {
   stats::FlowState& f = flows_[slot];
   const OwnedFlow o = owned_[slot];
-  if (flags & (Handoff::kPayloadError | Handoff::kRxLate)) [[unlikely]] {
+  // Sent? One compare against the bound in the flow's hot line (~1 cycle);
+  // a frame at or past it asks the sender (Sent, out of line) once per
+  // window of frames in flight, and one it never sent stops here.
+  if (seq >= f.sent_bound) [[unlikely]] {
+    if (!Sent(slot, seq)) return;  // (`run` untouched)
+  }
+  if (flags & (Handoff::kPayloadError | Handoff::kRxLate | Handoff::kIcrcBad)) [[unlikely]] {
     if (flags & Handoff::kPayloadError) ++f.payload_errors;
-    if (flags & Handoff::kRxLate) return ObserveLate(slot, seq, tx_ns, rx_ns, bytes, flags);  // (`run` untouched)
+    if (flags & (Handoff::kRxLate | Handoff::kIcrcBad)) {
+      return ObserveLate(slot, seq, tx_ns, rx_ns, bytes, flags);  // (`run` untouched)
+    }
   }
   if (o.group != run.group) [[unlikely]] {
     // Through a copy: `run` itself never has its address taken, so it stays in registers.

@@ -12,6 +12,20 @@
 // the same way. Frames without a signature, or with a flow id this port does
 // not expect, are counted apart as "unknown", so every frame is accounted.
 //
+// A frame counts for a stream only when it is one the stream could have
+// sent. Its headers agree with each other and with its length (the walk,
+// proto/signature.h); its signature's flags are the ones every stream
+// writes and its TX time lies within the run (here, in the first pass:
+// ~3 cycles a frame); its flow id is one of the run's; and its sequence is
+// below what the flow's sender has stamped so far (the owner's FlowTable,
+// one compare). Feedback and READ requests are held to the spec's shape
+// (length, reserved bytes, ICRC: proto::ClassifyFeedback). Anything else
+// is counted apart as "invalid" (report.json ports[].rx_invalid_packets),
+// never as a stream's frame, loss or duplicate, nor as feedback. On a
+// responding port the ICRC of RoCEv2 data is checked too (a CRC a frame):
+// a frame with a bad one is the stream's (the device delivered it) but the
+// responder, as a RoCE NIC, takes nothing from it.
+//
 // When an owner's ring is full the records wait in the task, and the task
 // takes no new frames from its queue until they are out (the queue then
 // backs up into the PMD's imissed: a tester limit, never a silent loss).
@@ -47,6 +61,17 @@ namespace fg::rx {
 
 inline constexpr unsigned kRxBurst = 32;
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
+// PortDispatch::Target::owner of a frame whose signature no stream sent
+// (its flags, or its TX time outside the run): counted invalid.
+inline constexpr uint32_t kForged = UINT32_MAX - 1;
+// The signature's TX time must lie within [run start - kTxBeforeStartNs,
+// RX time + kTxAfterRxNs]: TX stamps no frame before the run's start, nor
+// one received before it was sent (a scheduled TX time runs ahead of the
+// wire by its lead; the slack covers it and a NIC that sends early).
+inline constexpr uint64_t kTxBeforeStartNs = 1'000'000;
+inline constexpr uint64_t kTxAfterRxNs = 1'000'000'000;
+// A run longer than this (39 h, half the 48-bit stamps' range) checks its last kTxWindowMaxNs only.
+inline constexpr uint64_t kTxWindowMaxNs = uint64_t{1} << 47;
 inline constexpr uint64_t kRxStallNs = 1'000'000;
 inline constexpr size_t kHandoffRing = 8192;  // records per (producer, owner) ring
 
@@ -70,6 +95,13 @@ struct PortDispatch {
   absl::flat_hash_map<uint64_t, Target> keys;
   // READ requests this port answers (no signature: known by their QP): QP -> target.
   absl::flat_hash_map<uint32_t, Target> reads;
+  // Flow ids of the run's streams are below this: a signature with another
+  // is none a stream sent (invalid); one of the run's this port does not
+  // receive is unknown here.
+  uint32_t flows = UINT32_MAX;
+  // The port responds (`respond`): the ICRC of RoCEv2 data is checked, so
+  // the responder takes nothing from a frame with a bad one.
+  bool check_icrc = false;
   // Groups (streams) whose payload is checked byte by byte.
   std::vector<uint8_t> verify;  // by group
   std::vector<uint32_t> group_of;  // by flow id (payload checks only)
@@ -121,8 +153,21 @@ class RxTask : public PollTask {
 
   // Thread-safe, during the run.
   RxCounters unknown() const { return RxCounters{unknown_packets_.Read(), unknown_bytes_.Read()}; }
-  // Frames this queue took that carried a signature of a stream received here.
+  // Frames this queue took that carried a signature of a stream received
+  // here (and READ requests it answers); the flow's owner may still find one
+  // its sender never sent (FlowTable::invalid: counted invalid there).
   RxCounters data() const { return RxCounters{data_packets_.Read(), data_bytes_.Read()}; }
+  // Frames whose headers contradict each other or their length, whose
+  // signature no stream sent, or shaped as feedback or a READ request and
+  // not one (Feedback::Kind::kInvalid).
+  RxCounters invalid() const { return RxCounters{invalid_packets_.Read(), invalid_bytes_.Read()}; }
+  // Before the lcores start: the run's start (this host's ns, the TX
+  // timebase): a signature's TX time must lie between it and the frame's
+  // arrival. Without it (a task outside a LiveRun) the time is not checked.
+  void SetRunStart(uint64_t ns) {
+    tx_lo_ = ns - kTxBeforeStartNs;
+    tx_window_ = true;
+  }
   uint64_t handed_off() const { return handed_off_.Read(); }      // records sent to other owners
   uint64_t handoff_waits() const { return handoff_waits_.Read(); }  // polls that found an owner's ring full
 
@@ -161,6 +206,9 @@ class RxTask : public PollTask {
   size_t waiting_total_ = 0;
   bool FlushWaiting();  // true when nothing waits any more
   Counter unknown_packets_, unknown_bytes_, data_packets_, data_bytes_, handed_off_, handoff_waits_;
+  Counter invalid_packets_, invalid_bytes_;
+  uint64_t tx_lo_ = 0;      // the earliest TX time a signature may carry (SetRunStart)
+  bool tx_window_ = false;  // tx_lo_ is set: TX times are checked
   Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_, fb_ack_;
   Counter stalls_, stall_max_ns_, stall_frames_;
   uint64_t last_poll_tsc_ = 0;  // lcore
@@ -172,10 +220,13 @@ class RxTask : public PollTask {
   uint64_t catch_up_ns_ = 0;    // lcore: when it came back: frames sent before it waited (48-bit TX time)
   uint64_t stall_ticks_;
 
-  // A frame without a signature: feedback for one of our flows, or nothing we know.
+  // What a frame that is no data of a stream received here counts as.
+  enum class Apart : uint8_t { kUnknown, kData, kInvalid };
   // A frame without a signature: feedback (counted, and handed to its flow's
-  // owner), or a READ request this port answers (true: data of its stream).
-  bool CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns, uint32_t bytes);
+  // owner; unknown), a READ request this port answers (data of its stream),
+  // invalid (its headers inconsistent, or shaped as feedback and not one:
+  // proto::ClassifyFeedback), or nothing we know (unknown).
+  Apart CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns, uint32_t bytes);
   [[gnu::noinline]] void EmitRemote(uint32_t owner, const Handoff& h);
   void ServeRequest();
   void CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns);

@@ -43,7 +43,10 @@ struct alignas(64) FlowState {
   // First cache line: what every in-order frame reads and writes (the only
   // line the RX loop prefetches).
   uint32_t next_seq = 0;
-  uint32_t max_extent = 0;  // largest reordering extent seen
+  // The flow's sender had stamped every sequence below this when last asked
+  // (rx::FlowTable: a frame at or beyond it asks again; one never sent is
+  // not observed). Not ObserveFlow's.
+  uint32_t sent_bound = 0;
   uint64_t window = 0;      // bit i: seq next_seq - 1 - i arrived
   uint64_t received = 0;    // every frame, duplicates included (0: the flow has not started)
   uint64_t rx_bytes = 0;    // frame bytes of every received frame, FCS included
@@ -65,6 +68,7 @@ struct alignas(64) FlowState {
   uint32_t cnp = 0;             // RoCEv2 CNPs addressed to this flow's QP
   uint32_t nack = 0;            // RoCEv2 NAKs / UET NACKs addressed to this flow
   uint32_t ack = 0;             // RoCEv2 ACKs addressed to this flow (a responder's)
+  uint32_t max_extent = 0;      // largest reordering extent seen
   bool started() const { return received != 0; }
 };
 

@@ -170,6 +170,17 @@ RetransmitCounters& RetransmitCounters::operator+=(const RetransmitCounters& o) 
 
 bool TxTask::retransmits(size_t i) const { return !streams_[i]->gbn.empty(); }
 
+// Two loads (and a third for go-back-N), on the owner lcore, where RX asks
+// once its flow's frames reach the bound it had (rx::FlowTable::Sent). The
+// cursor has wrapped once 2^32 frames were stamped: by then at least all but
+// a burst's pending frames were accepted.
+TxTask::Stamped TxTask::FlowStamped(size_t i, uint32_t flow) const {
+  const State& st = *streams_[i];
+  uint32_t next = st.cursors[flow].seq;
+  if (!st.gbn.empty()) next = std::max(next, st.gbn[flow].high);
+  return Stamped{next, st.flow_sent[flow].packets + kTxBurst >= (uint64_t{1} << 32)};
+}
+
 RetransmitCounters TxTask::retransmit(size_t i) const {
   const State& st = *streams_[i];
   RetransmitCounters c;

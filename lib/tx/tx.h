@@ -173,6 +173,17 @@ class TxTask : public PollTask {
   bool retransmits(size_t i) const;
   // Any thread, during the run: frames of shard i made again after a go-back so far.
   uint64_t resent(size_t i) const;
+  // On this task's lcore (the flow's owner, where its RX analysis runs too),
+  // or once it has stopped: how far shard i's flow `flow` (an index into
+  // flows(i)) has got. Every frame it stamped has a sequence below `next`
+  // (RC go-back-N: the highest sent before going back, or the cursor if it
+  // is past that); `wrapped`: it has sent 2^32 frames, so its sequences
+  // started over. RX counts only frames a flow could have sent.
+  struct Stamped {
+    uint32_t next = 0;
+    bool wrapped = false;
+  };
+  Stamped FlowStamped(size_t i, uint32_t flow) const;
   const std::vector<RatePoint>& rate_timeline(size_t i, uint32_t flow) const;
   bool paused(size_t i) const;
   bool stopped(size_t i) const;  // done: count or duration reached, or stopped

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/tsc.h"
@@ -54,6 +55,10 @@ struct Impairments {
   // Every frame handed on this long after the mover took it (a path's
   // delay), in the order taken; 0: at once.
   uint64_t delay_ns = 0;
+  // Frames a test forges from one the mover takes (copies of it from
+  // `pool`, changed: hostile input at the RX port), handed on right after
+  // it; null entries are skipped.
+  std::function<std::vector<rte_mbuf*>(const rte_mbuf* m, rte_mempool* pool)> inject;
 };
 
 // A token-bucket policer as a DUT of known capacity: `pps` tokens a second,
@@ -179,7 +184,12 @@ class Mover {
           Put(m);
         }
         if (imp_.dup_clone.count(seq)) Put(rte_pktmbuf_clone(m, pool_));
+        std::vector<rte_mbuf*> forged;
+        if (imp_.inject) forged = imp_.inject(m, pool_);  // before m goes on (and may be freed)
         Put(m);
+        for (rte_mbuf* x : forged) {
+          if (x != nullptr) Put(x);
+        }
         for (auto it = held.begin(); it != held.end();) {
           if (imp_.hold_until[it->first] == seq) {
             Put(it->second);
@@ -285,6 +295,9 @@ class RingPath {
   port::Port* rx() { return ports_[1].get(); }
   rte_ring* in() { return in_; }
   rte_ring* out() { return out_; }
+  // The return path (the RX port's TX to the TX port's RX), multi-producer:
+  // a test may put frames of its own there while a trial runs.
+  rte_ring* sink() { return sink_; }
 
  private:
   rte_ring *in_ = nullptr, *out_ = nullptr, *sink_ = nullptr;

@@ -202,6 +202,9 @@ TEST(TesterLimits, PmdDropsOnTheRxPortAreTheStreamsAndThePorts) {
   EXPECT_EQ(sl[0].detail.rfind("port b: ", 0), 0u) << sl[0].detail;
 }
 
+// The socket's own count unreadable (socket_drops -1): what the interface
+// received and the PMD never read is all that is known, listed as rx_drop
+// with a detail that says it may be the kernel's too.
 TEST(TesterLimits, KernelInterfaceCountsWhatTheSocketDropped) {
   TrialResult r = KeptUp();
   r.ports[1].kernel_iface = "fgb";
@@ -215,12 +218,58 @@ TEST(TesterLimits, KernelInterfaceCountsWhatTheSocketDropped) {
   EXPECT_EQ(d->count, 82u);
   EXPECT_NE(d->detail.find("interface fgb received 100,072 frames, the PMD read 99,990"), std::string::npos)
       << d->detail;
+  EXPECT_NE(d->detail.find("could not be read"), std::string::npos) << d->detail;
   const TesterLimit* t = Find(r.ports[0].tester_limits, kTxError);
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->count, 4u);
   // The stream carries both: its TX port's tx_error, its RX port's rx_drop.
   EXPECT_NE(Find(r.streams[0].tester_limits, kTxError), nullptr);
   EXPECT_NE(Find(r.streams[0].tester_limits, kRxDrop), nullptr);
+}
+
+// The tester's own packet socket dropped 30 frames (PACKET_STATISTICS
+// tp_drops): rx_drop 30, the port's and the stream's.
+TEST(TesterLimits, TheSocketsOwnDropsAreTheTesters) {
+  TrialResult r = KeptUp();
+  r.ports[1].kernel_iface = "fgb";
+  r.ports[1].kernel = port::KernelCounters{true, r.ports[1].hw.rx_packets + 30, 0, 0, 0, 30};
+  AssessTesterLimits(r);
+  const TesterLimit* d = Find(r.ports[1].tester_limits, kRxDrop);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->count, 30u);
+  EXPECT_NE(d->detail.find("tp_drops"), std::string::npos) << d->detail;
+  EXPECT_NE(Find(r.streams[0].tester_limits, kRxDrop), nullptr);
+  EXPECT_TRUE(r.warnings.empty());
+}
+
+// Issue 26: frames the kernel dropped before the tester's packet socket
+// (500 injected IPv4 fragments its defragmenter held, truncated VLAN
+// headers) and the interface's rx_dropped are not the tester's: the socket
+// dropped none, so no rx_drop and no tester limit, only run warnings that
+// say where they went.
+TEST(TesterLimits, FramesTheKernelDroppedBeforeTheSocketAreNotTheTesters) {
+  TrialResult r = KeptUp();
+  r.ports[1].kernel_iface = "fgb";
+  r.ports[1].kernel = port::KernelCounters{true, r.ports[1].hw.rx_packets + 500, 0, 7, 0, 0};
+  AssessTesterLimits(r);
+  EXPECT_EQ(Find(r.ports[1].tester_limits, kRxDrop), nullptr);
+  EXPECT_FALSE(r.tester_limited());
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_NE(r.warnings[0].find("interface fgb received 500 frames the tester's packet socket never saw"),
+            std::string::npos)
+      << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("not the tester's drops"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[1].find("dropped 7 frames on receive (rx_dropped)"), std::string::npos) << r.warnings[1];
+  // The socket dropped 20 of them: those 20 are the tester's, the other 480 the kernel's.
+  r.warnings.clear();
+  r.ports[1].kernel.socket_drops = 20;
+  r.ports[1].kernel.rx_dropped = 0;
+  AssessTesterLimits(r);
+  const TesterLimit* d = Find(r.ports[1].tester_limits, kRxDrop);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->count, 20u);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("received 480 frames"), std::string::npos) << r.warnings[0];
 }
 
 TEST(TesterLimits, HostBacklogDropsOnlyWithAKernelBackedPort) {
@@ -315,6 +364,11 @@ TEST(KernelInterface, PacketSocketsAreFoundByTheInterfaceTheyAreBoundTo) {
   EXPECT_TRUE(port::PacketSocketsOf("no-such-if0").empty());
   // No TX ring on this socket: the kernel has nothing to send, and refuses nothing.
   EXPECT_EQ(port::KickPacketSockets({fd}), 0);
+  // Its own drops (PACKET_STATISTICS: read, and reset, from the socket; lo's
+  // traffic may fill its unread buffer meanwhile), and none to read without one.
+  EXPECT_GE(port::ReadSocketDrops({fd}), 0);
+  EXPECT_EQ(port::ReadSocketDrops({}), -1);
+  EXPECT_EQ(port::ReadSocketDrops({udp}), -1);  // not a packet socket
   close(udp);
   close(fd);
   EXPECT_TRUE(port::PacketSocketsOf("lo").empty());

@@ -496,5 +496,56 @@ TEST(Responder, ACeMarkedReadRequestGetsACnp) {
   EXPECT_EQ(rig.r->counters(0).cnp_sent, 1u);
 }
 
+
+// A PSN that names no request the requester sent moves nothing and returns
+// nothing: one behind its first request, one off the requests' PSN grid
+// (4 PSNs a request here), one at or past what it has sent (`sent`), and a
+// CE mark on such a one makes no CNP. The genuine requests around them are
+// executed in order, none counted skipped (issue 26: 258 forged requests at
+// PSN 0xFFFFFF made a responder skip 16,777,236 and never execute the
+// genuine ones).
+TEST(Responder, ReadRequestsTheRequesterNeverSentMoveNothing) {
+  Rig rig(Read(4096, 1024, 100), config::RespondSpec{});
+  Reads reads;
+  rig.r->SetReadSink(&reads);
+  ASSERT_EQ(rig.answers->psn_step, 4u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 96, 1, false, 2u), std::nullopt);         // behind request 0
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0xFFFFFF, 1, true, 2u), std::nullopt);   // behind, off the grid; CE
+  EXPECT_EQ(rig.r->OnReadRequest(0, 100, 2, false, 2u), 0u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 106, 3, false, 2u), std::nullopt);  // off the grid
+  EXPECT_EQ(rig.r->OnReadRequest(0, 108, 4, true, 2u), std::nullopt);   // request 2: not sent yet; CE
+  for (int k = 0; k < 258; ++k) EXPECT_EQ(rig.r->OnReadRequest(0, 0xFFFFFF, 5, false, 2u), std::nullopt);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 104, 6, false, 2u), 1u);
+  EXPECT_EQ(rig.r->OnReadRequest(0, 108, 7, false, 3u), 2u);
+  EXPECT_EQ(reads.got, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {0, 1}, {0, 2}}));
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.delivered_packets, 3u);
+  EXPECT_EQ(c.out_of_sequence + c.duplicates + c.read_late, 0u);
+  EXPECT_EQ(c.ce_seen + c.cnp_sent, 0u);
+  EXPECT_TRUE(rig.Take().empty());
+}
+
+// Data with a bad ICRC (RX found it on the responding port): dropped as a
+// RoCE NIC drops it, counted, nothing answered; the next packet then is
+// ahead of the expected PSN (the gap the dropped one left: a NAK).
+TEST(Responder, DataWithABadIcrcIsDroppedAndCounted) {
+  Rig rig(Write(1024, 1024), config::RespondSpec{.ack_every = 1});
+  rig.r->OnData(0, 0, 1, false);
+  rig.r->OnIcrcError(0);  // sequence 1
+  rig.r->Flush();
+  std::vector<Decoded> a = rig.Take();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].psn, 0u);  // only packet 0 acknowledged
+  rig.r->OnData(0, 2, 3, false);
+  rig.r->Flush();
+  a = rig.Take();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].syndrome, 0x60);  // NAK, PSN sequence error, naming PSN 1
+  EXPECT_EQ(a[0].psn, 1u);
+  const ResponderCounters c = rig.r->counters(0);
+  EXPECT_EQ(c.icrc_dropped, 1u);
+  EXPECT_EQ(c.delivered_packets, 1u);
+}
+
 }  // namespace
 }  // namespace fg::endpoint

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "proto/frame.h"
+#include "proto/icrc.h"
 #include "proto/roce.h"
 #include "proto/uet.h"
 
@@ -216,8 +219,8 @@ TEST(Signature, ReadRequestIsClassifiedByItsQpPsnAndCe) {
     e.l3.ecn = 2;
     FrameTemplate ect = BuildFrame(e, hdr, 0, 0, Trailer::kIcrc);
     EXPECT_FALSE(ClassifyFeedback(ect.bytes.data(), ect.bytes.size()).ce);
-    // Cut inside its RETH: not a READ request.
-    EXPECT_EQ(ClassifyFeedback(t.bytes.data(), t.bytes.size() - 4 - 8).kind, Feedback::Kind::kNone);
+    // Cut inside its RETH: its IP length claims bytes the frame lacks (invalid, not a READ request).
+    EXPECT_EQ(ClassifyFeedback(t.bytes.data(), t.bytes.size() - 4 - 8).kind, Feedback::Kind::kInvalid);
   }
 }
 
@@ -240,6 +243,218 @@ TEST(Signature, RejectsTruncatedOtherProtocolsAndFragments) {
   auto shortip = t.bytes;
   shortip[17] = 20 + 8 + 8;
   EXPECT_EQ(FindSignatureOffset(shortip.data(), shortip.size()), -1);
+}
+
+// Hostile input (issue 26): frames injected at a running port. Each case is a
+// known byte vector (a frame fabricgen builds, or roce.md's known-good CNP)
+// with named bytes changed; each must be neither a test frame nor feedback,
+// but invalid (counted apart: report.json ports[].rx_invalid_packets).
+
+std::vector<uint8_t> Hex(const std::string& hex) {
+  const std::string b = absl::HexStringToBytes(hex);
+  return std::vector<uint8_t>(b.begin(), b.end());
+}
+
+// shared/reference/roce.md's known-good CNP (IPv4 header through ICRC, to QP
+// 0xD2) behind an Ethernet header: 74 bytes, the BTH at 42, the 16 reserved
+// bytes at 54, the ICRC at 70.
+std::vector<uint8_t> GoldenCnpFrame() {
+  return Hex("020000000002020000000001" "0800"
+             "4589003C98C64000201169271616160816161607DBAE12B7002800008100FFFF400000D2"
+             "0000000000000000000000000000000000000000DAFC1BEF");
+}
+
+// Writes the ICRC of the untagged frame `f` again (after a change the test
+// wants to be the only flaw), by the bit-by-bit reference.
+void ReIcrc(std::vector<uint8_t>& f, bool ipv6 = false) {
+  const uint32_t end = ipv6 ? 14 + 40 + Load16(&f[18]) : 14 + Load16(&f[16]);
+  const IcrcLayout l{14, ipv6, end - 4};
+  StoreIcrc(&f[end - 4], IcrcReference(f.data(), l));
+}
+
+Feedback::Kind KindOf(const std::vector<uint8_t>& f) { return ClassifyFeedback(f.data(), f.size()).kind; }
+
+TEST(Hostile, TheKnownGoodCnpIsACnp) {
+  const std::vector<uint8_t> f = GoldenCnpFrame();
+  ASSERT_EQ(f.size(), 74u);
+  const Feedback fb = ClassifyFeedback(f.data(), f.size());
+  EXPECT_EQ(fb.kind, Feedback::Kind::kRoceCnp);
+  EXPECT_EQ(fb.key, 0xD2u);
+}
+
+// The audit's 300 "CNPs" were a bare BTH (no reserved bytes, no ICRC); each
+// of them, and each CNP with one flaw, is invalid: it never reaches a
+// reaction point.
+TEST(Hostile, CnpsNotShapedAsTheSpecShapesThemAreInvalid) {
+  // BTH only: IP total length 40 (bytes 16-17), UDP length 20 (38-39), 54 bytes.
+  const std::vector<uint8_t> golden = GoldenCnpFrame();
+  std::vector<uint8_t> bare(golden.begin(), golden.begin() + 54);
+  bare[16] = 0x00, bare[17] = 0x28;
+  bare[38] = 0x00, bare[39] = 0x14;
+  EXPECT_EQ(KindOf(bare), Feedback::Kind::kInvalid);
+  std::vector<uint8_t> padded = bare;
+  padded.resize(60, 0);  // as a NIC pads it on the wire
+  EXPECT_EQ(KindOf(padded), Feedback::Kind::kInvalid);
+
+  std::vector<uint8_t> reserved = GoldenCnpFrame();
+  reserved[54 + 7] = 0x01;  // a reserved byte set, the ICRC made right for it
+  ReIcrc(reserved);
+  EXPECT_EQ(KindOf(reserved), Feedback::Kind::kInvalid);
+
+  std::vector<uint8_t> pad = GoldenCnpFrame();
+  pad[43] |= 0x10;  // BTH PadCnt 1
+  ReIcrc(pad);
+  EXPECT_EQ(KindOf(pad), Feedback::Kind::kInvalid);
+
+  std::vector<uint8_t> icrc = GoldenCnpFrame();
+  icrc[73] ^= 0x01;
+  EXPECT_EQ(KindOf(icrc), Feedback::Kind::kInvalid);
+
+  std::vector<uint8_t> trailing = GoldenCnpFrame();
+  trailing.insert(trailing.end(), {0xDE, 0xAD, 0xBE, 0xEF});  // bytes after the IP packet of a 74-byte frame
+  EXPECT_EQ(KindOf(trailing), Feedback::Kind::kInvalid);
+
+  // A 17th "reserved" byte: the IP and UDP lengths agree with it, the spec's does not.
+  std::vector<uint8_t> longer = GoldenCnpFrame();
+  longer.insert(longer.begin() + 70, 0x00);
+  longer[17] = 0x3D, longer[39] = 0x29;
+  ReIcrc(longer);
+  EXPECT_EQ(KindOf(longer), Feedback::Kind::kInvalid);
+}
+
+// An ACK or NAK is BTH + AETH + ICRC exactly, with a known syndrome: a
+// truncated one (the audit's) or a bad ICRC is invalid, never counted.
+TEST(Hostile, AcksAndNaksMustBeWholeWithAValidIcrc) {
+  auto build = [](uint8_t syndrome, bool aeth, Trailer trailer) {
+    Encap e;
+    e.udp_dst = roce::kUdpPort;
+    uint8_t hdr[roce::kBthLen + roce::kAethLen] = {};
+    roce::WriteBth(hdr, roce::Bth{.opcode = 0x11, .dest_qp = 0x123, .psn = 77});
+    if (aeth) roce::WriteAeth(hdr + roce::kBthLen, roce::Aeth{syndrome, 9});
+    return BuildFrame(e, std::span<const uint8_t>(hdr, aeth ? sizeof hdr : roce::kBthLen), 0, 0, trailer).bytes;
+  };
+  const std::vector<uint8_t> ack = build(roce::AckSyndrome(31), true, Trailer::kIcrc);
+  ASSERT_EQ(ack.size(), 62u);  // 14 + 20 + 8 + 12 + 4 + 4
+  const Feedback a = ClassifyFeedback(ack.data(), ack.size());
+  EXPECT_EQ(a.kind, Feedback::Kind::kRoceAck);
+  EXPECT_EQ(a.key, 0x123u);
+  EXPECT_EQ(a.psn, 77u);
+  EXPECT_EQ(a.msn, 9u);
+  const std::vector<uint8_t> nak = build(0x60, true, Trailer::kIcrc);  // PSN sequence error
+  EXPECT_EQ(KindOf(nak), Feedback::Kind::kRoceNak);
+  EXPECT_EQ(KindOf(build(0x20, true, Trailer::kIcrc)), Feedback::Kind::kNone);     // RNR NAK: not ours to act on
+  EXPECT_EQ(KindOf(build(0x7F, true, Trailer::kIcrc)), Feedback::Kind::kInvalid);  // NAK code 31: reserved
+  EXPECT_EQ(KindOf(build(0x40, true, Trailer::kIcrc)), Feedback::Kind::kInvalid);  // syndrome 10: reserved
+  EXPECT_EQ(KindOf(build(0, true, Trailer::kBadIcrc)), Feedback::Kind::kInvalid);
+  EXPECT_EQ(KindOf(build(0, false, Trailer::kIcrc)), Feedback::Kind::kInvalid);  // no AETH: lengths agree, too short
+  EXPECT_EQ(ClassifyFeedback(ack.data(), ack.size() - 6).kind, Feedback::Kind::kInvalid);  // cut short
+}
+
+TEST(Hostile, ReadRequestsMustBeWholeWithAValidIcrc) {
+  Encap e;
+  e.udp_dst = roce::kUdpPort;
+  uint8_t hdr[roce::kBthLen + roce::kRethLen] = {};
+  roce::WriteBth(hdr, roce::Bth{.opcode = 0x0C, .dest_qp = 0x300, .psn = 0xFFFFFF});
+  EXPECT_EQ(KindOf(BuildFrame(e, hdr, 0, 0, Trailer::kIcrc).bytes), Feedback::Kind::kRoceReadRequest);
+  EXPECT_EQ(KindOf(BuildFrame(e, hdr, 0, 0, Trailer::kBadIcrc).bytes), Feedback::Kind::kInvalid);
+  EXPECT_EQ(KindOf(BuildFrame(e, std::span<const uint8_t>(hdr, roce::kBthLen + 8), 0, 0, Trailer::kIcrc).bytes),
+            Feedback::Kind::kInvalid);  // half a RETH
+}
+
+// A plain UDP test frame (106 bytes: IPv4 total length 92 at bytes 16-17,
+// UDP length 72 at 38-39, the signature at 42) with one header made to
+// contradict the frame: none is a test frame, to the walk or to an RX
+// queue's layout cache that holds the genuine frame's layout, and each is
+// invalid.
+TEST(Hostile, HeadersThatContradictTheFramesLengthAreInvalid) {
+  const std::vector<uint8_t> good = BuildFrame(Encap{}, {}, 64, 0, Trailer::kNone).bytes;
+  ASSERT_EQ(good.size(), 106u);
+  ASSERT_EQ(Load16(&good[16]), 92);
+  ASSERT_EQ(Load16(&good[38]), 72);
+  ASSERT_EQ(Load16(&good[42]), kSignatureMagic);
+  ASSERT_EQ(FindSignatureOffset(good.data(), good.size()), 42);
+  EXPECT_EQ(KindOf(good), Feedback::Kind::kNone);  // a test frame is no feedback
+  struct Case {
+    const char* what;
+    std::vector<uint8_t> f;
+  };
+  auto with16 = [&](size_t at, uint16_t v) {
+    std::vector<uint8_t> f = good;
+    Store16(&f[at], v);
+    return f;
+  };
+  std::vector<Case> cases = {
+      {"UDP length 0", with16(38, 0)},
+      {"UDP length 7", with16(38, 7)},
+      {"UDP length 65535", with16(38, 65535)},
+      {"UDP length 71", with16(38, 71)},
+      {"IPv4 total length 65535", with16(16, 65535)},
+      {"IPv4 total length 91: a byte after the IP packet", with16(16, 91)},
+      {"IHL 12 without options", [&] {
+         std::vector<uint8_t> f = good;
+         f[14] = 0x4C;
+         return f;
+       }()},
+  };
+  {
+    std::vector<uint8_t> f = good;
+    f.insert(f.end(), 8, 0xAA);
+    cases.push_back({"8 bytes after the IP packet", f});
+    cases.push_back({"cut by a byte", std::vector<uint8_t>(good.begin(), good.end() - 1)});
+  }
+  {
+    // IHL 12 whose 28 "option" bytes are zero, the UDP header and the
+    // signature where that IHL puts them, every length consistent: a
+    // header no stream writes (fabricgen sends no IPv4 options).
+    std::vector<uint8_t> f(good.begin(), good.begin() + 34);
+    f[14] = 0x4C;
+    f.insert(f.end(), 28, 0x00);
+    f.insert(f.end(), good.begin() + 34, good.end());
+    Store16(&f[16], 92 + 28);
+    cases.push_back({"IHL 12, zero options, lengths consistent", f});
+  }
+  {
+    Encap e6;
+    e6.l3.ipv6 = true;
+    std::vector<uint8_t> f = BuildFrame(e6, {}, 64, 0, Trailer::kNone).bytes;
+    ASSERT_EQ(FindSignatureOffset(f.data(), f.size()), 14 + 40 + 8);
+    Store16(&f[18], 65535);
+    cases.push_back({"IPv6 payload length 65535", f});
+  }
+  cases.push_back({"a VLAN tag cut short", Hex("020000000002020000000001" "8100")});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(FindSignatureOffset(c.f.data(), c.f.size()), -1);
+    SignatureFinder finder;  // holding the genuine frame's layout
+    ASSERT_EQ(finder.Find(good.data(), good.size()).offset, 42);
+    EXPECT_EQ(finder.Find(c.f.data(), c.f.size()).offset, -1);
+    EXPECT_EQ(KindOf(c.f), Feedback::Kind::kInvalid);
+  }
+  // Ethernet's padding after a short IP packet is no contradiction.
+  const std::vector<uint8_t> small = BuildFrame(Encap{}, {}, 16, 0, Trailer::kNone).bytes;
+  ASSERT_EQ(small.size(), 60u);  // 58 of IP packet, 2 of padding
+  EXPECT_EQ(FindSignatureOffset(small.data(), small.size()), 42);
+}
+
+// RoCEv2 data: BTH version 0 only; the ICRC a responding port checks.
+TEST(Hostile, RoceDataOfAnotherBthVersionOrABadIcrc) {
+  Encap e;
+  e.udp_dst = roce::kUdpPort;
+  uint8_t hdr[roce::kBthLen] = {};
+  roce::WriteBth(hdr, roce::Bth{.opcode = 0x04, .dest_qp = 0x200});  // SEND_ONLY
+  std::vector<uint8_t> f = BuildFrame(e, hdr, 64, 0, Trailer::kIcrc).bytes;
+  ASSERT_EQ(FindSignatureOffset(f.data(), f.size()), 14 + 20 + 8 + 12);
+  EXPECT_TRUE(RoceIcrcValid(f.data(), f.size()));
+  std::vector<uint8_t> tver = f;
+  tver[14 + 20 + 8 + 1] |= 0x01;  // TVer 1
+  ReIcrc(tver);
+  EXPECT_EQ(FindSignatureOffset(tver.data(), tver.size()), -1);
+  EXPECT_EQ(KindOf(tver), Feedback::Kind::kInvalid);
+  const std::vector<uint8_t> bad = BuildFrame(e, hdr, 64, 0, Trailer::kBadIcrc).bytes;
+  EXPECT_EQ(FindSignatureOffset(bad.data(), bad.size()), 14 + 20 + 8 + 12);  // the analysis counts it...
+  EXPECT_FALSE(RoceIcrcValid(bad.data(), bad.size()));                       // ...a responder takes nothing from it
+  const std::vector<uint8_t> udp = BuildFrame(Encap{}, {}, 64, 0, Trailer::kNone).bytes;
+  EXPECT_TRUE(RoceIcrcValid(udp.data(), udp.size()));  // not RoCEv2: nothing to check
 }
 
 }  // namespace

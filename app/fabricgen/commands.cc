@@ -198,7 +198,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
         const double this_test = session::EstimateTestSeconds(test, plan.drain_ns);
         const double left =
             std::max(0.0, planned - before_test - this_test) + std::max(0.0, this_test - (elapsed - test_started));
-        std::cout << session::TrialLine(test.name, t, elapsed, left) << std::flush;
+        std::cout << session::TrialLine(test.name, t, elapsed, left, args.verbose) << std::flush;
       }
     };
     auto r = session::RunPlanTest(session, streams, i, opt, results, args.quiet ? nullptr : &std::cout);
@@ -305,7 +305,7 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
   const std::string json = session::RunReportJson(session, *result, started);
   const std::string path = out_dir + "/report.json";
   if (auto w = report::WriteFileAtomically(path, json); !w.ok()) return Fail(w);
-  std::cout << session::RunSummary(*result);
+  std::cout << session::RunSummary(*result, args.verbose);
   std::cout << "report: " << path << "\n";
   return (result->interrupted || result->timed_out) ? kExitRuntime : kExitOk;
 }

@@ -22,6 +22,7 @@ struct RunArgs {
   std::optional<std::string> out_dir;  // not given: results/<plan>-<UTC time> ("" is refused, not the default)
   std::vector<std::string> eal;
   bool quiet = false;
+  bool verbose = false;  // --verbose: each tester limit with its detail on the console (else one line per stream)
   std::string metrics;  // [ADDR:]PORT of a Prometheus endpoint; empty: none
 };
 

@@ -62,12 +62,14 @@ void CatchEndingSignals(void (*on_sigint)(int)) {
 constexpr char kUsage[] = R"(usage: fabricgen <command> [arguments] [-- EAL arguments]
 
 commands:
-  run PLAN.yaml [--out DIR] [--quiet] [--metrics [ADDR:]PORT]
+  run PLAN.yaml [--out DIR] [--quiet] [--verbose] [--metrics [ADDR:]PORT]
                       run the plan's streams and write DIR/report.json
                       (default DIR: results/<plan>-<UTC time>); --metrics
                       serves Prometheus metrics meanwhile (PORT alone binds
-                      127.0.0.1); a signal (Ctrl-C, SIGTERM, SIGHUP, ...)
-                      stops it and the report is written, marked incomplete
+                      127.0.0.1); --verbose prints each tester limit with
+                      its detail (else one line per stream); a signal
+                      (Ctrl-C, SIGTERM, SIGHUP, ...) stops it and the
+                      report is written, marked incomplete
   craft PLAN.yaml --pcap FILE [--count N]
                       write the frames the plan's streams would send to a
                       pcap file, through the TX code, every flow in turn
@@ -196,6 +198,8 @@ int main(int argc, char** argv) {
         run.out_dir = args[++i];  // "" is refused with the directory's other checks, not taken as the default
       } else if (args[i] == "--quiet" || args[i] == "-q") {
         run.quiet = true;
+      } else if (args[i] == "--verbose" || args[i] == "-v") {
+        run.verbose = true;
       } else if (args[i] == "--metrics") {
         if (i + 1 >= args.size()) return Usage("--metrics needs [ADDR:]PORT");
         run.metrics = args[++i];

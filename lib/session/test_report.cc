@@ -161,13 +161,17 @@ double EstimateTestSeconds(const config::TestSpec& test, int64_t drain_ns) {
   return methods::FindTestKind(test.kind)->EstimateSeconds(test, drain_ns);
 }
 
-std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s, double left_s) {
+std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s, double left_s,
+                      bool verbose) {
+  const std::string why = verbose || t.tester_limits.empty()
+                              ? t.excluded_because
+                              : "tester-limited: " + BriefLimits(t.tester_limits, 100);
   const std::string what = t.burst_frames != 0 ? absl::StrFormat("bursts of %d frames", t.burst_frames)
                                                : absl::StrFormat("load %.3f %% of line", t.load * 100);
   return absl::StrFormat("  %s trial %d (%s): %s for %s: %s sent, %s received, loss %.4f %%%s; %.1f s elapsed%s\n",
                          test, t.index, t.phase, what, FormatDuration(static_cast<int64_t>(t.duration_s * 1e9)),
                          FormatCount(t.tx_frames), FormatCount(t.rx_frames), t.loss_ratio * 100,
-                         t.included ? "" : " (not counted: " + t.excluded_because + ")", elapsed_s,
+                         t.included ? "" : " (not counted: " + why + ")", elapsed_s,
                          left_s < 0 ? "" : absl::StrFormat(", ~%.0f s left (estimate)", left_s)) +
          absl::StrJoin(t.warnings, "", [](std::string* out, const std::string& w) {
            absl::StrAppend(out, "    warning: ", w, "\n");

@@ -33,7 +33,10 @@ std::string TestsReportJson(Session& session, const std::vector<TestOutcome>& re
                             bool interrupted);
 std::string TestsSummary(const std::vector<TestOutcome>& results);
 // One progress line per trial; `left_s` < 0: no estimate.
-std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s, double left_s = -1);
+// A trial excluded as tester-limited says so in brief (BriefLimits: kinds, counts, the longest hold-up); with
+// `verbose`, with each limit's detail (report.json's excluded_because).
+std::string TrialLine(const std::string& test, const methods::TrialRecord& t, double elapsed_s, double left_s = -1,
+                      bool verbose = false);
 // An estimate of a test's run time from its parameters, for progress lines
 // (its kind's: the most trials its search can take; multi-goal: a typical count).
 double EstimateTestSeconds(const config::TestSpec& test, int64_t drain_ns);

@@ -307,6 +307,39 @@ CHROMIUM = "/usr/bin/chromium"
 
 
 @unittest.skipUnless(os.path.exists(CHROMIUM), "needs Debian's chromium (tools/setup.sh installs it)")
+class TesterLimitedConsoleTest(Workdir):
+    """Issue 26: the console's tester-limited warning is one line per stream of at most 160 characters (what, how
+    many, the longest hold-up); --verbose prints each limit's detail, as report.json has it. Two streams at 60 Mpps
+    on a loopback declared 100 Gbit/s: far past what one lcore sends, so both are limited on any host."""
+
+    PLAN = ("duration: 500 ms\nports: [{name: loop0, device: loopback, link_speed: 100 Gbps}]\n"
+            "streams:\n  - {name: first, rate: 60 Mpps}\n  - {name: second-with-a-long-name, rate: 60 Mpps}\n")
+
+    def limited_lines(self, *extra):
+        plan = self.write("fast.yaml", self.PLAN)
+        r = run("run", plan, "--out", os.path.join(self.dir, "out-%d" % len(extra)), *extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        at = next(i for i, l in enumerate(lines) if l.startswith("warning: tester-limited"))
+        return lines[at], [l for l in lines[at + 1:] if l.startswith("  stream ")]
+
+    def test_one_short_line_per_stream_and_the_detail_with_verbose(self):
+        head, streams = self.limited_lines()
+        sys.stderr.write("  %s\n%s\n" % (head, "\n".join(streams)))
+        self.assertLessEqual(len(head), 160)
+        self.assertEqual([l.split(":")[0] for l in streams], ["  stream first", "  stream second-with-a-long-name"])
+        for l in streams:
+            self.assertLessEqual(len(l), 160, l)
+            self.assertIn("tx_shortfall", l)
+            self.assertRegex(l, r"tx_shortfall [\d,]+ frames")
+            self.assertNotIn("(", l)  # no detail
+        _, verbose = self.limited_lines("--verbose")
+        self.assertEqual(len(verbose), 2)
+        for l in verbose:
+            self.assertIn("tx_shortfall", l)
+            self.assertIn("frames the set rate called for", l)  # the detail, as report.json has it
+
+
 class ReportHtmlTest(Workdir):
     """tools/report.py renders report.md and report.html from a tests report;
     headless Chromium opens the HTML and every figure is present and not blank."""

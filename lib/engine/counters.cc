@@ -319,8 +319,9 @@ constexpr PortCounter kPort[] = {
      .unit = kFrames,
      .help = "Frames the port received that no stream sent: headers inconsistent with each other or the frame's "
              "length, a signature no stream of the run could have written (flags, TX time, flow id, a sequence its "
-             "flow had not sent), or feedback not shaped as the spec shapes it (length, reserved bytes, ICRC); "
-             "never counted as a stream's, nor as feedback.",
+             "flow had not sent, or a TX time before the run: a late frame of an earlier trial too), or feedback not "
+             "shaped as the spec shapes it (length, reserved bytes, ICRC); never counted as a stream's, nor as "
+             "feedback.",
      .read = [](const PortResult& p) -> CounterValue { return I(p.rx_invalid_packets); },
      .read_live = [](const PortLive& l) { return I(l.rx_invalid_packets); }},
     {.key = "rx_cnp_packets",

@@ -136,13 +136,12 @@ inline constexpr size_t kRoceIcrcLen = 4;
 inline constexpr size_t kUetEntropyHeaderLen = 4;  // uet::kEntropyHeaderLen
 
 namespace internal {
-// Whether an IP packet ending at `ip_end` fits a frame of `len` bytes with
-// `tags` VLAN tags: it ends inside the frame, and the bytes after it are at
-// most the padding Ethernet adds to a frame under 60 bytes
-// (kEthMinFrameNoFcs), which a tag a device inserted later moves along.
-inline bool IpLengthFits(size_t ip_end, size_t len, size_t tags) {
-  return ip_end <= len && (len == ip_end || len <= kEthMinFrameNoFcs + kVlanTagLen * tags);
-}
+// Whether an IP packet ending at `ip_end` fits a frame of `len` bytes: it
+// ends inside the frame. Bytes after it are Ethernet's, not the packet's:
+// the padding of a frame under 60 bytes, or a trailer a switch or a tap adds
+// (timestamp trailers); a frame with one is as genuine as without (a copy of
+// a frame is a duplicate whatever follows it). `tags` is kept for callers.
+inline bool IpLengthFits(size_t ip_end, size_t len, size_t /*tags*/) { return ip_end <= len; }
 // Offset of the payload from the BTH per RoCEv2 opcode, -1 for none (roce::PayloadOffset).
 extern const std::array<int16_t, 256> kRocePayloadOffset;
 // Length of the UET PDS + SES headers of a data packet at `p`, 0 if not one.

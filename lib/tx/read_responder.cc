@@ -39,7 +39,7 @@ unsigned TxTask::Respond(State& st, uint64_t now) {
       if (now_fp < st.next_fp) return 0;
       allowed = static_cast<unsigned>(std::min<uint64_t>(kTxBurst, (now_fp - st.next_fp) / st.interval_fp + 1));
     }
-    FlowPacer::Run runs[kTxBurst];
+    FlowPacer::Run runs[kTxBurst] = {};  // (zeroed: the compiler cannot see that `allowed` >= 1 fills one)
     unsigned n = 0, nruns = 0;
     size_t head = st.job_head, count = st.job_count;
     State::ReadJob front = st.jobs[head];

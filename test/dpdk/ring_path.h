@@ -272,12 +272,21 @@ class RingPath {
   absl::StatusOr<TrialResult> Run(const std::vector<stream::CompiledStream>& streams, Impairments imp,
                                   std::function<void(rte_mbuf*)> on_forward = nullptr,
                                   const std::atomic<bool>* interrupt = nullptr) {
+    // A path that forges nothing: every frame a port received is one a
+    // stream sent (resends, duplicates, corrupt payloads included), so no
+    // test's genuine traffic is ever taken for forged (issue 26's checks).
+    const bool forges = static_cast<bool>(imp.inject) || sink_used_;
     Mover mover(in_, out_, tx()->pool(), std::move(imp), std::move(on_forward));
     TrialOptions opt;
     opt.drain_ns = 100'000'000;
     opt.interrupt = interrupt;
     auto res = RunTrial(TestEal(), {tx(), rx()}, streams, opt);
     mover_max_gap_ns_ = mover.max_gap_ns();
+    if (res.ok() && !forges) {
+      for (const fg::engine::PortResult& p : res->ports) {
+        EXPECT_EQ(p.rx_invalid_packets, 0u) << "port " << p.name;
+      }
+    }
     return res;
   }
   // The last Run's Mover::max_gap_ns.
@@ -297,13 +306,17 @@ class RingPath {
   rte_ring* out() { return out_; }
   // The return path (the RX port's TX to the TX port's RX), multi-producer:
   // a test may put frames of its own there while a trial runs.
-  rte_ring* sink() { return sink_; }
+  rte_ring* sink() {
+    sink_used_ = true;  // a test writing frames of its own: they may be forged
+    return sink_;
+  }
 
  private:
   rte_ring *in_ = nullptr, *out_ = nullptr, *sink_ = nullptr;
   std::vector<std::unique_ptr<port::Port>> ports_;
   std::string error_;
   uint64_t mover_max_gap_ns_ = 0;
+  bool sink_used_ = false;
 };
 
 }  // namespace fg::testing

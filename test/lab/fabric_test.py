@@ -345,13 +345,19 @@ class GoBackNTest(LabRun):
 class DcqcnTest(LabRun):
     """configs/lab/dcqcn.yaml: 4 + 4 QPs at 50 Mbit/s each through our stage's
     100 Mbit/s RED-marking queue (400 kB), port b their responder and
-    notification point; the dcqcn_convergence test runs them with the paper's
-    reaction point (slowed to the link) and with none. The stage's decision
-    log, one line per frame in the order they left, is the truth."""
+    notification point; the dcqcn_convergence test runs them with several
+    reaction-point parameter sets (the paper's slowed to the link, and the
+    sensitivity table's others) and with none. The stage's decision log, one
+    line per frame in the order they left (each with its QP, `flow_key`), is
+    the truth: the convergence it gives with the same window, tolerance and
+    hold is the one fabricgen must report."""
 
     PLAN = "dcqcn.yaml"
     LIMIT = 400_000  # the stage's queue, bytes
     T0_NS = 2_000_000_000
+    TRIAL_NS = 12_000_000_000
+    PAPER = "set 0"       # the paper's parameters slowed to the link
+    CONVERGING = "set 1"  # the sensitivity table's set that converges in the lab (docs/plan-reference.md)
 
     def runs(self):
         t = self.tests["dcqcn_convergence"]
@@ -361,7 +367,8 @@ class DcqcnTest(LabRun):
         """The stage log split by trial: a trial's frames all pass the stage
         before the next trial starts (the drain), so the lines of each trial
         (a tester-limited one run again included) follow one another, as
-        many as it sent. Returns [(set name, run, rows)]: paper, then none."""
+        many as it sent (the log is complete: LabRun checked its summary).
+        Returns [(set name, run, rows)] in the test's order, `none` last."""
         path = next(i["log"] for i in self.imps if i["link"] == "leaf0-b")
         with open(path) as f:
             rows = list(csv.DictReader(f))
@@ -372,6 +379,66 @@ class DcqcnTest(LabRun):
         self.assertEqual(at, len(rows))  # every line of the log is one of the trials' frames
         return [(name, run, by_trial[run["trial"]]) for name, (_, run) in
                 sorted(self.runs().items(), key=lambda x: x[0] == "none")]
+
+    def judged_from_the_log(self, rows, window, tolerance, hold):
+        """The convergence the stage's log gives, judged as fabricgen judges
+        its QPs (lib/methods/dcqcn_convergence.cc) but from what reached the
+        bottleneck: each QP's (flow_key's) arrivals at the stage, dropped ones
+        included (what its sender offered), per window from t0 (the trial's
+        first arrival + t0); the fair share is what the stage delivered over
+        [t0, end] (its model's departures, due_ns) over the QPs. Bytes with
+        FCS, as fabricgen's L2 rates. Returns (converged, convergence_ns or
+        None, final_deviation, fair_share_bps)."""
+        start = min(int(r["in_ns"]) for r in rows)
+        t0, end = start + self.T0_NS, start + self.TRIAL_NS
+        qps = sorted(set(int(r["flow_key"]) for r in rows))
+        delivered = sum(int(r["bytes"]) + 4 for r in rows
+                        if not r["action"].startswith("drop") and t0 <= int(r["due_ns"]) < end)
+        fair = delivered * 8e9 / (end - t0) / len(qps)
+        windows = [(t0 + k * window, t0 + (k + 1) * window) for k in range((end - t0) // window)]
+        per = {q: [0] * len(windows) for q in qps}
+        last_fifth = {q: 0 for q in qps}
+        from_ = end - (end - t0) // 5
+        for r in rows:
+            t, q = int(r["in_ns"]), int(r["flow_key"])
+            if t0 <= t < t0 + len(windows) * window:
+                per[q][(t - t0) // window] += int(r["bytes"]) + 4
+            if from_ <= t < end:
+                last_fifth[q] += int(r["bytes"]) + 4
+        need = max(1, -(-hold // window))
+        run, converged_at = 0, None
+        for k in range(len(windows)):
+            within = all(abs(per[q][k] * 8e9 / window / fair - 1) <= tolerance for q in qps)
+            run = run + 1 if within else 0
+            if run >= need:
+                converged_at = (k + 1 - run) * window
+                break
+        final = max(abs(last_fifth[q] * 8e9 / (end - from_) / fair - 1) for q in qps)
+        return converged_at is not None, converged_at, final, fair
+
+    def test_each_sets_convergence_and_final_deviation_are_those_of_the_stage_log(self):
+        t = self.tests["dcqcn_convergence"]
+        window, tolerance, hold = t["window_ns"], t["parameters"]["tolerance"], t["parameters"]["hold_ns"]
+        for name, run, rows in self.logs():
+            converged, at, final, fair = self.judged_from_the_log(rows, window, tolerance, hold)
+            self.say("%s: fabricgen %s, final deviation %.3f, fair share %.3f Mbit/s; the stage's log %s, final "
+                     "deviation %.3f, fair share %.3f Mbit/s (windows of %.0f ms, %.0f %%, hold %.0f ms)", name,
+                     "converged %.3f s after t0" % (run["convergence_ns"] / 1e9) if run["converged"] else
+                     "not converged", run["final_deviation"], run["fair_share_bps"] / 1e6,
+                     "converged %.3f s after t0" % (at / 1e9) if converged else "not converged", final, fair / 1e6,
+                     window / 1e6, 100 * tolerance, hold / 1e6)
+            self.assertEqual(run["converged"], converged, name)
+            if converged:
+                self.assertLessEqual(abs(run["convergence_ns"] - at), window, name)
+            self.assertLess(abs(run["fair_share_bps"] / fair - 1), 0.02, name)
+            self.assertLess(abs(run["final_deviation"] - final), 0.03 * (1 + final), name)
+        points = {p["parameter_set"]: p for p in t["points"]}
+        self.assertFalse(points["none"]["converged"])  # senders above what the bottleneck delivers
+        self.assertTrue(points[self.CONVERGING]["converged"], self.CONVERGING)
+        for p in points.values():  # Jain's index per window, beside the rates
+            self.assertEqual(len(p["jfi"]["t_ns"]), len(p["jfi"]["values"]))
+            self.assertGreater(len(p["jfi"]["values"]), 10)
+            self.assertTrue(all(0 < j <= 1 for j in p["jfi"]["values"]), p["parameter_set"])
 
     def test_every_ce_mark_is_answered_or_suppressed_and_every_cnp_arrives(self):
         for name, run, rows in self.logs():
@@ -387,7 +454,8 @@ class DcqcnTest(LabRun):
             self.assertEqual(run["lost_packets"], dropped, name)  # retransmit: none: the wire's loss
 
     def test_with_dcqcn_the_queue_stays_bounded_and_its_drops_end_with_the_start_of_the_second_group(self):
-        (name, run, rows), (_, open_run, open_rows) = self.logs()
+        logs = {name: (run, rows) for name, run, rows in self.logs()}
+        (run, rows), (open_run, open_rows) = logs[self.PAPER], logs["none"]
         start = int(rows[0]["in_ns"])
         settled = start + self.T0_NS + 1_000_000_000  # the second group's first second: its QPs start at 50 Mbit/s
         after = [r for r in rows if int(r["in_ns"]) >= settled]
@@ -409,7 +477,7 @@ class DcqcnTest(LabRun):
         trial = next(t for t in self.tests["dcqcn_convergence"]["trials"] if t["index"] == run["trial"])
         away = trial["lcore_holdups"]["total_ns"] / 1e9
         away_share = away / trial["duration_s"]
-        p = self.runs()["set 0"][0]
+        p = self.runs()[self.PAPER][0]
         self.say("DCQCN: after t0 + 1 s, %d drops, queue at most %d B (limit %d); the stage sent %.3f Mbit/s over "
                  "the last fifth (%.3f s; the tester's lcores away %.1f ms of the trial's 12 s: %.2f %%); %s, QPs ended within %.1f %% of the fair "
                  "share %.3f Mbit/s; without DCQCN: %d of %d frames dropped", drops_after, depth, self.LIMIT,
@@ -420,14 +488,20 @@ class DcqcnTest(LabRun):
         self.assertEqual(drops_after, 0)
         self.assertLess(depth, self.LIMIT - 2000)  # bounded: never at the tail
         self.assertLess(busy / 100e6, 1.02)
-        self.assertLess(1 - busy / 100e6, 0.02 + away_share)  # the QPs kept the bottleneck busy while they sent
+        # The QPs kept the bottleneck mostly busy while they sent. With the
+        # notification point's CNPs at most every 7 ms (the interval set 1
+        # needs to converge) the paper's QPs back off further than with the
+        # 20 ms the paper's 50 us slowed to this link gives: 88.8 Mbit/s over
+        # the last fifth on 2026-12-04 (11 % under; within 2 % at 20 ms).
+        self.assertLess(1 - busy / 100e6, 0.15 + away_share)
         # Every QP got a share (none starved, none at its maximum: 4 x the fair share).
         self.assertLess(run["final_deviation"], 0.5)
         self.assertIsInstance(p["converged"], bool)
         self.assertEqual(p["convergence_ns"] is None, not p["converged"])
 
     def test_without_dcqcn_the_stage_tail_drops_and_the_senders_report_the_loss(self):
-        (_, run, rows), (_, open_run, open_rows) = self.logs()
+        logs = {name: (run, rows) for name, run, rows in self.logs()}
+        (run, rows), (open_run, open_rows) = logs[self.PAPER], logs["none"]
         start = int(open_rows[0]["in_ns"])
         last_s = [r for r in open_rows if int(r["in_ns"]) >= start + 11_000_000_000]
         drops = sum(1 for r in open_rows if r["action"] == "drop")
@@ -438,7 +512,8 @@ class DcqcnTest(LabRun):
         self.assertGreater(drops, len(open_rows) // 2)
         self.assertGreater(sum(1 for r in last_s if r["action"] == "drop"), len(last_s) // 2)
         self.assertEqual(open_run["lost_packets"], sum(1 for r in open_rows if r["action"].startswith("drop")))
-        self.assertIsNone(open_run["final_deviation"])  # no reaction point: no rate of its own to judge
+        # No reaction point: each QP at its set 50 Mbit/s, four times its share of what the bottleneck delivered.
+        self.assertGreater(open_run["final_deviation"], 2)
         self.assertFalse(self.runs()["none"][0]["converged"])
         self.assertLess(run["lost_packets"] * 100, open_run["lost_packets"])  # the contrast
 

@@ -54,7 +54,7 @@ int FailPlan(const absl::Status& s) {
 
 std::string DefaultOutDir(const config::Plan& plan) {
   std::string stem = std::filesystem::path(plan.file).stem().string();
-  std::string t = session::UtcNow();  // 2026-11-30T10:07:11Z -> 20261130T100711Z
+  std::string t = session::UtcNow();  // YYYY-MM-DDThh:mm:ssZ -> YYYYMMDDThhmmssZ
   std::erase(t, '-');
   std::erase(t, ':');
   return "results/" + stem + "-" + t;

@@ -146,11 +146,9 @@ int LcoreMain(void* arg) {
     w.polls.Set(poll);
     const uint64_t t0 = ReadTsc();
     // A turn more than 1 ms after the last: the lcore was away (one compare
-    // a poll, not a packet). Measured 2026-12-03 (Intel Xeon VM, a host then
-    // taking ~5 % of a busy vCPU): tools/count_instructions.sh build: TX
-    // 221.9, RX 235.9 instructions a frame (222.4 / 236.8 before: per-frame
-    // code untouched); tools/bench_vs_testpmd.sh build 3 loop: 16.99 Mpps =
-    // 0.56x testpmd flowgen (18.5 Mpps = 0.59x in a calmer hour before).
+    // a poll, not a packet; per-frame code untouched: TX 221.9, RX 235.9
+    // instructions a frame, tools/count_instructions.sh; docs/benchmarks.md
+    // "The lcore's hold-ups counted per poll").
     if (t0 - last_t0 > holdup_ticks) [[unlikely]] NoteHoldup(w, t0 - last_t0);
     last_t0 = t0;
     unsigned tx = 0;
@@ -168,12 +166,10 @@ int LcoreMain(void* arg) {
       // loop, a closed loop on the built-in loopback (1,024 descriptors)
       // gained two ACKs a loop until its ring stood full: ~2.3 MB of mbufs
       // cycling through a 1 MiB L2, every frame's header a cache miss (RX 154
-      // TSC cycles a packet against 74 open loop, perf annotate). Measured
-      // (tools/bench_vs_testpmd.sh build 6 "closed loop", 2026-12-03, a host
-      // taking 20-60 % of a busy vCPU): closed loop 0.72-0.75x open loop
-      // (0.53-0.62x before); RX 110-127 cycles a packet closed loop; the
-      // open 1-flow loopback 18.77 Mpps = 0.63x testpmd flowgen (0.60x
-      // before, same hour): the extra poll costs nothing measurable.
+      // TSC cycles a packet against 74 open loop, perf annotate). With it:
+      // RX 110-127 cycles a packet closed loop, closed loop 0.72-0.75x open
+      // loop; the extra poll costs the open loop nothing measurable
+      // (docs/benchmarks.md "Issue 14: the closed loop's ring stood full").
       unsigned got, k = 0;
       do {
         got = t->Poll();

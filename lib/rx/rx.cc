@@ -177,62 +177,30 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
   }
 }
 
-// Measured cost: 55-59 TSC cycles per frame on the net_ring loopback, 1 flow,
-// 78 B (report.json lcores[].rx_cycles_per_packet; 72-76 before the 24- and
-// 48-bit loads stopped going through a stack slot (proto/bytes.h), 43-55 in
-// issue 12's loop); 303 instructions per frame (tools/count_instructions.sh
-// build; 333 before). docs/benchmarks.md "Issue 13, stage 2". 301.9 on
-// 2026-12-01 (issue 14: loopback 20.04 Mpps = 0.58x testpmd flowgen). With
-// READ requests found among frames without a signature (that path only):
-// 301.5 and 331.6 against 298.6 and 299.7 for the commit before, the same
-// hour (idle polls make the spread; docs/benchmarks.md "After READ").
-// With the responder's fast path inline in Observe (no responder on this
-// plan: one load and test per frame): 298.3; on a responding port 380 per
-// data packet against 322 open loop (8 RC QPs, tools/count_instructions.sh
-// build closed). Loopback 26.85 Mpps = 0.52x testpmd flowgen on a host
-// running at two thirds of its speed an hour before (docs/benchmarks.md
-// "Issue 14: the responder's fast path"). 297.1 on 2026-12-02 (Zen 5 host;
-// on the built-in loopback the tags are left, PortOptions::rx_is_own_tx):
-// loopback 39.55 Mpps = 0.65x testpmd flowgen (docs/benchmarks.md "Issue 13,
-// stage 3"). Stage 4: the queue's last test-frame layout answers the header
-// walk (proto::SignatureFinder: one masked compare of 64 bytes), returned by
-// value (no uint8_t* stores forcing reloads), and the free loop's checks
-// ORed into one word: 297.1 -> 240.4 instructions per frame; loopback
-// 44.69 Mpps = 0.77x testpmd flowgen, 1,000,000 flows 19.2 % below one
-// (tools/bench_vs_testpmd.sh build 10 loop; docs/benchmarks.md "Issue 13,
-// stage 4"). With a frame's latency runs tested once (FlowTable::Observe):
-// 235.2; loopback 38.39 Mpps = 0.83x testpmd flowgen (49.77) on a slower hour.
-// Frames that waited through a stall marked in a pass of their own (one
-// test a burst otherwise) and left out of latency by an outlined
-// FlowTable::ObserveLate that never touches `run`: 236.8 against 236.4 the
-// same hour (a per-frame test cost 6, `run` passed by reference 8: it left
-// its registers). Loopback that hour, Intel Xeon VM: 18.54 Mpps = 0.59x
-// testpmd flowgen (30.65), 1,000,000 flows 8.4 % below one flow
-// (tools/bench_vs_testpmd.sh build 10 loop); the commit before, paired run by
-// run: 23.95 / 21.43 / 20.75 Mpps against 22.03 / 21.89 / 18.90 (this host's
-// spread; docs/benchmarks.md "RX stalls: the waiting frames left out").
-// The put-back checks moved into the first pass, which reads each mbuf's
-// header anyway (2026-12-04, AMD EPYC Zen 4 VM): 240.8 instructions a
-// frame against 236.6 (the minimum of three callgrind runs each), yet RX
-// 42.0-42.3 TSC cycles a frame against 43.4-44.0 (report.json lcores[],
-// `fabricgen run` of the loop plan, the two builds alternately, three
-// pairs); loopback 37.77 Mpps = 0.81x testpmd flowgen, 1,000,000 flows 19.3 %
-// below one flow (tools/bench_vs_testpmd.sh build 10 loop; 0.76x and 0.82x
-// with the commit before, the same session; docs/benchmarks.md "RX: the
-// put-back checks in the first pass").
+// Measured cost (tools/count_instructions.sh build; report.json
+// lcores[].rx_cycles_per_packet; tools/bench_vs_testpmd.sh build 10 loop):
+// ~241 instructions and ~42 TSC cycles a frame on the net_ring loopback, 1
+// flow, 78 B; loopback ~0.8x testpmd flowgen, 1,000,000 flows ~19 % below
+// one flow (AMD EPYC Zen 4 VM). Where it went: 303 -> 241 instructions by
+// 48-bit loads off the stack (proto/bytes.h), the queue's last test-frame
+// layout answering the header walk (proto::SignatureFinder: one masked
+// compare of 64 bytes) returned by value, the free loop's checks ORed into
+// one word, and a frame's latency runs tested once (FlowTable::Observe).
+// Frames that waited through a stall are marked in a pass of their own (one
+// test a burst) and left out of latency by an outlined
+// FlowTable::ObserveLate; the responder's fast path is one load and test a
+// frame where no responder runs (380 instructions a data packet on a
+// responding port). The runs behind each figure are in docs/benchmarks.md,
+// "Issue 13, stage 2" to "RX: the put-back checks in the first pass".
 // Issue 26's checks of what a frame claims: in the first pass the
 // signature's flags and TX time, ~6 instructions and one predictable branch
 // a data frame; in the owner's Observe one compare against the flow's sent
 // bound (its hot line) and, once per window of frames in flight, an
 // out-of-line ask of the sender; the header checks ride in the layout
-// compare (two more mask bytes). Measured against the commit before, one
-// sitting (tools/bench_vs_testpmd.sh BUILD 10 "loop closed", 2026-12-04
-// 18:40-18:55, AMD EPYC Zen 4 VM, 2 vCPU): loopback 1 flow 40.87 Mpps =
-// 0.72x testpmd flowgen against 42.69 = 0.74x; 1,000,000 flows 28.18 against
-// 26.28 Mpps (testpmd itself 57.1 and 40.7: this host's spread); the open
-// loop of 8 RC QPs 34.4-39.3 Mpps against 39.3-40.0. Responding ports add
-// the ICRC of each RoCEv2 data frame (below: the closed loop 31.8 -> 16.3
-// Mpps); docs/benchmarks.md "Issue 26: frames checked before they count".
+// compare (two more mask bytes). Cost: the 1-flow loopback 0.72x testpmd
+// flowgen against 0.74x without them, 1,000,000 flows within the host's
+// spread; responding ports add the ICRC of each RoCEv2 data frame (below).
+// docs/benchmarks.md "Issue 26: frames checked before they count".
 //
 // Two passes over the burst (VPP's shape): the first finds each frame's
 // signature and owner and prefetches the flow's state when this lcore owns
@@ -392,10 +360,10 @@ unsigned RxTask::PollImpl() {
     // A responding port: RoCEv2 data with a bad ICRC is the stream's (the
     // device delivered it) but its responder takes nothing from it, as a
     // RoCE NIC drops it. A header walk, a copy and a CRC over the frame, on
-    // responding ports only; elsewhere one predictable test. Measured
-    // (tools/bench_vs_testpmd.sh build 5 closed, 2026-12-04, AMD EPYC Zen 4
-    // VM, 2 vCPU): 8 QPs of 94 B WRITEs, one lcore, 28.8 Mpps without the
-    // check, 16.3 Mpps with it (~26 ns a frame); the open loop 39.3 Mpps.
+    // responding ports only; elsewhere one predictable test. Cost ~26 ns a
+    // frame: 8 QPs of 94 B WRITEs on one lcore, 28.8 Mpps without the check,
+    // 16.3 Mpps with it (docs/benchmarks.md "Issue 26: frames checked before
+    // they count").
     if (check_icrc) {
       if (!proto::RoceIcrcValid(d, m->data_len)) [[unlikely]] flags |= Handoff::kIcrcBad;
     }

@@ -41,7 +41,7 @@ std::string TesterLimitLines(const engine::TrialResult& result, bool verbose = f
 // "pacing_stall 12 slots, tx_shortfall 40 frames; longest hold-up 3.2 ms": kinds past `width` characters end
 // in ", +N more" (the hold-up always shown).
 std::string BriefLimits(const std::vector<engine::TesterLimit>& limits, size_t width);
-// "2026-11-30T10:07:11Z"
+// The time now in UTC, ISO 8601 to the second: "YYYY-MM-DDThh:mm:ssZ"
 std::string UtcNow();
 
 }  // namespace fg::session

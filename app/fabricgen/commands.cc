@@ -184,9 +184,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     if (!args.quiet) std::cout << session::TestHeadline(plan, i) << "\n";
     hub.SetTest(test.name, test.kind);
     methods::MethodOptions opt;
-    opt.drain_ns = plan.drain_ns;
-    opt.placement = *engine::ParsePolicy(plan.placement);  // the parser allowed only known names
-    opt.per_flow = plan.per_flow;
+    opt.trial = methods::TrialOptionsOf(plan);
     opt.interrupt = interrupt;
     opt.on_live = on_live;
     const double test_started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -259,6 +257,13 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
                                    c.link_speed_mbps ? FormatBitRate(c.link_speed_mbps * 1e6) : "speed unknown");
       for (const std::string& n : p->notes()) std::cout << "  note: " << n << "\n";
     }
+    for (size_t i = 0; i < session.gateways().size(); ++i) {
+      if (const auto& g = session.gateways()[i]) {
+        std::cout << absl::StrFormat("port %s: gateway %s is %s (%s, %d request%s, %.1f ms)\n", plan->ports[i].name,
+                                     g->address, FormatMac(g->mac), g->nd ? "ND" : "ARP", g->requests,
+                                     g->requests == 1 ? "" : "s", g->elapsed_ns / 1e6);
+      }
+    }
   }
 
   // Prometheus metrics while the plan runs (the endpoint closes when it ends).
@@ -277,10 +282,7 @@ int Run(const RunArgs& args, const std::atomic<bool>* interrupt) {
 
   if (!plan->tests.empty()) return RunTests(session, *streams, args, out_dir, started, interrupt, hub, on_live);
 
-  engine::TrialOptions opt;
-  opt.drain_ns = plan->drain_ns;
-  opt.placement = *engine::ParsePolicy(plan->placement);  // the parser allowed only known names
-  opt.per_flow = plan->per_flow;
+  engine::TrialOptions opt = methods::TrialOptionsOf(*plan);
   opt.interrupt = interrupt;
   opt.on_live = on_live;
   hub.SetState("running");

@@ -284,10 +284,7 @@ absl::Status Shell::Streams(std::ostream& out) {
 absl::Status Shell::Start(const Args& a, std::ostream& out) {
   if (live_ != nullptr) return absl::FailedPreconditionError("start: traffic is already running (stop ends it)");
   FG_ASSIGN_OR_RETURN(const std::vector<size_t> named, StreamList(a, 1, false));
-  engine::TrialOptions opt;
-  opt.drain_ns = session_->plan().drain_ns;
-  opt.placement = *engine::ParsePolicy(session_->plan().placement);  // the parser allowed only known names
-  opt.per_flow = session_->plan().per_flow;
+  engine::TrialOptions opt = methods::TrialOptionsOf(session_->plan());
   opt.sample_interval_ns = 0;
   FG_ASSIGN_OR_RETURN(live_, engine::LiveRun::Start(session_->eal(), session_->ports(), streams_, opt));
   // Streams not named start paused: the TX lcore applies it before its first
@@ -619,9 +616,7 @@ absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
   out << session::TestHeadline(plan, index) << "\n";
   const auto t0 = std::chrono::steady_clock::now();
   methods::MethodOptions opt;
-  opt.drain_ns = plan.drain_ns;
-  opt.placement = *engine::ParsePolicy(plan.placement);  // the parser allowed only known names
-  opt.per_flow = plan.per_flow;
+  opt.trial = methods::TrialOptionsOf(plan);
   opt.interrupt = o_.interrupt;
   opt.on_trial = [&](const methods::TrialRecord& t) {
     out << session::TrialLine(plan.tests[index].name, t,

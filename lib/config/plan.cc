@@ -34,7 +34,7 @@ std::string AsWritten(const Node& n, std::string_view otherwise) {
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs",
-                                  "link_speed", "timestamps", "tx_timestamps", "respond"}));
+                                  "link_speed", "timestamps", "tx_timestamps", "respond", "gateway", "answer"}));
   PortSpec p;
   p.line = n.line();
   p.at = n.where();
@@ -106,6 +106,31 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
       return r->Error(absl::StrFormat("port '%s' responds, but rx_queues %s makes it send only: it would receive "
                                       "nothing to answer; remove rx_queues: 0, or respond",
                                       p.name, AsWritten(n.At("rx_queues"), "0")));
+    }
+  }
+  if (auto g = n.Optional("gateway")) {
+    FG_ASSIGN_OR_RETURN(std::string text, g->String());
+    if (auto v4 = ParseIpv4(text); v4.ok()) {
+      p.gateway = Gateway{.ipv6 = false, .v4 = *v4};
+    } else if (auto v6 = ParseIpv6(text); v6.ok()) {
+      p.gateway = Gateway{.ipv6 = true, .v6 = *v6};
+    } else {
+      return g->Error(absl::StrFormat("gateway '%s' is not an IPv4 or IPv6 address", text));
+    }
+    if (p.rx_queues == 0) {
+      return g->Error(absl::StrFormat("port '%s' has a gateway, but rx_queues %s makes it send only: it would never "
+                                      "hear the gateway's answer; remove rx_queues: 0, or the gateway",
+                                      p.name, AsWritten(n.At("rx_queues"), "0")));
+    }
+  }
+  if (auto a = n.Optional("answer")) {
+    FG_RETURN_IF_ERROR(a->ExpectMap());
+    FG_RETURN_IF_ERROR(a->CheckKeys({"arp", "nd", "echo"}));
+    for (auto [key, out] : {std::pair{"arp", &p.answer.arp}, std::pair{"nd", &p.answer.nd},
+                            std::pair{"echo", &p.answer.echo}}) {
+      if (auto b = a->Optional(key)) {
+        FG_ASSIGN_OR_RETURN(*out, b->Bool());
+      }
     }
   }
   return p;

@@ -42,6 +42,22 @@ struct RespondSpec {
   uint8_t cnp_pcp = 6;             // ConnectX cnp_802p_prio: the CNP's 802.1Q priority when frames are tagged
 };
 
+// `ports[].answer`: what the port answers for its hosts (every address its
+// streams send from: endpoint/host.h); all on by default.
+struct AnswerSpec {
+  bool arp = true;   // ARP requests for an IPv4 host
+  bool nd = true;    // neighbour solicitations for an IPv6 host
+  bool echo = true;  // ICMP and ICMPv6 echo requests to a host
+};
+
+// `ports[].gateway`: the next hop whose MAC the port's streams send to
+// (resolved by ARP or ND before traffic starts; a stream's dst_mac overrides).
+struct Gateway {
+  bool ipv6 = false;
+  Ipv4Addr v4;
+  Ipv6Addr v6;
+};
+
 struct PortSpec {
   std::string name;
   // "loopback", a PCI address ("0000:03:00.0") or a DPDK vdev string
@@ -65,6 +81,8 @@ struct PortSpec {
   // sent at a NIC-clock time 100 us after it is due (scheduled: mlx5 tx_pp).
   bool tx_scheduled = false;
   std::optional<RespondSpec> respond = std::nullopt;  // `respond: true` or a map: this port answers as RC responder
+  std::optional<Gateway> gateway = std::nullopt;
+  AnswerSpec answer;
   int line = 0;  // where the port is declared, for later messages
   Location at;            // ... with its column
   WrittenValues written;  // its values as written ("mtu", "respond.ack_every"), for later messages

@@ -306,7 +306,8 @@ constexpr PortCounter kPort[] = {
     {.key = "rx_unknown_packets",
      .metric = "fabricgen_port_rx_unknown_packets_total",
      .unit = kFrames,
-     .help = "Frames the port received without a signature of the run (ARP, LLDP, feedback...).",
+     .help = "Frames the port received without a signature of the run (feedback, LLDP...; ARP, ND and echo are counted "
+             "apart in neighbors).",
      .column = "no signature",
      .read = [](const PortResult& p) -> CounterValue { return I(p.rx_unknown_packets); },
      .read_live = [](const PortLive& l) { return I(l.rx_unknown_packets); }},

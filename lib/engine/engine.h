@@ -1,9 +1,8 @@
 // engine/engine.h: runs one trial: streams on lcores, start, stop, drain, sum.
 //
-// RunTrial builds a TX task per (port, TX queue) that carries streams and an
-// RX task per (port, RX queue), spreads them over the worker lcores (TX and
-// RX apart when there are two or more workers; one worker runs them all
-// round-robin), starts every TX stream at the same TSC instant, waits until
+// RunTrial gives every flow one owner lcore (engine/placement.h), builds a
+// TX task per (worker, port) for the flows it owns and an RX task per (port,
+// RX queue), each on one worker (engine/trial_builder.cc), starts every TX stream at the same TSC instant, waits until
 // each stream has sent its count or reached its duration, keeps RX polling
 // for the drain time so frames in flight are counted, then stops and sums the
 // per-lcore counters. Port counters are reset before and read after.
@@ -28,6 +27,8 @@
 #include "absl/status/statusor.h"
 #include "base/tsc.h"
 #include "endpoint/answers.h"
+#include "endpoint/frame_handler.h"
+#include "endpoint/host.h"
 #include "endpoint/responder.h"
 #include "engine/connect.h"
 #include "engine/placement.h"
@@ -58,6 +59,9 @@ struct Sample {
 // Answers (ACK, NAK, CNP) a worker's responder may hold before its loop sends
 // them: 4096 x 192 B. A full queue drops the answer and counts it (a tester limit).
 inline constexpr size_t kAnswerQueue = 4096;
+// Answers of a worker's hosts (ARP, ND, echo: endpoint/neighbor.h) waiting
+// to be sent: 256 x 192 B. A full queue leaves the request unanswered (counted).
+inline constexpr size_t kHostAnswerQueue = 256;
 
 struct TrialOptions {
   int64_t drain_ns = 100'000'000;
@@ -85,6 +89,11 @@ struct TrialOptions {
   // Flows reported one by one per stream (StreamResult::per_flow): every
   // flow when the stream has at most this many, else this many worst.
   uint32_t per_flow = 1024;
+  // Each port's hosts (endpoint/host.h; null: none, every port answers
+  // nothing) and what it answers for them (`ports[].answer`; by port, all
+  // on where missing). methods::TrialOptionsOf(plan) sets both.
+  std::shared_ptr<const std::vector<endpoint::PortHosts>> hosts;
+  std::vector<endpoint::AnswerSpec> answer;
 };
 
 // One flow after the run: what TX sent and RX saw of it (report.json per_flow).
@@ -207,6 +216,13 @@ struct PortResult {
   // tx_packets/tx_bytes), and polls that found no mbuf for them.
   bool responds = false;
   uint64_t tx_answer_packets = 0, tx_answer_bytes = 0, answer_alloc_failures = 0;
+  // Frames without a signature its frame handlers took (endpoint/frame_handler.h),
+  // by kind and count as endpoint::HandlerKinds() declares them (report.json
+  // ports[].<kind>: ports[].neighbors), and the answers its hosts sent (also
+  // in tx_packets/tx_bytes; ARP, ND and echo replies) and polls that found no
+  // mbuf for them. Never in a stream's figures, loss or tester limits.
+  std::vector<std::vector<uint64_t>> handled;
+  uint64_t tx_host_answer_packets = 0, host_answer_alloc_failures = 0;
   port::Stats hw;  // the PMD's counters over the trial
   std::vector<port::Xstat> xstats;
   port::KernelCounters kernel;  // the kernel interface behind the PMD (af_packet), over the trial
@@ -383,6 +399,13 @@ class LiveRun {
   // the senders' progress for RX (rx::SentSource).
   absl::Status SetUpResponders(const std::vector<unsigned>& workers, int tag_off);
   void SetUpFeedback();
+  // Start's other steps (trial_builder.cc): owners, FlowTables and rings;
+  // the TX tasks; the RX tasks with their frame handlers; the launch.
+  void BuildOwners();
+  absl::Status BuildTx(int tag_off);
+  void BuildRx(int tag_off);
+  std::unique_ptr<endpoint::FrameHandlers> HandlersOf(size_t port, uint32_t worker, int tag_off);
+  absl::Status Launch();
   // Every shard of a stream: (task, index in the task, share of the stream's rate).
   struct ShardRef {
     tx::TxTask* task;
@@ -428,6 +451,7 @@ class LiveRun {
   // Per worker whose flows a responding port receives (not indexed by worker).
   std::vector<std::unique_ptr<endpoint::AnswerQueue>> answer_queues_;
   std::vector<std::unique_ptr<endpoint::Responder>> responders_;
+  std::vector<std::unique_ptr<endpoint::AnswerQueue>> host_answer_queues_;  // per worker with RX queues
   std::vector<std::unique_ptr<endpoint::FeedbackSink>> feedback_;  // per worker with DCQCN flows
   std::vector<std::unique_ptr<endpoint::ReadSink>> read_sinks_;    // per worker answering READs
   std::vector<std::unique_ptr<rx::SentSource>> sent_sources_;      // per worker: its flows' senders, for RX

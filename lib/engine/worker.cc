@@ -18,14 +18,14 @@ namespace fg::engine {
 
 namespace {
 
-// The answers queued by the responder, in order, in bursts of one port's
-// consecutive answers; what the PMD refuses stays queued for the next poll.
-unsigned SendAnswers(LcoreWork& w) {
-  endpoint::AnswerQueue& q = *w.answers;
+// The answers queued in `q` (the responder's or the hosts'), in order, in
+// bursts of one port's consecutive answers, each port's on `ports[port]`;
+// what the PMD refuses stays queued for the next poll.
+unsigned SendAnswers(endpoint::AnswerQueue& q, std::vector<AnswerPort>& ports, int tag_off) {
   unsigned total = 0;
   while (!q.empty()) {
     const uint16_t port = q.At(0).port;
-    AnswerPort& ap = w.answer_ports[port];
+    AnswerPort& ap = ports[port];
     unsigned n = 1;
     while (n < q.size() && n < 32 && q.At(n).port == port) ++n;
     rte_mbuf* m[32];
@@ -40,7 +40,7 @@ unsigned SendAnswers(LcoreWork& w) {
       m[i]->data_len = a.len;
       m[i]->pkt_len = a.len;
       // Not a TX template any more (TX would take it for one otherwise).
-      if (w.tag_off >= 0) *RTE_MBUF_DYNFIELD(m[i], w.tag_off, uint64_t*) = 0;
+      if (tag_off >= 0) *RTE_MBUF_DYNFIELD(m[i], tag_off, uint64_t*) = 0;
       bytes += a.len + 4u;
     }
     const uint16_t sent = rte_eth_tx_burst(ap.port_id, ap.queue, m, static_cast<uint16_t>(n));
@@ -199,7 +199,11 @@ int LcoreMain(void* arg) {
     if (w.table != nullptr) w.table->ServeRequests();
     // The responder's answers (ACK, NAK, CNP), in the drain too: RX work
     // (its cycles count with RX's; AnswerPort counts the frames).
-    const unsigned answered = w.answers != nullptr && !w.answers->empty() ? SendAnswers(w) : 0;
+    unsigned answered =
+        w.answers != nullptr && !w.answers->empty() ? SendAnswers(*w.answers, w.answer_ports, w.tag_off) : 0;
+    if (w.host_answers != nullptr && !w.host_answers->empty()) [[unlikely]] {
+      answered += SendAnswers(*w.host_answers, w.host_answer_ports, w.tag_off);
+    }
     if (tx != 0) {
       w.tx_packets.Add(tx);
       w.tx_cycles.Add(t1 - t0);

@@ -49,7 +49,12 @@ struct LcoreWork {
   endpoint::AnswerQueue* answers = nullptr;
   endpoint::Responder* responder = nullptr;  // this worker's (null: none)
   std::vector<AnswerPort> answer_ports;  // per plan port
-  int tag_off = -1;                      // TX template tag: cleared in every answer mbuf
+  // The answers of the hosts on its RX queues' ports (ARP, ND, echo:
+  // endpoint/neighbor.h; null: no RX queue), sent the same way, counted
+  // apart from the test's frames in host_answer_ports.
+  endpoint::AnswerQueue* host_answers = nullptr;
+  std::vector<AnswerPort> host_answer_ports;  // per plan port
+  int tag_off = -1;  // TX template tag: cleared in every answer mbuf
   std::vector<std::string> names;
   std::atomic<int> phase{kRun};
   // The lcore's thread and its run delay when it started (ThreadRunDelayNs),

@@ -322,11 +322,7 @@ class DcqcnConvergence final : public TestKind {
         FG_ASSIGN_OR_RETURN(const LoadRunner runner, LoadRunner::Make(c.eal, c.ports, *streams, spec, {}));
         const double load = runner.line_l1_bps() > 0 ? two_groups_l1 / runner.line_l1_bps() : 0;
         for (int rep = 0; rep < t.repetitions; ++rep) {
-          engine::TrialOptions opt;
-          opt.drain_ns = c.options.drain_ns;
-          opt.interrupt = c.options.interrupt;
-          opt.on_live = c.options.on_live;
-          opt.placement = c.options.placement;
+          engine::TrialOptions opt = TrialOptionsFor(c.options);
           opt.per_flow = m;  // every QP, with its timeline
           // The responder's received counts every window: the bottleneck's delivered rate.
           opt.sample_interval_ns = t.window_ns;

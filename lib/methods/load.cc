@@ -1,5 +1,7 @@
 #include "methods/load.h"
 
+#include "endpoint/host.h"
+
 #include <cmath>
 #include <map>
 
@@ -55,20 +57,23 @@ absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vec
   return r;
 }
 
-namespace {
-
-engine::TrialOptions TrialOptionsOf(const MethodOptions& options) {
+engine::TrialOptions TrialOptionsOf(const config::Plan& plan) {
   engine::TrialOptions opt;
-  opt.drain_ns = options.drain_ns;
-  opt.interrupt = options.interrupt;
-  opt.sample_interval_ns = 0;
-  opt.on_live = options.on_live;
-  opt.placement = options.placement;
-  opt.per_flow = options.per_flow;
+  opt.drain_ns = plan.drain_ns;
+  opt.placement = *engine::ParsePolicy(plan.placement);  // the parser allowed only known names
+  opt.per_flow = plan.per_flow;
+  opt.hosts = std::make_shared<const std::vector<endpoint::PortHosts>>(endpoint::HostsOfPlan(plan));
+  for (const config::PortSpec& p : plan.ports) opt.answer.push_back(p.answer);
   return opt;
 }
 
-}  // namespace
+engine::TrialOptions TrialOptionsFor(const MethodOptions& options) {
+  engine::TrialOptions opt = options.trial;
+  opt.interrupt = options.interrupt;
+  opt.sample_interval_ns = 0;
+  opt.on_live = options.on_live;
+  return opt;
+}
 
 absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration_s,
                                                     const MethodOptions& options) const {
@@ -89,7 +94,7 @@ absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration
           s.name, FormatDuration(s.start_ns), FormatDuration(s.duration_ns)));
     }
   }
-  FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, TrialOptionsOf(options)));
+  FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, TrialOptionsFor(options)));
   if (r.interrupted) return absl::CancelledError("interrupted");
   return r;
 }
@@ -113,7 +118,7 @@ absl::StatusOr<engine::TrialResult> LoadRunner::RunBursts(uint32_t frames, int r
     s.duration_ns = s.burst_period_ns * repetitions + 1'000'000'000;  // the count ends it first
     longest = std::max(longest, s.duration_ns);
   }
-  engine::TrialOptions opt = TrialOptionsOf(options);
+  engine::TrialOptions opt = TrialOptionsFor(options);
   opt.max_duration_ns = longest + 1'000'000'000;
   FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(*eal_, ports_, ts, opt));
   if (r.interrupted) return absl::CancelledError("interrupted");

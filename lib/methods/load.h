@@ -71,17 +71,25 @@ struct TrialRecord {
   uint64_t lcore_holdups = 0, lcore_holdup_ns = 0, lcore_holdup_max_ns = 0;
 };
 
+// The options of every trial a plan runs (drain, placement, per-flow
+// reports, each port's hosts and what they answer): built here only, from
+// the plan, by run, the CLI and the tests alike.
+engine::TrialOptions TrialOptionsOf(const config::Plan& plan);
+
 struct MethodOptions {
-  int64_t drain_ns = 100'000'000;
+  // What each trial starts from (TrialOptionsOf(plan)); a test sets its own
+  // sampling, bounds and the callbacks below.
+  engine::TrialOptions trial;
   const std::atomic<bool>* interrupt = nullptr;
   // Called after every trial (progress: test, trial, phase, load, result).
   std::function<void(const TrialRecord&)> on_trial;
   // Each trial's live run, while it runs (nullptr when it ends): live metrics.
   std::function<void(const engine::LiveRun*)> on_live;
-  // Flow owners and per-flow reporting (the plan's placement and report.per_flow).
-  engine::PlacementPolicy placement = engine::PlacementPolicy::kFlow;
-  uint32_t per_flow = 1024;
 };
+
+// A trial's options under a test: options.trial with its interrupt and live
+// view, not sampled.
+engine::TrialOptions TrialOptionsFor(const MethodOptions& options);
 
 class LoadRunner {
  public:

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
@@ -529,6 +530,47 @@ KernelCounters Port::kernel_stats() const {
   if (drops >= 0) socket_drops_ += drops;
   k.socket_drops = k.valid && drops >= 0 ? socket_drops_ : -1;
   return k;
+}
+
+}  // namespace fg::port
+
+namespace fg::port {
+
+absl::Status Port::SendControlFrame(std::span<const uint8_t> frame) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) return absl::ResourceExhaustedError(absl::StrFormat("port %s: its mbuf pool is empty", name()));
+  char* d = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
+  if (d == nullptr) {
+    rte_pktmbuf_free(m);
+    return absl::InternalError(absl::StrFormat("port %s: a %d-byte control frame does not fit an mbuf", name(),
+                                               frame.size()));
+  }
+  std::memcpy(d, frame.data(), frame.size());
+  // Not a TX template any more (TX would take it for one otherwise: RX on
+  // the built-in loopback leaves tags as they are, PortOptions::rx_is_own_tx).
+  if (const int tag = TxTemplateTagOffset(); tag >= 0) *RTE_MBUF_DYNFIELD(m, tag, uint64_t*) = 0;
+  const uint64_t until = rte_get_tsc_cycles() + rte_get_tsc_hz() / 10;
+  while (rte_eth_tx_burst(id_, 0, &m, 1) == 0) {
+    if (rte_get_tsc_cycles() > until) {
+      rte_pktmbuf_free(m);
+      return absl::UnavailableError(absl::StrFormat("port %s took no frame for 100 ms", name()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+size_t Port::ReceiveControlFrames(const std::function<void(std::span<const uint8_t>)>& take) {
+  size_t total = 0;
+  for (uint16_t q = 0; q < options_.rx_queues; ++q) {
+    rte_mbuf* m[32];
+    const uint16_t n = rte_eth_rx_burst(id_, q, m, 32);
+    for (uint16_t i = 0; i < n; ++i) {
+      take(std::span<const uint8_t>(rte_pktmbuf_mtod(m[i], const uint8_t*), m[i]->data_len));
+      rte_pktmbuf_free(m[i]);
+    }
+    total += n;
+  }
+  return total;
 }
 
 }  // namespace fg::port

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -242,6 +243,12 @@ class Port {
   void ResetStats();
   // Refreshes link state (speed, up/down) in capabilities().
   void RefreshLink();
+  // Control thread, while no lcore polls the port (before or between runs):
+  // sends one frame on TX queue 0, waiting up to 100 ms for room; and
+  // hands each frame waiting on its RX queues to `take`, then frees it
+  // (returns how many). Gateway resolution and QP set-up use these.
+  absl::Status SendControlFrame(std::span<const uint8_t> frame);
+  size_t ReceiveControlFrames(const std::function<void(std::span<const uint8_t>)>& take);
 
  private:
   Port() = default;

@@ -77,7 +77,17 @@ bool RxTask::FlushWaiting() {
 RxTask::Apart RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns, uint32_t bytes) {
   const proto::Feedback fb = proto::ClassifyFeedback(frame, len);
   using K = proto::Feedback::Kind;
-  if (fb.kind == K::kNone) return Apart::kUnknown;
+  if (fb.kind == K::kNone) {
+    if (handlers_ == nullptr) return Apart::kUnknown;
+    switch (handlers_->Take(endpoint::RxFrame{frame, len, rx_ns})) {
+      case endpoint::Taken::kYes:
+        return Apart::kHandled;
+      case endpoint::Taken::kInvalid:
+        return Apart::kInvalid;
+      case endpoint::Taken::kNo:
+        return Apart::kUnknown;
+    }
+  }
   if (fb.kind == K::kInvalid) return Apart::kInvalid;  // not shaped as the spec shapes it: taken for nothing
   // To the flow's owner: observed here, or handed over.
   auto route = [this](const PortDispatch::Target& t, Handoff& h) {
@@ -338,6 +348,9 @@ unsigned RxTask::PollImpl() {
       if (a == Apart::kData) {  // a READ request
         ++data_packets;
         data_bytes += bytes;
+      } else if (a == Apart::kHandled) {
+        handled_packets_.Add(1);
+        handled_bytes_.Add(bytes);
       } else if (a == Apart::kUnknown) {
         ++unknown_packets;
         unknown_bytes += bytes;

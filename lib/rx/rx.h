@@ -9,8 +9,11 @@
 // FlowTable; the others become Handoff records pushed to the owner's SPSC
 // ring, which the owner drains on its next poll. Feedback without a
 // signature (CNP, RoCE ACK and NAK, UET NACK) is matched by its QP or PDC and goes
-// the same way. Frames without a signature, or with a flow id this port does
-// not expect, are counted apart as "unknown", so every frame is accounted.
+// the same way. Any other frame without a signature is offered to the port's
+// frame handlers (endpoint/frame_handler.h: ARP, ND, echo), which count it
+// apart and may answer it; what none takes, and frames with a flow id this
+// port does not expect, are counted apart as "unknown", so every frame is
+// accounted.
 //
 // A frame counts for a stream only when it is one the stream could have
 // sent. Its headers agree with each other and with its length (the walk,
@@ -52,6 +55,7 @@
 #include "base/tsc.h"
 #include "clock/clock_fit.h"
 #include "clock/shared_line.h"
+#include "endpoint/frame_handler.h"
 #include "proto/signature.h"
 #include "rx/flow_table.h"
 
@@ -161,6 +165,13 @@ class RxTask : public PollTask {
   // signature no stream sent, or shaped as feedback or a READ request and
   // not one (Feedback::Kind::kInvalid).
   RxCounters invalid() const { return RxCounters{invalid_packets_.Read(), invalid_bytes_.Read()}; }
+  // Frames a frame handler took (neighbour and echo traffic): counted
+  // apart, by kind, in handlers()' counts.
+  RxCounters handled() const { return RxCounters{handled_packets_.Read(), handled_bytes_.Read()}; }
+  // Before the lcores start: the frame handlers of this queue's port (none: every frame
+  // without a signature that is no feedback is unknown).
+  void SetHandlers(std::unique_ptr<endpoint::FrameHandlers> h) { handlers_ = std::move(h); }
+  const endpoint::FrameHandlers* handlers() const { return handlers_.get(); }
   // Before the lcores start: the run's start (this host's ns, the TX
   // timebase): a signature's TX time must lie between it and the frame's
   // arrival. Without it (a task outside a LiveRun) the time is not checked.
@@ -206,7 +217,8 @@ class RxTask : public PollTask {
   size_t waiting_total_ = 0;
   bool FlushWaiting();  // true when nothing waits any more
   Counter unknown_packets_, unknown_bytes_, data_packets_, data_bytes_, handed_off_, handoff_waits_;
-  Counter invalid_packets_, invalid_bytes_;
+  Counter invalid_packets_, invalid_bytes_, handled_packets_, handled_bytes_;
+  std::unique_ptr<endpoint::FrameHandlers> handlers_;
   uint64_t tx_lo_ = 0;      // the earliest TX time a signature may carry (SetRunStart)
   bool tx_window_ = false;  // tx_lo_ is set: TX times are checked
   Counter fb_cnp_, fb_nak_, fb_nack_, fb_unmatched_, fb_ack_;
@@ -221,11 +233,12 @@ class RxTask : public PollTask {
   uint64_t stall_ticks_;
 
   // What a frame that is no data of a stream received here counts as.
-  enum class Apart : uint8_t { kUnknown, kData, kInvalid };
+  enum class Apart : uint8_t { kUnknown, kData, kInvalid, kHandled };
   // A frame without a signature: feedback (counted, and handed to its flow's
   // owner; unknown), a READ request this port answers (data of its stream),
   // invalid (its headers inconsistent, or shaped as feedback and not one:
-  // proto::ClassifyFeedback), or nothing we know (unknown).
+  // proto::ClassifyFeedback), taken by a frame handler (handled), or
+  // nothing we know (unknown).
   Apart CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns, uint32_t bytes);
   [[gnu::noinline]] void EmitRemote(uint32_t owner, const Handoff& h);
   void ServeRequest();

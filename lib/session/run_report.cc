@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/units.h"
+#include "endpoint/frame_handler.h"
 #include "engine/counters.h"
 #include "methods/dcqcn_convergence.h"
 #include "report/json.h"
@@ -38,6 +39,28 @@ void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLi
 }
 
 namespace {
+
+// Each frame handler kind's counts (endpoint/frame_handler.h) as the object
+// ports[].<kind>; the neighbour handler's with the gateway's MAC.
+void WriteHandled(report::JsonWriter& w, const engine::PortResult& p, const std::string& gateway_mac) {
+  const std::span<const endpoint::HandlerKind> kinds = endpoint::HandlerKinds();
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    w.Key(std::string(kinds[k].name));
+    w.BeginObject();
+    for (size_t c = 0; c < kinds[k].counts.size(); ++c) {
+      w.Field(std::string(kinds[k].counts[c].key), k < p.handled.size() ? p.handled[k][c] : uint64_t{0});
+    }
+    if (kinds[k].name == "neighbors") {
+      w.Key("gateway_mac");
+      if (gateway_mac.empty()) {
+        w.Null();
+      } else {
+        w.String(gateway_mac);
+      }
+    }
+    w.EndObject();
+  }
+}
 
 // Every counter engine/counters.h declares for the object, under its key
 // (null where the object has no such figure).
@@ -286,6 +309,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("link_speed_bps", static_cast<uint64_t>(c.link_speed_mbps) * 1'000'000);
     w.Field("rx_distribution", ports[i]->rx_spread().description);
     WriteCounters(w, engine::PortCounters(), p);
+    WriteHandled(w, p, i < session.gateways().size() && session.gateways()[i] ? FormatMac(session.gateways()[i]->mac) : "");
     w.Field("duration_ns", r.duration_ns);
     WriteTesterLimits(w, p.tester_limits);
     w.Key("kernel_interface");  // the kernel's counters of the interface behind the PMD (af_packet)

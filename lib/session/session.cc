@@ -146,7 +146,14 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const config::Plan& plan,
     FG_RETURN_IF_ERROR((*p)->Start());
     s->ports_.push_back(std::move(*p));
   }
+  FG_RETURN_IF_ERROR(s->UseGateways(s->plan_));
   return s;
+}
+
+absl::Status Session::UseGateways(config::Plan& plan) {
+  FG_ASSIGN_OR_RETURN(gateways_, ResolveGateways(plan, ports(), endpoint::HostsOfPlan(plan)));
+  ApplyGateways(plan, gateways_);
+  return absl::OkStatus();
 }
 
 Session::~Session() {
@@ -188,7 +195,9 @@ absl::Status Session::Reload(const config::Plan& plan) {
   FG_RETURN_IF_ERROR(methods::PrecheckPlan(plan));
   FG_RETURN_IF_ERROR(methods::CheckMemory(
       methods::EstimateMemory(plan, std::max(2u, std::thread::hardware_concurrency())), 0, engine::MemAvailableBytes()));
-  plan_ = plan;
+  config::Plan next = plan;
+  FG_RETURN_IF_ERROR(UseGateways(next));
+  plan_ = std::move(next);
   return absl::OkStatus();
 }
 

@@ -23,6 +23,7 @@
 #include "port/eal.h"
 #include "port/eal_args.h"
 #include "port/port.h"
+#include "session/gateway.h"
 #include "stream/stream.h"
 
 namespace fg::session {
@@ -61,6 +62,10 @@ class Session {
   // tests, the rates set on each port must add up to at most its line rate
   // (stream::CheckPortLoads).
   absl::StatusOr<std::vector<stream::CompiledStream>> CompileStreams();
+  // Per plan port: its gateway as resolved when the plan was opened or
+  // reloaded (session/gateway.h; nullopt: none). The plan's streams already
+  // send to it.
+  const std::vector<std::optional<GatewayResolution>>& gateways() const { return gateways_; }
 
  private:
   Session() = default;
@@ -68,6 +73,9 @@ class Session {
   port::EalDecision decision_;
   std::unique_ptr<port::Eal> eal_;
   std::vector<std::unique_ptr<port::Port>> ports_;  // destroyed before eal_
+  std::vector<std::optional<GatewayResolution>> gateways_;
+  // Resolves `plan`'s gateways and points its streams at them.
+  absl::Status UseGateways(config::Plan& plan);
 };
 
 }  // namespace fg::session

@@ -47,7 +47,7 @@ tests:
   imp.police = [&](uint64_t tx_ns) { return policer.Drop(tx_ns); };
   fg::testing::Mover mover(path.in(), path.out(), path.tx()->pool(), imp);
   MethodOptions opt;
-  opt.drain_ns = 50'000'000;
+  opt.trial.drain_ns = 50'000'000;
   return RunThroughput(TestEal(), {path.tx(), path.rx()}, *streams, plan->tests[0], opt);
 }
 
@@ -159,7 +159,7 @@ tests:
   imp.police = [&](uint64_t tx_ns) { return policer.Drop(tx_ns); };
   fg::testing::Mover mover(path.in(), path.out(), path.tx()->pool(), imp);
   MethodOptions opt;
-  opt.drain_ns = 50'000'000;
+  opt.trial.drain_ns = 50'000'000;
   auto r = RunThroughput(TestEal(), {path.tx(), path.rx()}, *streams, plan->tests[0], opt);
   ASSERT_TRUE(r.ok()) << r.status();
   FG_SKIP_IF_HOST_HELD_UP(r->complete, r->stopped_because, r->trials);

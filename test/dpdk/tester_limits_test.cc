@@ -466,7 +466,7 @@ absl::StatusOr<LatencyResult> LatencyWithAStall(const std::string& yaml) {
   EXPECT_TRUE(s.ok()) << s.status();
   l.streams = *s;
   MethodOptions opt;
-  opt.drain_ns = 20'000'000;
+  opt.trial.drain_ns = 20'000'000;
   // 100 ms into the first trial (its live run starting is the cue).
   std::thread hog;
   opt.on_live = [&](const engine::LiveRun* run) {

@@ -1,0 +1,58 @@
+#include "endpoint/host.h"
+
+#include "config/plan.h"
+
+namespace fg::endpoint {
+
+namespace {
+
+// Flow i of a stream that varies an address takes the address + i (IPv4: the
+// whole address, IPv6: its last 32 bits; both wrap), as stream::Program does.
+Ipv4Addr Nth(Ipv4Addr a, uint32_t i) { return Ipv4Addr{a.value + i}; }
+Ipv6Addr Nth(Ipv6Addr a, uint32_t i) {
+  uint32_t low = uint32_t{a.bytes[12]} << 24 | uint32_t{a.bytes[13]} << 16 | uint32_t{a.bytes[14]} << 8 | a.bytes[15];
+  low += i;
+  for (int b = 0; b < 4; ++b) a.bytes[15 - b] = static_cast<uint8_t>(low >> (8 * b));
+  return a;
+}
+
+template <class Addr>
+void AddFlows(PortHosts& h, const Addr& first, bool varies, uint32_t flows, const MacAddr& mac) {
+  h.NoteFirst(first, mac);
+  const uint32_t n = varies ? flows : 1;
+  for (uint32_t i = 0; i < n; ++i) h.Add(Nth(first, i), mac);
+}
+
+// Frames that carry no IP (PAUSE, PFC, LBN) give no host.
+bool HasIp(config::FrameKind k) {
+  return k != config::FrameKind::kPfc && k != config::FrameKind::kPause && k != config::FrameKind::kLbn;
+}
+
+}  // namespace
+
+std::vector<PortHosts> HostsOfPlan(const config::Plan& plan) {
+  std::vector<PortHosts> hosts(plan.ports.size());
+  for (const config::StreamSpec& s : plan.streams) {
+    const config::FrameSpec& f = s.frame;
+    if (!HasIp(f.kind)) continue;
+    const proto::L3Spec& l3 = f.encap.l3;
+    if (s.port < hosts.size()) {
+      if (l3.ipv6) {
+        AddFlows(hosts[s.port], l3.src6, f.vary_src_ip, s.flows, f.encap.src_mac);
+      } else {
+        AddFlows(hosts[s.port], l3.src4, f.vary_src_ip, s.flows, f.encap.src_mac);
+      }
+    }
+    // A responding port's answers come from the stream's destination.
+    if (s.rx_port < hosts.size() && plan.ports[s.rx_port].respond.has_value()) {
+      if (l3.ipv6) {
+        AddFlows(hosts[s.rx_port], l3.dst6, f.vary_dst_ip, s.flows, f.encap.dst_mac);
+      } else {
+        AddFlows(hosts[s.rx_port], l3.dst4, f.vary_dst_ip, s.flows, f.encap.dst_mac);
+      }
+    }
+  }
+  return hosts;
+}
+
+}  // namespace fg::endpoint

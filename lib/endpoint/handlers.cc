@@ -4,11 +4,13 @@
 #include <vector>
 
 #include "endpoint/frame_handler.h"
+#include "endpoint/neighbor.h"
 
 namespace fg::endpoint {
 
 std::span<const HandlerKind> HandlerKinds() {
   static const std::vector<HandlerKind> kKinds = {
+      NeighborKind(),  // ARP, ND and echo for the port's hosts (endpoint/neighbor.h)
   };
   return kKinds;
 }

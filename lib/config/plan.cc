@@ -111,9 +111,9 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   if (auto g = n.Optional("gateway")) {
     FG_ASSIGN_OR_RETURN(std::string text, g->String());
     if (auto v4 = ParseIpv4(text); v4.ok()) {
-      p.gateway = Gateway{.ipv6 = false, .v4 = *v4};
+      p.gateway = Gateway{.ipv6 = false, .v4 = *v4, .v6 = {}};
     } else if (auto v6 = ParseIpv6(text); v6.ok()) {
-      p.gateway = Gateway{.ipv6 = true, .v6 = *v6};
+      p.gateway = Gateway{.ipv6 = true, .v4 = {}, .v6 = *v6};
     } else {
       return g->Error(absl::StrFormat("gateway '%s' is not an IPv4 or IPv6 address", text));
     }

@@ -297,9 +297,12 @@ HoldUp WhereTheTimeWent(const std::vector<LcoreStats>& lcores) {
   return h;
 }
 
+// The hold-up figures go with the stalls, and with a TX shortfall: a host
+// that takes the lcore's CPU in slices shorter than a stall's 1 ms leaves a
+// shortfall with no stall, and the time the kernel counted says so.
 void AttachHoldUp(std::vector<TesterLimit>& limits, const HoldUp& h) {
   for (TesterLimit& l : limits) {
-    if (l.kind != kPacingStall && l.kind != kRxStall) continue;
+    if (l.kind != kPacingStall && l.kind != kRxStall && l.kind != kTxShortfall) continue;
     l.detail += h.note;
     l.cpu_wait_ns = h.wait_known ? h.wait_ns : -1;
     l.steal_ns = h.steal_known ? h.steal_ns : -1;

@@ -21,8 +21,9 @@ void WriteTesterLimits(report::JsonWriter& w, const std::vector<engine::TesterLi
     w.Field("kind", l.kind);
     w.Field("count", l.count);
     w.Field("detail", l.detail);
-    if (l.kind == engine::kRxStall || l.kind == engine::kPacingStall) {
-      w.Field("longest_ns", l.longest_ns);
+    const bool stall = l.kind == engine::kRxStall || l.kind == engine::kPacingStall;
+    if (stall) w.Field("longest_ns", l.longest_ns);
+    if (stall || l.kind == engine::kTxShortfall) {
       // Where the time went, as the kernel counts it (null: unreadable).
       for (auto [key, ns] : {std::pair{"cpu_wait_ns", l.cpu_wait_ns}, std::pair{"steal_ns", l.steal_ns}}) {
         w.Key(key);

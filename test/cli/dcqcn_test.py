@@ -14,6 +14,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import holdups  # noqa: E402
+
 FABRICGEN = ""
 ROOT = ""
 
@@ -46,6 +49,9 @@ class DcqcnConvergenceTest(unittest.TestCase):
         out = os.path.join(self.dir, "out")
         r = subprocess.run([FABRICGEN, "run", self.plan("[2]", 1, "300 ms", "100 ms"), "--out", out],
                            capture_output=True, text=True, timeout=120)
+        if r.returncode == 1:  # the test stopped: held up by the host in every attempt is a skip (test/holdups.py)
+            with open(os.path.join(out, "report.json")) as f:
+                holdups.skip_if_held_up(self, json.load(f))
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         with open(os.path.join(out, "report.json")) as f:
             t = json.load(f)["tests"][0]

@@ -301,8 +301,10 @@ TEST(TesterLimits, AStallSaysWhereTheTimeWent) {
     AssessTesterLimits(r);
     const TesterLimit* p = Find(r.streams[0].tester_limits, kPacingStall);
     EXPECT_NE(p, nullptr);
-    // Not on a limit a hold-up cannot explain.
-    EXPECT_EQ(Find(r.streams[0].tester_limits, kTxShortfall)->detail.find("schedstat"), std::string::npos);
+    // On the shortfall too, whenever on the stall: a host taking the CPU in slices under 1 ms leaves a shortfall
+    // with no stall.
+    EXPECT_EQ(Find(r.streams[0].tester_limits, kTxShortfall)->detail.find("schedstat") != std::string::npos,
+              p != nullptr && p->detail.find("schedstat") != std::string::npos);
     return p == nullptr ? std::string() : p->detail;
   };
   EXPECT_NE(note().find("the lcores' threads waited 300.000 us for their CPUs while the kernel ran another task "
@@ -315,7 +317,7 @@ TEST(TesterLimits, AStallSaysWhereTheTimeWent) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->cpu_wait_ns, 300'000);
   EXPECT_EQ(p->steal_ns, 30'000'000);
-  EXPECT_EQ(Find(r.streams[0].tester_limits, kTxShortfall)->steal_ns, -1);  // not a hold-up's kind
+  EXPECT_EQ(Find(r.streams[0].tester_limits, kTxShortfall)->steal_ns, 30'000'000);  // the trial's, as the stall's
   r.lcores[0].guest_wait_ns = 40'000'000;
   EXPECT_NE(note().find("waited 40.200 ms for their CPUs"), std::string::npos) << note();
   EXPECT_NE(note().find(": another task on the lcores' CPUs held them up"), std::string::npos) << note();

@@ -22,7 +22,13 @@
 # within minutes, a pair taken seconds apart compares like with like.
 #
 #   tools/bench_vs_testpmd.sh [BUILD_DIR] [SECONDS] [PARTS]
-# PARTS: any of tx, loop, closed (default: all three).
+# PARTS: any of tx, loop, closed (default: all three), or ab:
+#   BASELINE=OTHER_BUILD_DIR tools/bench_vs_testpmd.sh build 10 ab
+# runs fabricgen's rows (TX 78 B and 1022 B, loopback 1 and 1,000,000 flows,
+# closed loop) with the baseline build and this one alternating (A B A B A B):
+# a change's own cost in one sitting, which two runs of the testpmd rows
+# minutes apart on a drifting host cannot give. AB_ONLY=TEXT runs only the
+# rows whose label contains TEXT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -68,7 +74,7 @@ testpmd_pps() {
 
 fabricgen_pps() {  # plan-yaml -> received (or sent) packets per second of stream 0
   printf '%s' "$1" > "$tmp/plan.yaml"
-  "$fg" run "$tmp/plan.yaml" --out "$tmp/out" --quiet -- "${eal[@]}" > /dev/null
+  "${FG:-$fg}" run "$tmp/plan.yaml" --out "$tmp/out" --quiet -- "${eal[@]}" > /dev/null
   /usr/bin/python3 - "$tmp/out/report.json" "$2" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); s = r["streams"][0]
@@ -105,6 +111,22 @@ streams: [{name: s, flows: {count: 8, rates: [5 Mpps]},
 EOF2
 }
 
+if [[ " $parts " == *" ab "* ]]; then
+  base="${BASELINE:?ab needs BASELINE=BUILD_DIR, the build to compare with}/app/fabricgen"
+  printf '| measurement (Mpps) | baseline %s | this build | ratio |\n|---|---|---|---|\n' "$BASELINE"
+  ab_row() {  # label plan-command tx|rx (AB_ONLY=TEXT: only the rows whose label contains it)
+    [[ -n "${AB_ONLY:-}" && "$1" != *"$AB_ONLY"* ]] && return 0
+    read -r a b r <<< "$(paired3 "FG=$base fabricgen_pps \"\$($2)\" $3" "fabricgen_pps \"\$($2)\" $3")"
+    printf '| %s | %.2f | %.2f | %.3fx |\n' "$1" "$(echo "$a/1000000" | bc -l)" "$(echo "$b/1000000" | bc -l)" "$r"
+  }
+  ab_row "TX 78 B frames, net_null, 1 core" "roce_tx_plan 16" tx
+  ab_row "TX 1022 B frames, net_null, 1 core" "roce_tx_plan 960" tx
+  ab_row "loopback generate + receive, 78 B, 1 flow" "loop_plan 1" rx
+  ab_row "same, 1,000,000 flows" "loop_plan 1000000" rx
+  ab_row "closed loop, 8 RC QPs (ack_req never)" "qp_plan closed never" rx
+  ab_row "closed loop, 8 RC QPs (ack_req last)" "qp_plan closed last" rx
+  exit 0
+fi
 printf '| measurement | dpdk-testpmd | fabricgen | ratio |\n|---|---|---|---|\n'
 if [[ " $parts " == *" closed "* ]]; then
   # ack_req last: every one-packet message asks for an ACK (one per QP per

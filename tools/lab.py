@@ -72,6 +72,8 @@ def main(argv):
         print("links: %s" % ", ".join(spec.link_names()))
         for h in spec.hosts:
             print("host %s (iface %s) on leaf%d: %s" % (h.port, h.iface, h.leaf, ", ".join(map(str, h.prefixes))))
+            if spec.resolve:
+                print("  leaf%d resolves it by ARP/ND from %s" % (h.leaf, ", ".join(str(g) for g, _ in h.gateways())))
         for imp in spec.impairments:
             print("impairment %d on %s: %s %s" % (imp.index, imp.link, imp.kind, imp.params))
         return 0

@@ -23,8 +23,16 @@
 namespace fg {
 
 // Per-frame overhead on the wire beyond the frame: preamble 7 + SFD 1 + IFG 12.
+// The one L1 overhead of the code base.
 inline constexpr uint32_t kEthL1Overhead = 20;
 inline constexpr uint32_t kEthFcsLen = 4;
+
+// The one line-rate check: whether an L1 rate is above a port's line rate,
+// beyond the rounding of rates derived from that line rate (1 ppm: a stream
+// set to 100 % of the line passes, one frame per second more on a 100 Gbit/s
+// port of 64 B frames does not).
+inline constexpr double kLineRateTolerance = 1e-6;
+inline bool AboveLineRate(double l1_bps, double line_bps) { return l1_bps > line_bps * (1 + kLineRateTolerance); }
 
 // The lowest paced rate: the TX pacer keeps one packet's interval in TSC
 // ticks << 12 in 64 bits (lib/tx), which 0.001 pps (1000 s per packet) keeps

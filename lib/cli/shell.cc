@@ -23,6 +23,7 @@
 #include "report/atomic_file.h"
 #include "session/run_report.h"
 #include "session/test_runner.h"
+#include "stream/rate_change.h"
 
 namespace fg::cli {
 namespace {
@@ -366,8 +367,7 @@ absl::Status Shell::SetRate(const Args& a, const Rate& rate, std::ostream& out) 
     const double data_pps = rate.ToPps(d.frame_size, back);
     FG_RETURN_IF_ERROR(CheckRate(static_cast<size_t>(s.read_responses), data_pps, back));
     const double was = (live_ != nullptr ? live_->state(i).pps : s.pps) * s.read_packets;
-    s.pps = data_pps / s.read_packets;
-    d.pps = data_pps;
+    stream::SetReadRate(streams_, i, data_pps);
     if (live_ != nullptr) FG_RETURN_IF_ERROR(live_->SetRate(i, s.pps));
     auto show = [](double v) { return std::isfinite(v) ? FormatPacketRate(v) : std::string("max"); };
     out << absl::StrFormat("%s: READ data %s of responses (was %s)%s, %s of requests\n", s.name, show(data_pps),
@@ -408,9 +408,7 @@ absl::Status Shell::SetFlowRate(const Args& a, const Rate& rate, size_t flow, st
     return absl::InvalidArgumentError(absl::StrFormat(
         "rate: %g pps for flow %d of %s is below the TX minimum of %g pps", pps, flow, s.name, kMinPps));
   }
-  double weights = 0;
-  for (double w : s.flow_weight) weights += w;
-  double was = s.pps * s.flow_weight[flow] / weights;
+  double was = stream::FlowRate(s, flow);
   if (live_ != nullptr) {
     FG_ASSIGN_OR_RETURN(was, live_->FlowRate(i, static_cast<uint32_t>(flow)));
   }
@@ -419,8 +417,7 @@ absl::Status Shell::SetFlowRate(const Args& a, const Rate& rate, size_t flow, st
   FG_RETURN_IF_ERROR(CheckRate(i, stream_pps, line));
   // The plan-side weights follow, so a later start sends what was set (the
   // other flows keep their rates).
-  s.flow_weight[flow] = pps * weights / s.pps;
-  s.pps = s.pps - s.pps * s.flow_weight[flow] / weights + pps;
+  stream::SetFlowRate(s, flow, pps);
   std::string effect;
   if (live_ != nullptr) {
     FG_ASSIGN_OR_RETURN(const engine::LiveRun::FlowRateChange c,
@@ -439,40 +436,14 @@ absl::Status Shell::SetFlowRate(const Args& a, const Rate& rate, size_t flow, st
 }
 
 absl::Status Shell::CheckRate(size_t i, double pps, double line_bps) const {
-  if (!std::isfinite(pps)) return absl::OkStatus();  // max: unpaced, takes what the port gives
-  const stream::CompiledStream& s = streams_[i];
-  if (!(pps >= kMinPps)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("rate: %g pps for %s is below the TX minimum of %g pps (one frame every %s)", pps, s.name,
-                        kMinPps, FormatDuration(static_cast<int64_t>(1e9 / kMinPps))));
-  }
-  if (!(line_bps > 0)) return absl::OkStatus();  // link speed unknown: nothing to hold it to
-  // As for the plan: the set rates of a port's streams, L1, within its line
-  // rate. A stopped stream sends no more; `max` streams take what is left.
-  auto l1 = [](double p, const stream::CompiledStream& x) { return p * (x.frame_size + kEthL1Overhead) * 8; };
-  double others = 0;
-  for (size_t j = 0; j < streams_.size(); ++j) {
-    const stream::CompiledStream& o = streams_[j];
-    if (j == i || o.tx_port != s.tx_port || o.burst_frames != 0) continue;
-    double p = o.pps;
-    if (live_ != nullptr) {
-      const engine::LiveRun::StreamState st = live_->state(j);
-      if (st.done) continue;
-      p = st.pps;
-    }
-    if (std::isfinite(p)) others += l1(p, o);
-  }
-  const double need = others + l1(pps, s);
-  if (need > line_bps * (1 + 1e-9)) {
-    const std::string port = session_->plan().ports[s.tx_port].name;
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "rate: %s at %s (%s L1)%s would need %s L1 on port %s, above its line rate of %s; lower this or another "
-        "stream's rate",
-        s.name, FormatPacketRate(pps), FormatBitRate(l1(pps, s)),
-        others > 0 ? absl::StrFormat(" with the port's other streams (%s L1)", FormatBitRate(others)) : "",
-        FormatBitRate(need), port, FormatBitRate(line_bps)));
-  }
-  return absl::OkStatus();
+  auto current = [this](size_t j) -> std::optional<double> {
+    if (live_ == nullptr) return streams_[j].pps;
+    const engine::LiveRun::StreamState st = live_->state(j);
+    if (st.done) return std::nullopt;
+    return st.pps;
+  };
+  return stream::CheckRateChange(streams_, i, pps, line_bps, session_->plan().ports[streams_[i].tx_port].name,
+                                 current);
 }
 
 absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
@@ -488,8 +459,8 @@ absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
     out << absl::StrFormat("%-16s %8s %14s %10s %8s %8s %8s %14s %14s\n", "stream", "flow", "rx frames", "gap", "dup",
                            "reorder", "ce", "jitter", "last latency");
     for (const rx::FlowView& f : flows) {
-      out << absl::StrFormat("%-16s %8d %14s %10d %8s %8s %8s %14s %14s\n", streams_[f.group].name,
-                             f.flow - streams_[f.group].flow_id, FormatCount(f.received),
+      out << absl::StrFormat("%-16s %8d %14s %10d %8s %8s %8s %14s %14s\n", streams_[f.stream].name,
+                             f.flow - streams_[f.stream].flow_id, FormatCount(f.received),
                              f.gap_packets(), FormatCount(f.duplicate),
                              FormatCount(f.reordered), FormatCount(f.ce), Ns(static_cast<double>(f.jitter_ns)),
                              Ns(static_cast<double>(f.latency_last_ns)));
@@ -544,27 +515,16 @@ absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
       out << streams_[which[0]].name << ": no latency samples yet\n";
       return absl::OkStatus();
     }
-    const double lo = std::max<double>(1, static_cast<double>(h.min()));
-    const double hi = std::max(lo * 1.0001, static_cast<double>(h.max()) + 1);
-    constexpr int kRows = 20;
-    std::vector<uint64_t> rows(kRows, 0);
-    for (size_t b = 0; b < h.counts().size(); ++b) {
-      if (h.counts()[b] == 0) continue;
-      const double mid = static_cast<double>(stats::LatencyHistogram::BucketLow(b)) +
-                         static_cast<double>(stats::LatencyHistogram::BucketWidth(b)) / 2;
-      const int r =
-          std::clamp(static_cast<int>(std::log(std::max(mid, lo) / lo) / std::log(hi / lo) * kRows), 0, kRows - 1);
-      rows[r] += h.counts()[b];
-    }
-    const uint64_t peak = *std::max_element(rows.begin(), rows.end());
+    const stats::LogRows rows = stats::ToLogRows(h, 20);
+    const uint64_t peak = *std::max_element(rows.counts.begin(), rows.counts.end());
     out << absl::StrFormat("%s: %s samples, latency from %s to %s\n", streams_[which[0]].name, FormatCount(h.count()),
-                           Ns(lo), Ns(hi));
-    for (int r = 0; r < kRows; ++r) {
-      const double from = lo * std::pow(hi / lo, static_cast<double>(r) / kRows);
-      const int bar =
-          peak == 0 ? 0
-                    : static_cast<int>(std::llround(50.0 * static_cast<double>(rows[r]) / static_cast<double>(peak)));
-      out << absl::StrFormat("  >= %12s %12s |%s\n", Ns(from), FormatCount(rows[r]), std::string(bar, '#'));
+                           Ns(rows.lo_ns), Ns(rows.hi_ns));
+    for (size_t r = 0; r < rows.counts.size(); ++r) {
+      const int bar = peak == 0 ? 0
+                                : static_cast<int>(std::llround(50.0 * static_cast<double>(rows.counts[r]) /
+                                                                static_cast<double>(peak)));
+      out << absl::StrFormat("  >= %12s %12s |%s\n", Ns(rows.from_ns[r]), FormatCount(rows.counts[r]),
+                             std::string(bar, '#'));
     }
     return absl::OkStatus();
   }

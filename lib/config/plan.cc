@@ -404,8 +404,10 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root, const Test
   }
   FG_RETURN_IF_ERROR(Opt(root, "duration", plan.duration_ns, DurationIn()));
   FG_RETURN_IF_ERROR(Opt(root, "drain", plan.drain_ns, DurationIn()));
-  FG_RETURN_IF_ERROR(
-      Opt(root, "placement", plan.placement, [](const Node& n) { return n.OneOf({"flow", "stream", "port"}); }));
+  FG_RETURN_IF_ERROR(Opt(root, "placement", plan.placement, [](const Node& n) -> absl::StatusOr<PlacementPolicy> {
+    FG_ASSIGN_OR_RETURN(std::string v, n.OneOf({"flow", "stream", "port"}));
+    return v == "flow" ? PlacementPolicy::kFlow : v == "stream" ? PlacementPolicy::kStream : PlacementPolicy::kPort;
+  }));
   if (auto r = root.Optional("report")) {
     FG_RETURN_IF_ERROR(r->CheckKeys({"per_flow"}));
     if (auto pf = r->Optional("per_flow")) {

@@ -52,6 +52,9 @@ struct AnswerSpec {
 
 // `ports[].gateway`: the next hop whose MAC the port's streams send to
 // (resolved by ARP or ND before traffic starts; a stream's dst_mac overrides).
+// Which worker lcore owns each flow (`placement`; engine/placement.h).
+enum class PlacementPolicy { kFlow, kStream, kPort };
+
 struct Gateway {
   bool ipv6 = false;
   Ipv4Addr v4;
@@ -187,7 +190,7 @@ struct Plan {
   int64_t duration_ns = 1'000'000'000;  // upper bound of one run
   int64_t drain_ns = 100'000'000;       // wait for in-flight frames after TX stops
   // Which worker lcore owns each flow: flow (spread flow by flow), stream or port.
-  std::string placement = "flow";
+  PlacementPolicy placement = PlacementPolicy::kFlow;
   // report: {per_flow: all | N}: flows listed one by one per stream (every
   // flow up to N, else the N worst by loss then latency); all: UINT32_MAX.
   uint32_t per_flow = 1024;

@@ -3,9 +3,9 @@
 // The RX analysis (rx::FlowTable) matches each CNP, ACK, NAK or NACK to the
 // flow it names and, on that flow's owner lcore, hands it to the flow's
 // sender through this interface: the engine connects it to the TX task that
-// holds the flow's rate and cursor (DCQCN's reaction point, later the
-// requester's retransmission). One virtual call per feedback frame; data
-// frames never come here.
+// holds the flow's rate and cursor (DCQCN's reaction point, the RC
+// requester's go-back-N and its READ jobs). One virtual call per feedback
+// frame; data frames never come here.
 //
 //   struct Mine : fg::endpoint::FeedbackSink {
 //     void OnFeedback(uint32_t slot, const fg::endpoint::Feedback& f) override { ... }

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "endpoint/answers.h"
+#include "endpoint/answer_queue.h"
 #include "endpoint/host.h"
 
 namespace fg::endpoint {
@@ -60,6 +60,7 @@ class FrameHandler {
 struct PortContext {
   uint16_t port = 0;                 // plan port index (the answers' `port`)
   const PortHosts* hosts = nullptr;  // the port's hosts (never null)
+  MacAddr port_mac;                  // the port's own MAC (for hosts whose MAC is kPortMac)
   AnswerSpec answer;                 // ports[].answer
   AnswerQueue* answers = nullptr;    // the RX lcore's queue of answers to send (null: it cannot send there)
 };

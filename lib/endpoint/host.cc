@@ -16,9 +16,11 @@ Ipv6Addr Nth(Ipv6Addr a, uint32_t i) {
   return a;
 }
 
+// `note_first`: the port's first host of the family may be this one (a source:
+// its gateway is resolved from it).
 template <class Addr>
-void AddFlows(PortHosts& h, const Addr& first, bool varies, uint32_t flows, const MacAddr& mac) {
-  h.NoteFirst(first, mac);
+void AddFlows(PortHosts& h, const Addr& first, bool varies, uint32_t flows, const MacAddr& mac, bool note_first) {
+  if (note_first) h.NoteFirst(first, mac);
   const uint32_t n = varies ? flows : 1;
   for (uint32_t i = 0; i < n; ++i) h.Add(Nth(first, i), mac);
 }
@@ -38,17 +40,23 @@ std::vector<PortHosts> HostsOfPlan(const config::Plan& plan) {
     const proto::L3Spec& l3 = f.encap.l3;
     if (s.port < hosts.size()) {
       if (l3.ipv6) {
-        AddFlows(hosts[s.port], l3.src6, f.vary_src_ip, s.flows, f.encap.src_mac);
+        AddFlows(hosts[s.port], l3.src6, f.vary_src_ip, s.flows, f.encap.src_mac, /*note_first=*/true);
       } else {
-        AddFlows(hosts[s.port], l3.src4, f.vary_src_ip, s.flows, f.encap.src_mac);
+        AddFlows(hosts[s.port], l3.src4, f.vary_src_ip, s.flows, f.encap.src_mac, /*note_first=*/true);
       }
     }
-    // A responding port's answers come from the stream's destination.
-    if (s.rx_port < hosts.size() && plan.ports[s.rx_port].respond.has_value()) {
+    // The stream's destination is a host of its RX port: a responding port's
+    // answers come from it with the stream's destination MAC; another port
+    // that receives the stream answers for it with its own MAC (so a routed
+    // switch resolves where to deliver the stream). A stream received on its
+    // own TX port goes to a peer: its destination is the peer's, not a host.
+    const bool responds = s.rx_port < hosts.size() && plan.ports[s.rx_port].respond.has_value();
+    if (s.rx_port < hosts.size() && (responds || s.rx_port != s.port)) {
+      const MacAddr mac = responds ? f.encap.dst_mac : kPortMac;
       if (l3.ipv6) {
-        AddFlows(hosts[s.rx_port], l3.dst6, f.vary_dst_ip, s.flows, f.encap.dst_mac);
+        AddFlows(hosts[s.rx_port], l3.dst6, f.vary_dst_ip, s.flows, mac, /*note_first=*/false);
       } else {
-        AddFlows(hosts[s.rx_port], l3.dst4, f.vary_dst_ip, s.flows, f.encap.dst_mac);
+        AddFlows(hosts[s.rx_port], l3.dst4, f.vary_dst_ip, s.flows, mac, /*note_first=*/false);
       }
     }
   }

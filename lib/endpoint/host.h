@@ -3,8 +3,10 @@
 //
 // A host is an identity on a port. Every stream's source address is a host
 // of the stream's TX port (each flow's, when the flows vary their source);
-// on a responding port (`respond`) the address its answers come from (the
-// stream's destination, with the stream's destination MAC) is one too. The
+// its destination (each flow's) is a host of its RX port: on a responding
+// port (`respond`), the address its answers come from, with the stream's
+// destination MAC; on another RX port, with the port's own MAC (kPortMac
+// here: the handler answers with the port's). The
 // port answers ARP, neighbour solicitation and echo for these addresses
 // (endpoint/neighbor.h), so a routed switch can resolve them the ordinary
 // way. Read-only once built: the RX lcores of the port share one.
@@ -26,6 +28,10 @@
 
 
 namespace fg::endpoint {
+
+// A host's MAC that stands for its port's own (a stream's destination on an
+// RX port that does not respond): all zeros, never a sender's.
+inline constexpr MacAddr kPortMac{};
 
 // What a port answers for its hosts (`ports[].answer`).
 using AnswerSpec = config::AnswerSpec;

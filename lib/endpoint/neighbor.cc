@@ -54,7 +54,7 @@ class NeighborHandler final : public FrameHandler {
         if (const MacAddr* mac = c_.hosts->Find(n.dst4)) {
           counts_[kArpRequests].Add(1);
           Reply(c_.answer.arp, kArpReplies, [&](uint8_t* out, size_t cap) {
-            return proto::WriteArpReply(n, *mac, out, cap);
+            return proto::WriteArpReply(n, MacOf(*mac), out, cap);
           });
           return Taken::kYes;
         }
@@ -63,7 +63,7 @@ class NeighborHandler final : public FrameHandler {
         if (const MacAddr* mac = c_.hosts->Find(n.target6)) {
           counts_[kNdSolicitations].Add(1);
           Reply(c_.answer.nd, kNdAdvertisements, [&](uint8_t* out, size_t cap) {
-            return proto::WriteNeighborAdvertisement(n, *mac, out, cap);
+            return proto::WriteNeighborAdvertisement(n, MacOf(*mac), out, cap);
           });
           return Taken::kYes;
         }
@@ -72,7 +72,7 @@ class NeighborHandler final : public FrameHandler {
         if (const MacAddr* mac = n.ipv6 ? c_.hosts->Find(n.dst6) : c_.hosts->Find(n.dst4)) {
           counts_[kEchoRequests].Add(1);
           Reply(c_.answer.echo, kEchoReplies, [&](uint8_t* out, size_t cap) {
-            return proto::WriteEchoReply(frame, n, *mac, out, cap);
+            return proto::WriteEchoReply(frame, n, MacOf(*mac), out, cap);
           });
           return Taken::kYes;
         }
@@ -83,6 +83,9 @@ class NeighborHandler final : public FrameHandler {
     counts_[kOther].Add(1);
     return Taken::kYes;
   }
+
+  // A host's MAC; kPortMac: the port's own.
+  const MacAddr& MacOf(const MacAddr& mac) const { return mac == kPortMac ? c_.port_mac : mac; }
 
   void ReadCounts(std::span<uint64_t> out) const override {
     for (size_t i = 0; i < kCounts && i < out.size(); ++i) out[i] = counts_[i].Read();
@@ -101,7 +104,7 @@ class NeighborHandler final : public FrameHandler {
     }
     a->port = c_.port;
     a->len = static_cast<uint16_t>(len);
-    a->group = 0;
+    a->stream = 0;
     a->kind = 0;
     c_.answers->Commit();
     counts_[sent].Add(1);

@@ -31,29 +31,29 @@ ResponderCounters& ResponderCounters::operator-=(const ResponderCounters& o) {
   return *this;
 }
 
-Responder::Responder(std::vector<const stream::Answers*> groups, const std::vector<Flow>& owned, AnswerQueue* out)
-    : groups_(std::move(groups)),
+Responder::Responder(std::vector<const stream::Answers*> streams, const std::vector<Flow>& owned, AnswerQueue* out)
+    : streams_(std::move(streams)),
       owned_(owned),
       qps_(owned.size()),
       ack_vars_(owned.size()),
-      counters_(new GroupCounters[groups_.size()]),
+      counters_(new StreamCounters[streams_.size()]),
       out_(out) {
   due_.reserve(owned.size());
   for (size_t slot = 0; slot < owned_.size(); ++slot) {
-    const uint32_t group = owned_[slot].group;
-    if (!answers(group)) continue;
-    qps_[slot].g = groups_[group];
-    qps_[slot].n = &counters_[group];
-    qps_[slot].epsn = groups_[group]->psn_start;
+    const uint32_t stream = owned_[slot].stream;
+    if (!answers(stream)) continue;
+    qps_[slot].g = streams_[stream];
+    qps_[slot].n = &counters_[stream];
+    qps_[slot].epsn = streams_[stream]->psn_start;
   }
 }
 
 bool Responder::Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot, uint32_t psn, uint32_t msn) {
-  const uint32_t group = owned_[slot].group;
+  const uint32_t stream = owned_[slot].stream;
   Answer* a = out_->Reserve();
   if (a == nullptr) {
-    counters_[group].answers_dropped.Add(1);
-    if (kind == Answer::kCnp) counters_[group].cnp_dropped.Add(1);
+    counters_[stream].answers_dropped.Add(1);
+    if (kind == Answer::kCnp) counters_[stream].cnp_dropped.Add(1);
     return false;
   }
   const stream::Program& p = kind == Answer::kAck ? g.ack : kind == Answer::kNak ? g.nak : g.cnp;
@@ -75,7 +75,7 @@ bool Responder::Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot,
     a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, p.Flow(0, index)));
   }
   a->port = g.port;
-  a->group = static_cast<uint16_t>(group);
+  a->stream = static_cast<uint16_t>(stream);
   a->kind = kind;
   out_->Commit();
   return true;
@@ -94,7 +94,7 @@ bool Responder::Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot,
 void Responder::OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce) {
   Qp& q = qps_[slot];
   const stream::Answers& g = *q.g;
-  GroupCounters& n = *q.n;
+  StreamCounters& n = *q.n;
   if (ce) Notify(g, n, q, slot, rx_ns);
   if (!g.reliable) return;
   const uint32_t psn = (g.psn_start + seq * g.psn_step) & proto::roce::kPsnMask;
@@ -114,7 +114,7 @@ void Responder::OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce)
     // resynchronise on this packet rather than drop every later one.
     if (Emit(g, Answer::kNak, slot, q.epsn, q.msn)) n.naks_sent.Add(1);
     q.epsn = psn;
-    q.pos = g.ppm == 1 ? 0 : seq % g.ppm;
+    q.pos = g.msg_packets == 1 ? 0 : seq % g.msg_packets;
   } else if (ahead != 0) {
     n.duplicates.Add(1);
     if (!q.ack_due) {
@@ -126,7 +126,7 @@ void Responder::OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce)
   Accept(g, q, slot);
 }
 
-void Responder::Notify(const stream::Answers& g, GroupCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns) {
+void Responder::Notify(const stream::Answers& g, StreamCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns) {
   n.ce_seen.Add(1);
   // Signed: a frame received before the last CNP's (one flow on two
   // queues, a NIC stamp beside a handed-off record) is within the interval.
@@ -144,9 +144,9 @@ void Responder::Notify(const stream::Answers& g, GroupCounters& n, Qp& q, uint32
 
 std::optional<uint32_t> Responder::OnReadRequest(uint32_t slot, uint32_t psn, uint64_t rx_ns, bool ce,
                                                  std::optional<uint32_t> sent) {
-  const uint32_t group = owned_[slot].group;
-  const stream::Answers& g = *groups_[group];
-  GroupCounters& n = counters_[group];
+  const uint32_t stream = owned_[slot].stream;
+  const stream::Answers& g = *streams_[stream];
+  StreamCounters& n = counters_[stream];
   Qp& q = qps_[slot];
   // Requests step the PSN by their response packets: the distance in
   // requests is the PSN distance over that step (a division per request,
@@ -205,10 +205,10 @@ void Responder::FlushSlow() {
     Qp& q = qps_[slot];
     q.ack_due = false;
     q.unacked = 0;
-    const stream::Answers& g = *groups_[owned_[slot].group];
+    const stream::Answers& g = *streams_[owned_[slot].stream];
     // The last PSN accepted: every one before it is acknowledged too.
     if (Emit(g, Answer::kAck, slot, (q.epsn - g.psn_step) & proto::roce::kPsnMask, q.msn)) {
-      counters_[owned_[slot].group].acks_sent.Add(1);
+      counters_[owned_[slot].stream].acks_sent.Add(1);
     }
   }
   due_.clear();
@@ -216,7 +216,7 @@ void Responder::FlushSlow() {
 
 void Responder::Unsent(AnswerQueue& q) {
   while (const Answer* a = q.Front()) {
-    GroupCounters& n = counters_[a->group];
+    StreamCounters& n = counters_[a->stream];
     Counter& sent = a->kind == Answer::kAck ? n.acks_sent : a->kind == Answer::kNak ? n.naks_sent : n.cnp_sent;
     sent.Set(sent.Read() - 1);
     if (a->kind == Answer::kCnp) n.cnp_dropped.Add(1);
@@ -225,8 +225,8 @@ void Responder::Unsent(AnswerQueue& q) {
   }
 }
 
-ResponderCounters Responder::counters(uint32_t group) const {
-  const GroupCounters& n = counters_[group];
+ResponderCounters Responder::counters(uint32_t stream) const {
+  const StreamCounters& n = counters_[stream];
   return ResponderCounters{n.acks_sent.Read(),  n.naks_sent.Read(), n.duplicates.Read(),
                            n.out_of_sequence.Read(), n.ce_seen.Read(), n.cnp_sent.Read(),
                            n.cnp_suppressed.Read(), n.cnp_dropped.Read(), n.answers_dropped.Read(),

@@ -11,10 +11,13 @@
 //   ACKs due go out at the end of each burst the owner observes (one ACK
 //   covers every PSN before it: coalescing). A packet ahead of the expected
 //   PSN reveals a gap: it is answered by one NAK (PSN sequence error, naming
-//   the expected PSN). fabricgen's requester does not go back yet (issue 14,
-//   item 4), so the responder then resynchronises on that packet (counted as
-//   out of sequence) instead of waiting for a resend that never comes. A
-//   packet behind the expected PSN (a duplicate) is acknowledged again.
+//   the expected PSN). When the requester goes back (`roce.retransmit:
+//   go_back_n`: the stream is `strict`), what comes until the resend of the
+//   expected PSN is dropped and no second NAK is sent for the gap; when it
+//   does not (`retransmit: none`), the responder resynchronises on that
+//   packet (counted as out of sequence) instead of waiting for a resend that
+//   never comes, and NAKs each gap. A packet behind the expected PSN (a
+//   duplicate) is acknowledged again.
 // - RC READ: each request (no signature: RX knows it by its QP and PSN,
 //   OnReadRequest) is executed: the responder asks its ReadSink to send the
 //   request's responses (the READ's responses stream, stream.h) and counts
@@ -50,7 +53,7 @@
 // addresses and VLAN, and carry a valid ICRC (stream::Program::Emit).
 //
 //   // stream::Compile gives each stream received on a responding port its stream::Answers
-//   fg::endpoint::Responder r(groups, owned, &queue);      // one per owner lcore
+//   fg::endpoint::Responder r(streams, owned, &queue);      // one per owner lcore
 //   r.OnData(slot, seq, rx_ns, ce);                         // each data record
 //   r.Flush();                                              // once per burst: the ACKs due
 //   r.Unsent(queue);                                        // after the lcores stopped
@@ -64,7 +67,7 @@
 #include "absl/status/statusor.h"
 #include "base/counter.h"
 #include "config/plan.h"
-#include "endpoint/answers.h"
+#include "endpoint/answer_queue.h"
 #include "proto/roce.h"
 #include "stream/answers.h"
 
@@ -98,15 +101,15 @@ class ReadSink {
 
 class Responder {
  public:
-  // `groups[g]`: stream g's answers (CompiledStream::answers), or nullptr when it is not answered;
+  // `streams[g]`: stream g's answers (CompiledStream::answers), or nullptr when it is not answered;
   // `owned[slot]`: the flows of the owner's FlowTable (stream, global flow id);
   // answers go into `out`.
   struct Flow {
-    uint32_t group = 0, flow = 0;
+    uint32_t stream = 0, flow = 0;
   };
-  Responder(std::vector<const stream::Answers*> groups, const std::vector<Flow>& owned, AnswerQueue* out);
+  Responder(std::vector<const stream::Answers*> streams, const std::vector<Flow>& owned, AnswerQueue* out);
 
-  bool answers(uint32_t group) const { return group < groups_.size() && groups_[group] != nullptr; }
+  bool answers(uint32_t stream) const { return stream < streams_.size() && streams_[stream] != nullptr; }
   // A data frame of the flow in `slot` (its signature's sequence, its RX time, CE).
   // Inline for the common frame (RC, no CE mark, at the expected PSN); the
   // rest in OnDataSlow.
@@ -128,14 +131,14 @@ class Responder {
   }
 
   // Any thread (relaxed reads): a stream's counts on this owner.
-  ResponderCounters counters(uint32_t group) const;
+  ResponderCounters counters(uint32_t stream) const;
   // After the lcores stopped (this thread is then the counters' one writer):
   // the answers left in `q` were never sent; they are counted as dropped,
   // not sent, and removed.
   void Unsent(AnswerQueue& q);
 
  private:
-  struct alignas(64) GroupCounters {
+  struct alignas(64) StreamCounters {
     Counter acks_sent, naks_sent, duplicates, out_of_sequence, ce_seen, cnp_sent, cnp_suppressed, cnp_dropped,
         answers_dropped, delivered_packets, delivered_bytes, read_late, icrc_dropped;
   };
@@ -143,7 +146,7 @@ class Responder {
   // its stream's Answers and counters, which it reaches from here.
   struct alignas(64) Qp {
     const stream::Answers* g = nullptr;  // its stream's answers; null when the stream is not answered
-    GroupCounters* n = nullptr;          // its stream's counters on this owner
+    StreamCounters* n = nullptr;          // its stream's counters on this owner
     uint32_t epsn = 0;     // expected PSN
     uint32_t msn = 0;      // messages completed (24 bits on the wire)
     uint32_t pos = 0;      // packet index inside the message being received
@@ -160,18 +163,18 @@ class Responder {
   // An RC packet at the expected PSN: accepted (PSN, MSN, counts, ACK due).
   [[gnu::always_inline]] inline void Accept(const stream::Answers& g, Qp& q, uint32_t slot);
   // A CE mark on the flow in `slot`: a CNP, or suppressed within cnp_interval.
-  void Notify(const stream::Answers& g, GroupCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns);
+  void Notify(const stream::Answers& g, StreamCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns);
   // Queues one answer; false (counted in answers_dropped) when the ring is full.
   bool Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot, uint32_t psn, uint32_t msn);
 
-  std::vector<const stream::Answers*> groups_;
+  std::vector<const stream::Answers*> streams_;
   std::vector<Flow> owned_;
   std::vector<Qp> qps_;  // per slot
   // Per slot, made at its first ACK: the ACK program's per-flow constants
   // (addresses, checksums, ICRC folds), so an ACK is a copy and a stamp.
   std::vector<stream::FlowVars> ack_vars_;
   std::vector<uint32_t> due_;  // slots with an ACK due (capacity: every slot)
-  std::unique_ptr<GroupCounters[]> counters_;
+  std::unique_ptr<StreamCounters[]> counters_;
   AnswerQueue* out_;
   ReadSink* read_ = nullptr;
 };
@@ -190,16 +193,16 @@ class Responder {
 }
 
 [[gnu::always_inline]] inline void Responder::Accept(const stream::Answers& g, Qp& q, uint32_t slot) {
-  GroupCounters& n = *q.n;
+  StreamCounters& n = *q.n;
   q.epsn = (q.epsn + g.psn_step) & proto::roce::kPsnMask;
   q.nak_sent = false;
   n.delivered_packets.Add(1);
   bool last = true;
-  if (g.ppm == 1) {
+  if (g.msg_packets == 1) {
     n.delivered_bytes.Add(g.payload[0]);
   } else {
-    n.delivered_bytes.Add(g.payload[q.pos == 0 ? 0 : (q.pos + 1 == g.ppm ? 2 : 1)]);
-    if (++q.pos == g.ppm) {
+    n.delivered_bytes.Add(g.payload[q.pos == 0 ? 0 : (q.pos + 1 == g.msg_packets ? 2 : 1)]);
+    if (++q.pos == g.msg_packets) {
       q.pos = 0;
     } else {
       last = false;

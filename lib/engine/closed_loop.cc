@@ -30,15 +30,15 @@ absl::Status LiveRun::SetUpResponders(const std::vector<unsigned>& workers, int 
     flows.reserve(owned.size());
     bool mine = false;
     for (const rx::OwnedFlow& o : owned) {
-      flows.push_back({o.group, o.flow});
-      if (answers[o.group] == nullptr) continue;
+      flows.push_back({o.stream, o.flow});
+      if (answers[o.stream] == nullptr) continue;
       mine = true;
-      const port::Port* p = ports[streams[o.group].rx_port];
+      const port::Port* p = ports[streams[o.stream].rx_port];
       if (w >= p->options().tx_queues) {
         return absl::FailedPreconditionError(absl::StrFormat(
             "port %s responds, but worker %d (lcore %d), which owns flows of stream %s, has no TX queue there "
             "(tx_queues: %d): give the port tx_queues: auto",
-            p->name(), w, workers[w], streams[o.group].name, p->options().tx_queues));
+            p->name(), w, workers[w], streams[o.stream].name, p->options().tx_queues));
       }
     }
     if (!mine) continue;
@@ -149,7 +149,7 @@ void LiveRun::SetUpFeedback() {
     source->replayed.assign(tables_[w]->size(), 0);
     const std::vector<rx::OwnedFlow>& owned = tables_[w]->owned();
     for (size_t slot = 0; slot < owned.size(); ++slot) {
-      source->replayed[slot] = ReplaysCapture(*ports_[streams_[owned[slot].group].rx_port]);
+      source->replayed[slot] = ReplaysCapture(*ports_[streams_[owned[slot].stream].rx_port]);
     }
     for (tx::TxTask* t : work[w].tx) {
       for (size_t i = 0; i < t->num_streams(); ++i) {

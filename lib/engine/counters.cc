@@ -251,7 +251,7 @@ constexpr StreamCounter kStream[] = {
      .unit = "slots (frames not sent)",
      .help = "TX slots skipped because the TX lcore fell more than 1 ms behind the set rate (the tester's own "
              "limit, unless the device was sending PAUSE/PFC frames).",
-     .read = [](const StreamResult& s) -> CounterValue { return I(s.tx.credit_dropped); },
+     .read = [](const StreamResult& s) -> CounterValue { return I(s.tx.slots_skipped); },
      .read_live = [](const StreamLive& l) { return I(l.tx_slots_skipped); }},
     {.key = "tx_due_packets",
      .unit = kFrames,

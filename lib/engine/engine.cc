@@ -122,7 +122,7 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
   // (bar a TX lcore that has not yet stored the count of a burst received).
   for (const auto& table : tables_) {
     for (uint32_t i = 0; i < streams_.size(); ++i) {
-      const rx::GroupLiveView v = table->live(i);
+      const rx::StreamLiveView v = table->live(i);
       StreamLive& s = out[i];
       s.rx_packets += v.packets;
       s.rx_bytes += v.bytes;
@@ -144,7 +144,7 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
       StreamLive& s = out[t->stream(i).index];
       s.tx_packets += c.packets;
       s.tx_bytes += c.bytes;
-      s.tx_slots_skipped += c.credit_dropped;
+      s.tx_slots_skipped += c.slots_skipped;
       s.retransmits = s.retransmits || t->retransmits(i);
       s.retransmitted_packets += t->resent(i);
     }

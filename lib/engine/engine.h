@@ -26,7 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/tsc.h"
-#include "endpoint/answers.h"
+#include "endpoint/answer_queue.h"
 #include "endpoint/frame_handler.h"
 #include "endpoint/host.h"
 #include "endpoint/responder.h"
@@ -163,7 +163,7 @@ struct StreamResult {
   bool verify_payload = false;
   tx::TxCounters tx;
   rx::RxCounters rx;
-  stats::GroupStats analysis;  // sequence, latency and jitter over the stream's flows
+  stats::StreamStats analysis;  // sequence, latency and jitter over the stream's flows
   int64_t tx_duration_ns = 0;  // first to last accepted TX burst
   // Where the tester itself was the limit for this stream (its TX, its ports); empty when it kept up.
   std::vector<TesterLimit> tester_limits;

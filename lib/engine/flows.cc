@@ -30,8 +30,8 @@ void LiveRun::CollectFlows() {
   }
   for (const auto& table : tables_) {
     for (const rx::FlowResult& f : table->Flows()) {
-      const stream::CompiledStream& s = streams_[f.group];
-      flows[f.group][f.flow - s.flow_id].rx = f;
+      const stream::CompiledStream& s = streams_[f.stream];
+      flows[f.stream][f.flow - s.flow_id].rx = f;
     }
   }
   for (size_t i = 0; i < streams_.size(); ++i) {

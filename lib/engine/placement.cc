@@ -17,13 +17,6 @@ std::string_view PolicyName(PlacementPolicy p) {
   return "?";
 }
 
-absl::StatusOr<PlacementPolicy> ParsePolicy(std::string_view name) {
-  if (name == "flow") return PlacementPolicy::kFlow;
-  if (name == "stream") return PlacementPolicy::kStream;
-  if (name == "port") return PlacementPolicy::kPort;
-  return absl::InvalidArgumentError(absl::StrFormat("unknown placement '%s'; one of: flow, stream, port", name));
-}
-
 Placement Place(const std::vector<stream::CompiledStream>& streams, uint32_t workers,
                 const std::vector<uint16_t>& tx_queues, PlacementPolicy policy) {
   Placement pl;

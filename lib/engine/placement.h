@@ -25,15 +25,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "config/plan.h"
 #include "stream/stream.h"
 
 namespace fg::engine {
 
 inline constexpr uint32_t kNoOwner = UINT32_MAX;
 
-enum class PlacementPolicy { kFlow, kStream, kPort };
+using PlacementPolicy = config::PlacementPolicy;  // the plan's `placement`
 std::string_view PolicyName(PlacementPolicy p);
-absl::StatusOr<PlacementPolicy> ParsePolicy(std::string_view name);
 
 struct Placement {
   PlacementPolicy policy = PlacementPolicy::kFlow;

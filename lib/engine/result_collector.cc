@@ -197,7 +197,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     for (const auto& resp : responders_) result_.streams[i].responder += resp->counters(static_cast<uint32_t>(i));
   }
   for (const auto& table : tables_) {
-    const std::vector<stats::GroupStats> summaries = table->Summaries();
+    const std::vector<stats::StreamStats> summaries = table->Summaries();
     for (uint32_t i = 0; i < streams_.size(); ++i) {
       const rx::RxCounters c = table->counters(i);
       result_.streams[i].rx.packets += c.packets;

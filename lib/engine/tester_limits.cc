@@ -199,7 +199,7 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::ve
   std::vector<TesterLimit>& out = s.tester_limits;
   const tx::TxCounters& t = s.tx;
   const bool short_of_rate =
-      (t.paced && t.shortfall() > ShortfallTolerance(t.due)) || t.credit_dropped != 0 || t.late_burst_frames != 0;
+      (t.paced && t.shortfall() > ShortfallTolerance(t.due)) || t.slots_skipped != 0 || t.late_burst_frames != 0;
   if (const uint64_t pause = PauseReceived(ports[s.tx_port]); pause != 0 && short_of_rate) {
     // The device paused the port: TX waited as it must. Not the tester's limit.
     warnings.push_back(absl::StrFormat(
@@ -214,8 +214,8 @@ void AssessStream(StreamResult& s, const std::vector<PortResult>& ports, std::ve
                                    FormatCount(t.packets), FormatCount(t.due),
                                    100.0 * static_cast<double>(t.shortfall()) / static_cast<double>(t.due), why)});
   }
-  if (PauseReceived(ports[s.tx_port]) == 0 && t.credit_dropped > ShortfallTolerance(t.due)) {
-    out.push_back({kPacingStall, t.credit_dropped,
+  if (PauseReceived(ports[s.tx_port]) == 0 && t.slots_skipped > ShortfallTolerance(t.due)) {
+    out.push_back({kPacingStall, t.slots_skipped,
                    absl::StrFormat("the TX lcore fell more than 1 ms (or one burst) behind the set rate %s times "
                                    "(longest %s); the slots it missed were skipped, not sent late",
                                    FormatCount(t.stalls), FormatDuration(static_cast<int64_t>(t.stall_max_ns))),

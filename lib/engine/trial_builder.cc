@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/net_addr.h"
 #include "base/status.h"
 #include "base/tsc.h"
 #include "engine/engine.h"
@@ -101,13 +102,9 @@ std::shared_ptr<rx::PortDispatch> DispatchOf(const std::vector<stream::CompiledS
   for (const auto& s : streams) {
     // Feedback (CNP, NAK, NACK) returns to tx_port (or arrives where the data does).
     if (s.rx_port != pi && s.tx_port != pi) continue;
-    rx::PortDispatch::KeyKind kind = rx::PortDispatch::KeyKind::kNone;
-    switch (s.program.key_kind()) {
-      case stream::KeyKind::kRoceQp: kind = rx::PortDispatch::KeyKind::kRoceQp; break;
-      case stream::KeyKind::kUetPdc: kind = rx::PortDispatch::KeyKind::kUetPdc; break;
-      default: break;
-    }
-    if (kind == rx::PortDispatch::KeyKind::kNone) continue;
+    // Only QPs and PDCs are named by feedback (a UDP port is not).
+    const stream::KeyKind kind = s.program.key_kind();
+    if (kind != stream::KeyKind::kRoceQp && kind != stream::KeyKind::kUetPdc) continue;
     for (uint32_t f = 0; f < s.flows; ++f) {
       const uint32_t g = s.flow_id + f;
       d->keys.emplace(uint64_t{static_cast<uint8_t>(kind)} << 32 | (s.program.key_base() + f),
@@ -216,7 +213,7 @@ void LiveRun::BuildOwners() {
     for (const auto& s : streams_) {
       for (uint32_t f = 0; f < s.flows; ++f) {
         const uint32_t g = s.flow_id + f;
-        if (pl.owner[g] == w) owned[pl.slot[g]].group = s.index;
+        if (pl.owner[g] == w) owned[pl.slot[g]].stream = s.index;
       }
     }
     tables_.push_back(std::make_unique<rx::FlowTable>(std::move(owned), static_cast<uint32_t>(streams_.size()),
@@ -302,6 +299,7 @@ std::unique_ptr<endpoint::FrameHandlers> LiveRun::HandlersOf(size_t pi, uint32_t
   c.port = static_cast<uint16_t>(pi);
   c.hosts = options_.hosts != nullptr ? &(*options_.hosts)[pi] : &kNoHosts;
   if (pi < options_.answer.size()) c.answer = options_.answer[pi];
+  if (auto mac = ParseMac(ports_[pi]->capabilities().mac); mac.ok()) c.port_mac = *mac;
   // A worker without a TX queue on the port cannot answer there (its requests are counted unanswered).
   c.answers = work.host_answer_ports[pi].has_queue ? work.host_answers : nullptr;
   return std::make_unique<endpoint::FrameHandlers>(c);

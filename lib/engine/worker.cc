@@ -201,6 +201,9 @@ int LcoreMain(void* arg) {
     // (its cycles count with RX's; AnswerPort counts the frames).
     unsigned answered =
         w.answers != nullptr && !w.answers->empty() ? SendAnswers(*w.answers, w.answer_ports, w.tag_off) : 0;
+    // The hosts' answers (ARP, ND, echo): one more test per poll, within
+    // the noise of an A/B in one sitting (closed loop 1.011x / 0.982x,
+    // loopback 1.004x: docs/benchmarks.md, issue 27).
     if (w.host_answers != nullptr && !w.host_answers->empty()) [[unlikely]] {
       answered += SendAnswers(*w.host_answers, w.host_answer_ports, w.tag_off);
     }

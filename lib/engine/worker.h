@@ -14,7 +14,7 @@
 
 #include "base/counter.h"
 #include "base/tsc.h"
-#include "endpoint/answers.h"
+#include "endpoint/answer_queue.h"
 #include "endpoint/responder.h"
 #include "rx/rx.h"
 #include "tx/tx.h"
@@ -25,7 +25,7 @@ namespace fg::engine {
 
 enum Phase : int { kRun = 0, kDrain = 1, kStop = 2 };
 
-// Where a worker sends answers (endpoint/answers.h) of one plan port: its
+// Where a worker sends answers (endpoint/answer_queue.h) of one plan port: its
 // own TX queue there; what it sent.
 struct AnswerPort {
   uint16_t port_id = 0, queue = 0;

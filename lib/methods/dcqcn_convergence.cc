@@ -297,8 +297,8 @@ class DcqcnConvergence final : public TestKind {
           return absl::InvalidArgumentError(absl::StrFormat("test %s, m %d: %s", test.name, m,
                                                             streams.status().message()));
         }
-        const double two_groups_l1 = 2 * (*streams)[0].pps * 8 * ((*streams)[0].frame_size + kL1OverheadBytes);
-        if (two_groups_l1 > line[tmpl.port] * 1.000001) {
+        const double two_groups_l1 = 2 * (*streams)[0].pps * 8 * ((*streams)[0].frame_size + kEthL1Overhead);
+        if (AboveLineRate(two_groups_l1, line[tmpl.port])) {
           return absl::InvalidArgumentError(absl::StrFormat(
               "test %s, m %d: 2 x %d QPs at their maximum (%s each) need %s at L1, above port %s's line rate %s; "
               "lower the stream's rate",
@@ -309,13 +309,13 @@ class DcqcnConvergence final : public TestKind {
         // or L1 less each frame's preamble and gap; never above the RX port's line.
         const double frame = (*streams)[0].frame_size;
         const double bottleneck_l2 =
-            t.bottleneck_l1 ? t.bottleneck_bps * frame / (frame + kL1OverheadBytes) : t.bottleneck_bps;
-        if (bottleneck_l2 * (frame + kL1OverheadBytes) / frame > line[tmpl.rx_port] * 1.000001) {
+            t.bottleneck_l1 ? t.bottleneck_bps * frame / (frame + kEthL1Overhead) : t.bottleneck_bps;
+        if (AboveLineRate(bottleneck_l2 * (frame + kEthL1Overhead) / frame, line[tmpl.rx_port])) {
           return absl::InvalidArgumentError(absl::StrFormat(
               "%sbottleneck %s (L2) is above port %s's line rate %s (L1: %s L2 at frames of %.0f B)",
               t.bottleneck_where, FormatBitRate(bottleneck_l2), c.ports[tmpl.rx_port]->name(),
               FormatBitRate(line[tmpl.rx_port]),
-              FormatBitRate(line[tmpl.rx_port] * frame / (frame + kL1OverheadBytes)), frame));
+              FormatBitRate(line[tmpl.rx_port] * frame / (frame + kEthL1Overhead)), frame));
         }
         config::TestSpec spec = test;
         spec.streams = {0, 1};

@@ -60,7 +60,7 @@ absl::StatusOr<LoadRunner> LoadRunner::Make(const port::Eal& eal, const std::vec
 engine::TrialOptions TrialOptionsOf(const config::Plan& plan) {
   engine::TrialOptions opt;
   opt.drain_ns = plan.drain_ns;
-  opt.placement = *engine::ParsePolicy(plan.placement);  // the parser allowed only known names
+  opt.placement = plan.placement;
   opt.per_flow = plan.per_flow;
   opt.hosts = std::make_shared<const std::vector<endpoint::PortHosts>>(endpoint::HostsOfPlan(plan));
   for (const config::PortSpec& p : plan.ports) opt.answer.push_back(p.answer);
@@ -81,7 +81,7 @@ absl::StatusOr<engine::TrialResult> LoadRunner::Run(double load, double duration
   for (stream::CompiledStream& s : ts) {
     if (s.read_request()) continue;  // after its responses
     const double line = ports_[s.tx_port]->capabilities().line_bps();
-    s.pps = load * line / per_port_.at(s.tx_port) / ((s.frame_size + kL1OverheadBytes) * 8);
+    s.pps = load * line / per_port_.at(s.tx_port) / ((s.frame_size + kEthL1Overhead) * 8);
   }
   for (stream::CompiledStream& s : ts) {
     // A READ's requests ask for its data at the load: one per read_packets responses.
@@ -110,7 +110,7 @@ absl::StatusOr<engine::TrialResult> LoadRunner::RunBursts(uint32_t frames, int r
           s.name));
     }
     const double line = ports_[s.tx_port]->capabilities().line_bps();
-    s.burst_frame_ns = (s.frame_size + kL1OverheadBytes) * 8 / line * 1e9;
+    s.burst_frame_ns = (s.frame_size + kEthL1Overhead) * 8 / line * 1e9;
     s.burst_frames = frames;
     s.burst_period_ns = static_cast<int64_t>(std::llround(frames * s.burst_frame_ns)) + gap_ns;
     s.pps = frames * 1e9 / static_cast<double>(s.burst_period_ns);
@@ -170,11 +170,11 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
         s.read_requests >= 0 ? static_cast<uint64_t>(std::llround(static_cast<double>(sent) * s.frame_size)) : s.tx.bytes;
     t.tx_frames += sent;
     t.rx_frames += unique;
-    const double l1 = static_cast<double>(sent_bytes + sent * static_cast<uint64_t>(kL1OverheadBytes)) * 8;
+    const double l1 = static_cast<double>(sent_bytes + sent * static_cast<uint64_t>(kEthL1Overhead)) * 8;
     tx_l1_bits += l1;
     port_bits[s.tx_port] += l1;
     tx_l2_bits += static_cast<double>(sent_bytes) * 8;
-    rx_l1_bits += static_cast<double>(unique) * (s.frame_size + kL1OverheadBytes) * 8;
+    rx_l1_bits += static_cast<double>(unique) * (s.frame_size + kEthL1Overhead) * 8;
     t.set_fps += s.set_pps;
   }
   // Over the trial's set duration: TX stops at its end (the engine's own

@@ -22,13 +22,12 @@
 #include "absl/status/statusor.h"
 #include "config/plan.h"
 #include "engine/engine.h"
+#include "base/units.h"
 #include "port/eal.h"
 #include "port/port.h"
 #include "stream/stream.h"
 
 namespace fg::methods {
-
-inline constexpr double kL1OverheadBytes = 20;  // preamble + SFD (8) and inter-frame gap (12)
 
 struct TrialRecord {
   int index = 0;

@@ -76,7 +76,7 @@ absl::StatusOr<ThroughputResult> RunThroughput(const port::Eal& eal, const std::
     g.upper_bound = upper;
     g.conditional_throughput = lower * (1 - loss_at_lower);
     g.set_l1_bps = lower * out.line_l1_bps;
-    g.set_pps = g.set_l1_bps / ((out.mean_frame_size + kL1OverheadBytes) * 8);
+    g.set_pps = g.set_l1_bps / ((out.mean_frame_size + kEthL1Overhead) * 8);
     g.set_l2_bps = g.set_pps * out.mean_frame_size * 8;
     double secs = 0, l1 = 0, l2 = 0, fps = 0;
     std::vector<double> ports(out.tx_ports.size(), 0);

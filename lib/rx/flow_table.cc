@@ -5,13 +5,13 @@
 
 namespace fg::rx {
 
-FlowTable::FlowTable(std::vector<OwnedFlow> flows, uint32_t num_groups, size_t loss_log_capacity,
+FlowTable::FlowTable(std::vector<OwnedFlow> flows, uint32_t num_streams, size_t loss_log_capacity,
                      bool per_flow_latency)
     : owned_(std::move(flows)),
       flows_(owned_.size()),
-      groups_(num_groups),
-      live_(new Live[num_groups]),
-      events_(new stats::GroupLive[num_groups]),
+      streams_(num_streams),
+      live_(new Live[num_streams]),
+      events_(new stats::GroupLive[num_streams]),
       log_(loss_log_capacity) {
   if (per_flow_latency && owned_.size() <= kPerFlowLatencyFlows) flow_latency_.resize(owned_.size());
   per_flow_latency_ = !flow_latency_.empty();
@@ -50,7 +50,7 @@ bool FlowTable::Sent(uint32_t slot, uint32_t seq) {
   }
   // Past the sender's wrap: a sequence of the last 2^31 before it (in flight then) was sent too.
   if (b.wrapped && static_cast<uint32_t>(b.next - 1 - seq) < (uint32_t{1} << 31)) return true;
-  live_[owned_[slot].group].invalid.Add(1);
+  live_[owned_[slot].stream].invalid.Add(1);
   return false;
 }
 
@@ -63,15 +63,15 @@ void FlowTable::ObserveLate(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_
   const int64_t transit = f.last_transit;
   const uint64_t jitter16 = f.jitter16;
   const bool ce = (flags & Handoff::kCe) != 0;
-  const uint64_t latency = stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, ce, &events_[o.group], bytes);
+  const uint64_t latency = stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, ce, &events_[o.stream], bytes);
   if (late) {
     if (started) {  // the jitter goes on from the last frame whose time was its own
       f.last_transit = transit;
       f.jitter16 = jitter16;
     }
-    ++groups_[o.group].latency_excluded;
+    ++streams_[o.stream].latency_excluded;
   } else {  // its latency is the device's: recorded here, outside Observe's runs
-    groups_[o.group].latency.Record(latency);
+    streams_[o.stream].latency.Record(latency);
     if (per_flow_latency_) flow_latency_[slot].Record(latency);
   }
   if (responder_ != nullptr) {
@@ -81,8 +81,8 @@ void FlowTable::ObserveLate(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_
       responder_->OnData(slot, seq, rx_ns, ce);
     }
   }
-  live_[o.group].packets.Add(1);
-  live_[o.group].bytes.Add(bytes);
+  live_[o.stream].packets.Add(1);
+  live_[o.stream].bytes.Add(bytes);
 }
 
 void FlowTable::ObserveRead(const Handoff& h) {
@@ -97,19 +97,19 @@ void FlowTable::ObserveRead(const Handoff& h) {
   }
   const std::optional<uint32_t> seq = responder_->OnReadRequest(h.slot, h.seq, h.rx_ns, ce, sent);
   if (!seq) {  // no request the requester sent: moves nothing
-    live_[o.group].invalid.Add(1);
+    live_[o.stream].invalid.Add(1);
     return;
   }
-  stats::ObserveFlow(flows_[h.slot], log_, o.flow, *seq, h.rx_ns, h.rx_ns, ce, &events_[o.group], h.bytes);
-  live_[o.group].packets.Add(1);
-  live_[o.group].bytes.Add(h.bytes);
+  stats::ObserveFlow(flows_[h.slot], log_, o.flow, *seq, h.rx_ns, h.rx_ns, ce, &events_[o.stream], h.bytes);
+  live_[o.stream].packets.Add(1);
+  live_[o.stream].bytes.Add(h.bytes);
 }
 
 void FlowTable::Flush(Run& run) {
-  if (run.n != 0) groups_[run.group].latency.Record(run.latency, run.n);
+  if (run.n != 0) streams_[run.stream].latency.Record(run.latency, run.n);
   if (run.packets != 0) {
-    live_[run.group].packets.Add(run.packets);
-    live_[run.group].bytes.Add(run.bytes);
+    live_[run.stream].packets.Add(run.packets);
+    live_[run.stream].bytes.Add(run.bytes);
   }
   if (run.flow_n != 0 && per_flow_latency_) flow_latency_[run.flow_slot].Record(run.latency, run.flow_n);
   run.n = run.packets = run.bytes = 0;
@@ -117,9 +117,9 @@ void FlowTable::Flush(Run& run) {
   if (responder_ != nullptr) responder_->Flush();
 }
 
-GroupLiveView FlowTable::live(uint32_t group) const {
-  const stats::GroupLive& e = events_[group];
-  return GroupLiveView{live_[group].packets.Read(), live_[group].bytes.Read(), e.gap_packets.Read(),
+StreamLiveView FlowTable::live(uint32_t stream) const {
+  const stats::GroupLive& e = events_[stream];
+  return StreamLiveView{live_[stream].packets.Read(), live_[stream].bytes.Read(), e.gap_packets.Read(),
                        e.duplicate.Read(),          e.reordered.Read(),        e.ce.Read()};
 }
 
@@ -149,7 +149,7 @@ void FlowTable::ServeSlow() {
   for (size_t slot = top_pos_; slot < end; ++slot) {
     const stats::FlowState& f = flows_[slot];
     if (!f.started()) continue;
-    const FlowView v{owned_[slot].group, owned_[slot].flow, f.received,
+    const FlowView v{owned_[slot].stream, owned_[slot].flow, f.received,
                      f.duplicate,        f.reordered,       f.ce,
                      f.jitter16 >> 4,    f.lost,            static_cast<uint64_t>(f.last_transit)};
     if (r.flows.size() == r.n && !worse(v, r.flows.back())) continue;
@@ -163,13 +163,13 @@ void FlowTable::ServeSlow() {
   }
 }
 
-std::vector<stats::GroupStats> FlowTable::Summaries() const {
-  std::vector<stats::GroupStats> out(groups_.size());
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    out[g].latency.Merge(groups_[g].latency);
-    out[g].latency_excluded = groups_[g].latency_excluded;
+std::vector<stats::StreamStats> FlowTable::Summaries() const {
+  std::vector<stats::StreamStats> out(streams_.size());
+  for (size_t g = 0; g < streams_.size(); ++g) {
+    out[g].latency.Merge(streams_[g].latency);
+    out[g].latency_excluded = streams_[g].latency_excluded;
   }
-  for (size_t s = 0; s < flows_.size(); ++s) out[owned_[s].group].AddFlow(flows_[s]);
+  for (size_t s = 0; s < flows_.size(); ++s) out[owned_[s].stream].AddFlow(flows_[s]);
   return out;
 }
 
@@ -178,7 +178,7 @@ std::vector<FlowResult> FlowTable::Flows() const {
   for (size_t s = 0; s < flows_.size(); ++s) {
     const stats::FlowState& f = flows_[s];
     FlowResult& r = out[s];
-    r.group = owned_[s].group;
+    r.stream = owned_[s].stream;
     r.flow = owned_[s].flow;
     r.rx_packets = f.received;
     r.rx_bytes = f.rx_bytes;

@@ -9,8 +9,8 @@
 // queues and from rings go through the same Deliver(), so the two paths
 // count alike.
 //
-// Slots are the owned flows in increasing global flow id; a group is a
-// stream (its latency histogram, live counters and events).
+// Slots are the owned flows in increasing global flow id; each flow belongs
+// to a stream (by its index: its latency histogram, live counters and events).
 //
 // A data frame counts for its flow only when its sequence is below what the
 // flow's sender has stamped so far (SentSource: the TX task on this same
@@ -19,7 +19,7 @@
 // it is counted apart per stream (invalid(), the RX port's
 // rx_invalid_packets) and moves no sequence, figure or responder state.
 //
-//   fg::rx::FlowTable t({{.group = 0, .flow = 0}, {.group = 0, .flow = 1}}, /*num_groups=*/1, 4096, true);
+//   fg::rx::FlowTable t({{.stream = 0, .flow = 0}, {.stream = 0, .flow = 1}}, /*num_streams=*/1, 4096, true);
 //   t.Deliver(recs, n);                    // on the owner lcore
 //   auto sums = t.Summaries();             // after the lcore stopped
 #pragma once
@@ -52,9 +52,17 @@ struct Handoff {
   // kIcrcBad: RoCEv2 data on a responding port whose ICRC is wrong: counted
   // as the stream's (the device delivered it), not taken by the responder.
   enum Flags : uint8_t { kCe = 1, kPayloadError = 2, kRxLate = 4, kIcrcBad = 8 };
+  // What an ACK or NAK said besides its PSN (`seq`).
+  struct Said {  // (no member initializers: a union member)
+    uint32_t msn;  // the responder's MSN
+    uint8_t code;  // a NAK's syndrome code (0: PSN sequence error)
+  };
   uint32_t slot = 0;  // in the owner's table
-  uint32_t seq = 0;
-  uint64_t tx_ns = 0;  // the signature's 48-bit TX stamp
+  uint32_t seq = 0;   // data: its sequence number; feedback, READ request: the PSN it names
+  union {
+    uint64_t tx_ns = 0;  // data: the signature's 48-bit TX stamp
+    Said said;           // kRoceAck, kRoceNak: what the responder said
+  };
   uint64_t rx_ns = 0;
   uint32_t bytes = 0;  // frame bytes, FCS included
   uint8_t kind = kData;
@@ -93,7 +101,7 @@ class SentSource {
 };
 
 struct OwnedFlow {
-  uint32_t group = 0;  // stream index
+  uint32_t stream = 0;  // the stream's index in the trial
   uint32_t flow = 0;   // global flow id
 };
 
@@ -102,15 +110,15 @@ struct RxCounters {
   uint64_t bytes = 0;  // frame bytes, FCS included
 };
 
-// What a group's counters say during the run (any thread, no locks).
-struct GroupLiveView {
+// What a stream's counters say during the run (any thread, no locks).
+struct StreamLiveView {
   uint64_t packets = 0, bytes = 0;
   uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;
 };
 
 // One flow's figures, for a top-N view.
 struct FlowView {
-  uint32_t group = 0, flow = 0;
+  uint32_t stream = 0, flow = 0;
   uint64_t received = 0, duplicate = 0, reordered = 0, ce = 0, jitter_ns = 0;
   int64_t lost = 0;              // gaps net of late fills (FlowState::lost, the sequence view; not lost_packets)
   uint64_t latency_last_ns = 0;  // the last frame's latency
@@ -129,7 +137,7 @@ struct FlowView {
 
 // One flow after the run (report.json per_flow).
 struct FlowResult {
-  uint32_t group = 0, flow = 0;
+  uint32_t stream = 0, flow = 0;
   uint64_t rx_packets = 0, rx_bytes = 0;
   uint64_t duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0, ack = 0;
   int64_t lost_seq = 0;  // gaps net of late fills (the sequence view)
@@ -150,7 +158,7 @@ struct TopFlowsRequest {
 class FlowTable {
  public:
   // `flows` in increasing flow id; their slot is their position.
-  FlowTable(std::vector<OwnedFlow> flows, uint32_t num_groups, size_t loss_log_capacity, bool per_flow_latency);
+  FlowTable(std::vector<OwnedFlow> flows, uint32_t num_streams, size_t loss_log_capacity, bool per_flow_latency);
 
   uint32_t size() const { return static_cast<uint32_t>(flows_.size()); }
   // The far end of the owned flows a responding port receives (ACK, NAK,
@@ -170,12 +178,12 @@ class FlowTable {
   // On the owner lcore: observes every record (data and feedback).
   void Deliver(const Handoff* recs, size_t n);
   // The same one record at a time (the RX task's own flows, no staging):
-  // runs of one group and one latency are added to the group's counters and
+  // runs of one stream and one latency are added to the stream's counters and
   // histogram once, at Flush.
   struct Run {
-    uint32_t group = 0;
+    uint32_t stream = 0;
     uint64_t latency = 0, n = 0;      // frames of equal latency in a row
-    uint64_t packets = 0, bytes = 0;  // frames of `group` in a row
+    uint64_t packets = 0, bytes = 0;  // frames of `stream` in a row
     // Per-flow distributions: frames of one flow with equal latency (`latency`) in a row.
     uint32_t flow_slot = 0, flow_n = 0;
   };
@@ -186,15 +194,15 @@ class FlowTable {
   void Flush(Run& run);
 
   // Thread-safe, during the run.
-  RxCounters counters(uint32_t group) const {
-    return RxCounters{live_[group].packets.Read(), live_[group].bytes.Read()};
+  RxCounters counters(uint32_t stream) const {
+    return RxCounters{live_[stream].packets.Read(), live_[stream].bytes.Read()};
   }
-  GroupLiveView live(uint32_t group) const;
-  stats::LatencyHistogram LatencySnapshot(uint32_t group) const { return groups_[group].latency.Snapshot(); }
+  StreamLiveView live(uint32_t stream) const;
+  stats::LatencyHistogram LatencySnapshot(uint32_t stream) const { return streams_[stream].latency.Snapshot(); }
   uint64_t feedback_matched() const { return fb_matched_.Read(); }
-  // Frames (data, READ requests) of the group's flows their senders never
+  // Frames (data, READ requests) of the stream's flows their senders never
   // sent: counted apart (the stream's RX port's rx_invalid_packets).
-  uint64_t invalid(uint32_t group) const { return live_[group].invalid.Read(); }
+  uint64_t invalid(uint32_t stream) const { return live_[stream].invalid.Read(); }
 
   // Control thread, while the owner polls: posts a top-flows request;
   // Served() turns true once the lcore has scanned every flow (in steps of
@@ -207,7 +215,7 @@ class FlowTable {
   }
 
   // After the lcore has stopped.
-  std::vector<stats::GroupStats> Summaries() const;
+  std::vector<stats::StreamStats> Summaries() const;
   const stats::LossLog& loss_log() const { return log_; }
   std::vector<FlowResult> Flows() const;
 
@@ -223,8 +231,8 @@ class FlowTable {
   void ObserveRead(const Handoff& h);
   // A data frame with kRxLate or kIcrcBad: counted and sequenced as any.
   // kRxLate: its latency (and its part in the flow's jitter) left out
-  // (GroupStats::latency_excluded). kIcrcBad: not shown to the responder.
-  // Counted straight into the group's live counters: Observe's `run` never
+  // (StreamStats::latency_excluded). kIcrcBad: not shown to the responder.
+  // Counted straight into the stream's live counters: Observe's `run` never
   // has its address taken, so it stays in registers on the common path.
   [[gnu::noinline]] void ObserveLate(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_t rx_ns, uint32_t bytes,
                                      uint8_t flags);
@@ -236,7 +244,7 @@ class FlowTable {
   std::vector<stats::FlowState> flows_;           // per slot
   std::vector<stats::FlowLatency> flow_latency_;  // per slot, when kept
   bool per_flow_latency_ = false;                 // !flow_latency_.empty()
-  std::vector<stats::GroupStats> groups_;
+  std::vector<stats::StreamStats> streams_;
   std::unique_ptr<Live[]> live_;
   std::unique_ptr<stats::GroupLive[]> events_;
   stats::LossLog log_;
@@ -265,8 +273,9 @@ class FlowTable {
   }
   fb_matched_.Add(1);
   if (feedback_ != nullptr) {
-    feedback_->OnFeedback(h.slot, endpoint::Feedback{h.kind, static_cast<uint8_t>(h.tx_ns >> 32), h.seq,
-                                                     static_cast<uint32_t>(h.tx_ns), h.rx_ns});
+    const bool said = h.kind == Handoff::kRoceAck || h.kind == Handoff::kRoceNak;
+    feedback_->OnFeedback(h.slot, endpoint::Feedback{h.kind, said ? h.said.code : uint8_t{0}, h.seq,
+                                                     said ? h.said.msn : 0, h.rx_ns});
   }
 }
 
@@ -286,22 +295,22 @@ class FlowTable {
       return ObserveLate(slot, seq, tx_ns, rx_ns, bytes, flags);  // (`run` untouched)
     }
   }
-  if (o.group != run.group) [[unlikely]] {
+  if (o.stream != run.stream) [[unlikely]] {
     // Through a copy: `run` itself never has its address taken, so it stays in registers.
     Run done = run;
     Flush(done);
     run = done;
-    run.group = o.group;
+    run.stream = o.stream;
   }
   const uint64_t latency =
-      stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, (flags & Handoff::kCe) != 0, &events_[o.group], bytes);
+      stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, (flags & Handoff::kCe) != 0, &events_[o.stream], bytes);
   if (responder_ != nullptr) responder_->OnData(slot, seq, rx_ns, (flags & Handoff::kCe) != 0);
   // One test for the common case: the latency of the frame before, and (with
-  // per-flow distributions) its flow. The flow's run has the group run's
+  // per-flow distributions) its flow. The flow's run has the stream run's
   // latency, so a new latency starts both.
   if (latency != run.latency || (per_flow_latency_ && slot != run.flow_slot)) [[unlikely]] {
     if (latency != run.latency) {
-      if (run.n != 0) groups_[run.group].latency.Record(run.latency, run.n);
+      if (run.n != 0) streams_[run.stream].latency.Record(run.latency, run.n);
       run.n = 0;
     }
     if (per_flow_latency_) {

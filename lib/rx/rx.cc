@@ -39,8 +39,9 @@ RxTask::RxTask(uint16_t port_id, uint16_t queue, uint32_t self, std::shared_ptr<
 
 RxTask::~RxTask() = default;
 
-// A record for flow target t: observed now when this lcore owns the flow,
-// else queued for its owner's ring.
+// A record for a flow another lcore owns: queued for that owner, handed
+// over in bulk by HandOver (the flows this lcore owns are observed in place,
+// without a record).
 void RxTask::EmitRemote(uint32_t owner, const Handoff& h) {
   waiting_[owner].push_back(h);
   ++waiting_total_;
@@ -126,7 +127,7 @@ RxTask::Apart RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t
            : fb.kind == K::kRoceAck ? Handoff::kRoceAck
                                     : Handoff::kUetNack;
   h.seq = fb.psn;     // ACK, NAK: the PSN it names
-  h.tx_ns = fb.msn | uint64_t{fb.code} << 32;  // ACK, NAK: the responder's MSN; a NAK's code above it
+  if (h.kind == Handoff::kRoceAck || h.kind == Handoff::kRoceNak) h.said = Handoff::Said{fb.msn, fb.code};
   h.rx_ns = rx_ns;
   h.bytes = len + kEthFcsLen;
   route(it->second, h);

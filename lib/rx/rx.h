@@ -58,6 +58,7 @@
 #include "endpoint/frame_handler.h"
 #include "proto/signature.h"
 #include "rx/flow_table.h"
+#include "stream/program.h"
 
 struct rte_mbuf;
 
@@ -95,7 +96,7 @@ struct PortDispatch {
   uint32_t modulo = 0, lo = 0, hi = 0;
   std::vector<Target> data;  // otherwise: by flow id
   // Feedback returning here (to the streams' TX port): (KeyKind << 32 | key) -> target.
-  enum class KeyKind : uint8_t { kNone, kRoceQp, kUetPdc };
+  using KeyKind = stream::KeyKind;  // kRoceQp, kUetPdc: what feedback names
   absl::flat_hash_map<uint64_t, Target> keys;
   // READ requests this port answers (no signature: known by their QP): QP -> target.
   absl::flat_hash_map<uint32_t, Target> reads;
@@ -107,7 +108,7 @@ struct PortDispatch {
   // the responder takes nothing from a frame with a bad one.
   bool check_icrc = false;
   // Groups (streams) whose payload is checked byte by byte.
-  std::vector<uint8_t> verify;  // by group
+  std::vector<uint8_t> verify;  // by stream
   std::vector<uint32_t> group_of;  // by flow id (payload checks only)
 
   Target DataTarget(uint32_t flow) const {

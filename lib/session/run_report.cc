@@ -307,10 +307,12 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("device", plan.ports[i].device);
     w.Field("dpdk_name", c.device);
     w.Field("driver", c.driver);
+    w.Field("mac", c.mac);  // the port's own MAC (its hosts' for the destinations it receives)
     w.Field("link_speed_bps", static_cast<uint64_t>(c.link_speed_mbps) * 1'000'000);
     w.Field("rx_distribution", ports[i]->rx_spread().description);
     WriteCounters(w, engine::PortCounters(), p);
-    WriteHandled(w, p, i < session.gateways().size() && session.gateways()[i] ? FormatMac(session.gateways()[i]->mac) : "");
+    const bool gateway = i < session.gateways().size() && session.gateways()[i].has_value();
+    WriteHandled(w, p, gateway ? FormatMac(session.gateways()[i]->mac) : "");
     w.Field("duration_ns", r.duration_ns);
     WriteTesterLimits(w, p.tester_limits);
     w.Key("kernel_interface");  // the kernel's counters of the interface behind the PMD (af_packet)
@@ -361,7 +363,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("received", s.received);
     WriteCounters(w, engine::StreamCounters(), s);
     if (s.signed_frames && s.received) {
-      const stats::GroupStats& a = s.analysis;
+      const stats::StreamStats& a = s.analysis;
       w.Field("loss_ratio", s.tx.packets ? static_cast<double>(s.lost()) / static_cast<double>(s.tx.packets) : 0.0);
       w.Field("reorder_extent_max_packets", a.max_extent);
       w.Field("loss_duration_max_ns", a.loss_ns_max);
@@ -558,7 +560,7 @@ std::string RunSummary(const engine::TrialResult& r, bool verbose) {
                              s.received ? "(frames without signature: counted per port)" : "(TX only)");
       continue;
     }
-    const stats::GroupStats& a = s.analysis;
+    const stats::StreamStats& a = s.analysis;
     auto lat = [&](double p) { return FormatDuration(static_cast<int64_t>(a.latency.Percentile(p))); };
     out += absl::StrFormat(" %15s %10s %10s %10s %10s\n", FormatBitRate(bps(s.rx.bytes)), lat(50), lat(99), lat(99.9),
                            FormatDuration(static_cast<int64_t>(a.latency.max())));

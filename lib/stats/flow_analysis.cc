@@ -27,7 +27,7 @@ double FlowLatency::Percentile(double p) const {
   return static_cast<double>(max_);
 }
 
-void GroupStats::AddFlow(const FlowState& f) {
+void StreamStats::AddFlow(const FlowState& f) {
   cnp += f.cnp;
   nack += f.nack;
   ack += f.ack;
@@ -53,7 +53,7 @@ void GroupStats::AddFlow(const FlowState& f) {
   }
 }
 
-void GroupStats::Merge(const GroupStats& o) {
+void StreamStats::Merge(const StreamStats& o) {
   latency.Merge(o.latency);
   const double total = static_cast<double>(jitter_flows + o.jitter_flows);
   if (total > 0) {

@@ -14,16 +14,16 @@
 //
 // Flows start at sequence 0, so frames lost before the first arrival count.
 // Frames lost after the last arrival are invisible to sequence numbers: the
-// run's loss is TX count minus unique frames received (see GroupStats users).
+// run's loss is TX count minus unique frames received (see StreamStats users).
 //
 // FlowState::lost is that sequence view (gaps net of late fills, exact whenever
 // the reordering is within 64 packets); what reports call lost is
 // LostPackets() below. Latency = RX ns - TX ns (48-bit
-// wrap-safe) into the group's histogram; jitter per RFC 3550 (J += (|D| - J)/16,
+// wrap-safe) into the stream's histogram; jitter per RFC 3550 (J += (|D| - J)/16,
 // kept as 16 J so no division).
 //
 //   fg::stats::FlowState f;
-//   fg::stats::GroupStats g;
+//   fg::stats::StreamStats g;
 //   fg::stats::LossLog log(1024);
 //   fg::stats::Observe(f, g, log, /*flow=*/0, seq, tx_ns, rx_ns, /*ce=*/false);
 #pragma once
@@ -123,9 +123,9 @@ inline int64_t LostPackets(uint64_t tx, uint64_t rx, uint64_t duplicate, bool re
   return resends ? static_cast<int64_t>(tx) - static_cast<int64_t>(rx) : LostPackets(tx, rx, duplicate);
 }
 
-// Totals of a flow group (a stream), summed from its flows after a run, plus
+// Totals of a stream, summed from its flows after a run, plus
 // the latency histogram the RX lcore fills directly.
-struct GroupStats {
+struct StreamStats {
   LatencyHistogram latency;
   uint64_t received = 0, duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0, ack = 0,
            payload_errors = 0;
@@ -142,10 +142,10 @@ struct GroupStats {
   uint64_t latency_excluded = 0;
 
   void AddFlow(const FlowState& f);
-  void Merge(const GroupStats& o);  // latency merged; flow totals added
+  void Merge(const StreamStats& o);  // latency merged; flow totals added
 };
 
-// Events of a group (stream) as they happen, for readers during the run:
+// Events of a stream as they happen, for readers during the run:
 // the RX lcore adds to them only when a flow sees a gap, a duplicate, a late
 // fill or a CE mark, so in-order traffic costs nothing.
 struct alignas(64) GroupLive {
@@ -255,8 +255,8 @@ class LossLog {
   return latency;
 }
 
-// ObserveFlow() and the latency recorded into the group at once.
-inline void Observe(FlowState& f, GroupStats& g, LossLog& log, uint32_t flow, uint32_t seq, uint64_t tx_ns,
+// ObserveFlow() and the latency recorded into the stream at once.
+inline void Observe(FlowState& f, StreamStats& g, LossLog& log, uint32_t flow, uint32_t seq, uint64_t tx_ns,
                     uint64_t rx_ns, bool ce) {
   g.latency.Record(ObserveFlow(f, log, flow, seq, tx_ns, rx_ns, ce));
 }

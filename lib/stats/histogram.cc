@@ -60,4 +60,24 @@ double LatencyHistogram::Percentile(double p) const {
   return static_cast<double>(max_);
 }
 
+LogRows ToLogRows(const LatencyHistogram& h, int rows) {
+  LogRows out;
+  out.lo_ns = std::max<double>(1, static_cast<double>(h.min()));
+  out.hi_ns = std::max(out.lo_ns * 1.0001, static_cast<double>(h.max()) + 1);
+  out.counts.assign(static_cast<size_t>(rows), 0);
+  for (int r = 0; r < rows; ++r) {
+    out.from_ns.push_back(out.lo_ns * std::pow(out.hi_ns / out.lo_ns, static_cast<double>(r) / rows));
+  }
+  for (size_t b = 0; b < h.counts().size(); ++b) {
+    if (h.counts()[b] == 0) continue;
+    const double mid = static_cast<double>(LatencyHistogram::BucketLow(b)) +
+                       static_cast<double>(LatencyHistogram::BucketWidth(b)) / 2;
+    const int r = std::clamp(
+        static_cast<int>(std::log(std::max(mid, out.lo_ns) / out.lo_ns) / std::log(out.hi_ns / out.lo_ns) * rows), 0,
+        rows - 1);
+    out.counts[static_cast<size_t>(r)] += h.counts()[b];
+  }
+  return out;
+}
+
 }  // namespace fg::stats

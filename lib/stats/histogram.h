@@ -93,4 +93,14 @@ class LatencyHistogram {
   uint64_t overflow_ = 0;
 };
 
+// A histogram's samples in `rows` rows from its min to its max on a log
+// scale (a terminal's view, `show histogram`): row r counts the buckets
+// whose middle is at or above from_ns[r] (and below the next row's).
+struct LogRows {
+  double lo_ns = 0, hi_ns = 0;  // the range shown (lo at least 1 ns; hi above lo)
+  std::vector<double> from_ns;  // each row's lower bound
+  std::vector<uint64_t> counts;
+};
+LogRows ToLogRows(const LatencyHistogram& h, int rows);
+
 }  // namespace fg::stats

@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<Answers>> Answers::Compile(const std::string& str
   p->first_flow_id = first_flow_id;
   p->psn_start = data_program.psn_start();
   p->psn_step = data_program.psn_step();
-  p->ppm = data_program.packets_per_message();
+  p->msg_packets = data_program.packets_per_message();
   p->ack_req = data.roce.ack_req;
   p->strict = p->reliable && data.roce.go_back_n;
   p->read = data.roce.op == Op::kReadRequest && data.roce.transport == proto::roce::Transport::kRc;

@@ -32,7 +32,7 @@ struct Answers {
   uint16_t port = 0;      // where answers go out: the stream's RX port
   bool reliable = false;  // RC: ACKs and NAKs; UC, UD: CNPs only
   uint32_t first_flow_id = 0;  // the stream's (flow index = global flow id - this)
-  uint32_t psn_start = 0, psn_step = 1, ppm = 1;
+  uint32_t psn_start = 0, psn_step = 1, msg_packets = 1;
   config::RoceSpec::AckReq ack_req = config::RoceSpec::AckReq::kLast;
   // The requester goes back (roce.retransmit: go_back_n): after NAKing a gap
   // the responder drops what comes until the expected PSN does (RC). Else it

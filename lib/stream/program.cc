@@ -70,8 +70,8 @@ PacketKind Raw(std::vector<uint8_t> bytes) {
   return k;
 }
 
-absl::StatusOr<std::vector<PacketKind>> RoceKinds(const FrameSpec& f, Program& p, uint32_t& ppm, uint32_t& psn_step,
-                                                  std::string& desc) {
+absl::StatusOr<std::vector<PacketKind>> RoceKinds(const FrameSpec& f, Program& p, uint32_t& msg_packets,
+                                                  uint32_t& psn_step, std::string& desc) {
   const RoceSpec& r = f.roce;
   std::vector<PacketKind> kinds;
   auto build = [&](uint8_t opcode, uint32_t payload, uint8_t pad, bool last, bool with_aeth_nak = false) {
@@ -139,7 +139,7 @@ absl::StatusOr<std::vector<PacketKind>> RoceKinds(const FrameSpec& f, Program& p
                           : r.op == Op::kSendImm  ? roce::Verb::kSendImm
                                                   : roce::Verb::kReadResponse;
   FG_ASSIGN_OR_RETURN(roce::MessagePlan m, roce::PlanMessage(verb, r.transport, r.message, r.pmtu));
-  ppm = m.packets;
+  msg_packets = m.packets;
   if (m.packets == 1) {
     kinds.push_back(build(m.only.opcode, m.only.payload_len, m.only.pad, true));
   } else {
@@ -153,7 +153,7 @@ absl::StatusOr<std::vector<PacketKind>> RoceKinds(const FrameSpec& f, Program& p
   return kinds;
 }
 
-absl::StatusOr<std::vector<PacketKind>> UetKinds(const FrameSpec& f, uint32_t& ppm, uint32_t& psn_mask,
+absl::StatusOr<std::vector<PacketKind>> UetKinds(const FrameSpec& f, uint32_t& msg_packets, uint32_t& psn_mask,
                                                  uint32_t& msg_offset_unit, std::string& desc) {
   const UetSpec& u = f.uet;
   const uet::UetProfile& prof = u.profile;
@@ -215,7 +215,7 @@ absl::StatusOr<std::vector<PacketKind>> UetKinds(const FrameSpec& f, uint32_t& p
         "standard or raise max_payload)",
         u.message, m.packets));
   }
-  ppm = m.packets;
+  msg_packets = m.packets;
   msg_offset_unit = u.max_payload;
   uet::PdsType type;
   switch (u.service) {
@@ -362,12 +362,12 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
     }
     case FrameKind::kRoce: {
       p.psn_start_ = f.roce.start_psn;
-      FG_ASSIGN_OR_RETURN(p.kinds_, RoceKinds(f, p, p.ppm_, p.psn_step_, p.description_));
+      FG_ASSIGN_OR_RETURN(p.kinds_, RoceKinds(f, p, p.msg_packets_, p.psn_step_, p.description_));
       break;
     }
     case FrameKind::kUet: {
       p.psn_start_ = f.uet.start_psn;
-      FG_ASSIGN_OR_RETURN(p.kinds_, UetKinds(f, p.ppm_, p.psn_mask_, p.msg_offset_unit_, p.description_));
+      FG_ASSIGN_OR_RETURN(p.kinds_, UetKinds(f, p.msg_packets_, p.psn_mask_, p.msg_offset_unit_, p.description_));
       break;
     }
     case FrameKind::kPfc:
@@ -428,12 +428,13 @@ absl::StatusOr<Program> Program::Compile(const FrameSpec& f, uint32_t flow_id) {
     k.copy_src.resize(k.t.bytes.size() + kCopySlack, 0);
   }
   // Mean size over one message: ONLY, or FIRST + (n-2) MIDDLE + LAST.
-  if (p.ppm_ == 1) {
+  if (p.msg_packets_ == 1) {
     p.mean_frame_size_ = p.kinds_[0].t.frame_size();
   } else {
     const double sum =
-        p.kinds_[0].t.frame_size() + double(p.ppm_ - 2) * p.kinds_[1].t.frame_size() + p.kinds_[2].t.frame_size();
-    p.mean_frame_size_ = sum / p.ppm_;
+        p.kinds_[0].t.frame_size() + double(p.msg_packets_ - 2) * p.kinds_[1].t.frame_size() +
+        p.kinds_[2].t.frame_size();
+    p.mean_frame_size_ = sum / p.msg_packets_;
   }
   if (p.entropy_count_ > 1) {
     p.description_ += absl::StrFormat(", entropy %s over %d values from %d",

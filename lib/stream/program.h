@@ -100,11 +100,14 @@ struct StampConsts {
   // and 8, the signature's version): rewritten with them (Store24Lead).
   uint8_t key_lead = 0, psn_lead = 0, fid_lead = 0;
   bool entropy_random = false;
-  uint32_t ppm = 1, psn_start = 0, psn_step = 1, psn_mask = 0, entropy_count = 1, msg_offset_unit = 0;
+  uint32_t msg_packets = 1, psn_start = 0, psn_step = 1, psn_mask = 0, entropy_count = 1, msg_offset_unit = 0;
   uint64_t flowlet_gap_ns = 0;
 };
 
-enum class KeyKind { kNone, kRoceQp, kUetPdc, kUdpPort };
+// What a flow's key is (Program::key_base): a RoCEv2 QP, a UET PDC or a UDP
+// port; the feedback that names one (CNP, ACK, NAK: a QP; NACK: a PDC) is
+// routed by (kind, key) to the flow's owner (rx::PortDispatch).
+enum class KeyKind : uint8_t { kNone, kRoceQp, kUetPdc, kUdpPort };
 
 // Which per-packet fields a packet kind stamps: Stamp<kShape> is compiled
 // once per common shape with only those fields (no per-frame test of every
@@ -189,8 +192,8 @@ class Program {
   void Seek(Cursor& c, uint32_t seq) const {
     c.seq = seq;
     c.psn = (psn_start_ + seq * psn_step_) & psn_mask_;
-    c.pos = ppm_ == 1 ? 0 : seq % ppm_;
-    c.message = ppm_ == 1 ? seq : seq / ppm_;
+    c.pos = msg_packets_ == 1 ? 0 : seq % msg_packets_;
+    c.message = msg_packets_ == 1 ? seq : seq / msg_packets_;
     c.entropy = entropy_count_ == 1 ? 0 : seq % entropy_count_;
   }
   // Seek() to the flow's packet `index` (its PSN, message place and
@@ -203,11 +206,11 @@ class Program {
   }
   // Frame bytes (FCS included) of a flow's first n packets.
   uint64_t BytesOfFirst(uint64_t n) const {
-    if (ppm_ == 1) return n * kinds_[0].t.frame_size();
+    if (msg_packets_ == 1) return n * kinds_[0].t.frame_size();
     const uint64_t first = kinds_[0].t.frame_size(), middle = kinds_[1].t.frame_size(), last = kinds_[2].t.frame_size();
-    const uint64_t message = first + (ppm_ - 2) * middle + last;
-    const uint64_t r = n % ppm_;  // packets of the message under way: first, then middles (never its last)
-    return n / ppm_ * message + (r == 0 ? 0 : first + (r - 1) * middle);
+    const uint64_t message = first + (msg_packets_ - 2) * middle + last;
+    const uint64_t r = n % msg_packets_;  // packets of the message under way: first, then middles (never its last)
+    return n / msg_packets_ * message + (r == 0 ? 0 : first + (r - 1) * middle);
   }
 
   // Writes the next packet of `c` into `dst` (room for max_frame_len()),
@@ -220,7 +223,7 @@ class Program {
   inline uint32_t EmitUntimed(uint8_t* dst, Cursor& c, const FlowVars& v) const;
   // The template of the packet `c` points at.
   const PacketKind& KindAt(const Cursor& c) const {
-    return kinds_[ppm_ == 1 ? 0 : (c.pos == 0 ? 0 : (c.pos + 1 == ppm_ ? 2 : 1))];
+    return kinds_[msg_packets_ == 1 ? 0 : (c.pos == 0 ? 0 : (c.pos + 1 == msg_packets_ ? 2 : 1))];
   }
   // The TX time every packet of a burst carries.
   StampTime Time(uint64_t tx_ns) const {
@@ -272,7 +275,7 @@ class Program {
     sc.syn_high = k.syn_high;
     sc.index = k.index;
     sc.entropy_random = entropy_random_;
-    sc.ppm = ppm_;
+    sc.msg_packets = msg_packets_;
     sc.psn_start = psn_start_;
     sc.psn_step = psn_step_;
     sc.psn_mask = psn_mask_;
@@ -287,7 +290,7 @@ class Program {
   // The shape every kind of this program has, or kAnyShape when they differ.
   uint32_t shape() const { return shape_; }
 
-  uint32_t packets_per_message() const { return ppm_; }
+  uint32_t packets_per_message() const { return msg_packets_; }
   // Flow f's packet n carries PSN psn_start() + n x psn_step() (modulo 2^24; UET: 2^32).
   uint32_t psn_start() const { return psn_start_; }
   uint32_t psn_step() const { return psn_step_; }
@@ -306,7 +309,7 @@ class Program {
  private:
   friend struct ProgramPeer;  // test/unit/stream/program_test.cc: the reference Stamp
   std::vector<PacketKind> kinds_;  // [only] when one packet per message, else [first, middle, last]
-  uint32_t ppm_ = 1;
+  uint32_t msg_packets_ = 1;
   uint32_t psn_start_ = 0;
   uint32_t psn_mask_ = 0xFFFFFF;
   uint32_t psn_step_ = 1;  // READ_REQUEST advances the PSN by its response's packets
@@ -428,9 +431,9 @@ template <uint32_t kShape>
   c.seq = seq + 1;
   c.psn = (psn + sc.psn_step) & sc.psn_mask;
   if (sc.entropy_count != 1 && ++c.entropy == sc.entropy_count) c.entropy = 0;
-  if (sc.ppm == 1) {
+  if (sc.msg_packets == 1) {
     ++c.message;
-  } else if (++c.pos == sc.ppm) {
+  } else if (++c.pos == sc.msg_packets) {
     c.pos = 0;
     ++c.message;
   }

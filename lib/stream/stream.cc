@@ -143,7 +143,7 @@ absl::Status CheckPortLoads(const config::Plan& plan, const std::vector<Compiled
       const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
       sum += l1;
       parts.push_back(absl::StrFormat("'%s' at %s = %s L1", c.name, RateShown(s), FormatBitRate(l1)));
-      if (sum > line_bps[p] * 1.000001) {  // named at the stream that takes the port past its line rate
+      if (AboveLineRate(sum, line_bps[p])) {  // named at the stream that takes the port past its line rate
         return ErrorAt(plan, nullptr, at, "rate",
                        absl::StrFormat("the streams sent on port '%s' add up to %s at L1 (%s), above its line rate "
                                        "of %s; lower their rates (rate: max streams are not counted)",
@@ -227,7 +227,7 @@ absl::Status AddReadResponses(const config::Plan& plan, const std::vector<double
     }
     r.pps = s.rate.ToPps(r.frame_size, line);
     const double l1 = r.pps * 8.0 * (r.frame_size + kEthL1Overhead);
-    if (line > 0 && std::isfinite(l1) && l1 > line * 1.000001) {
+    if (line > 0 && std::isfinite(l1) && AboveLineRate(l1, line)) {
       return ErrorAt(plan, nullptr, i, "rate",
                      absl::StrFormat("%s of READ data in %.1f B responses is %s at L1, above the %s line rate of "
                                      "port '%s', which sends them",
@@ -275,7 +275,7 @@ absl::Status ResolveRate(const config::Plan& plan, size_t i, const std::vector<d
     c.pps = s.burst.frames * 1e9 / static_cast<double>(c.burst_period_ns);
   }
   const double l1 = c.pps * 8.0 * (c.frame_size + kEthL1Overhead);
-  if (line > 0 && std::isfinite(l1) && l1 > line * 1.000001) {
+  if (line > 0 && std::isfinite(l1) && AboveLineRate(l1, line)) {
     return ErrorAt(plan, nullptr, i, s.burst.frames > 0 ? "burst" : "rate",
                    absl::StrFormat("%s of %.1f B frames is %s at L1, above the %s line rate of port '%s'",
                                    RateShown(s), c.frame_size, FormatBitRate(l1), FormatBitRate(line),
@@ -311,7 +311,7 @@ absl::Status CheckAckSpacing(const config::Plan& plan, size_t i, const CompiledS
   using AckReq = config::RoceSpec::AckReq;
   const uint32_t every = a.spec.ack_every;
   const uint32_t spacing = a.ack_req == AckReq::kEvery  ? 1
-                           : a.ack_req == AckReq::kLast ? std::min(every, a.ppm)
+                           : a.ack_req == AckReq::kLast ? std::min(every, a.msg_packets)
                                                         : every;
   // The slowest QP's rate (per-flow rates: the smallest share).
   double share = 1.0 / c.flows;

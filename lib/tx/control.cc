@@ -36,7 +36,7 @@ TxCounters TxTask::counters(size_t i) const {
   c.bytes = st.bytes.Read();
   c.retries = st.retries.Read();
   c.alloc_failures = st.alloc_failures.Read();
-  c.credit_dropped = st.credit_dropped.Read();
+  c.slots_skipped = st.slots_skipped.Read();
   c.stalls = st.stalls.Read();
   c.late_burst_frames = st.late_burst_frames.Read();
   c.stall_max_ns = clock_.ToNs(st.stall_max_ticks.Read());

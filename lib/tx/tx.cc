@@ -50,7 +50,7 @@ TxCounters& TxCounters::operator+=(const TxCounters& o) {
   bytes += o.bytes;
   retries += o.retries;
   alloc_failures += o.alloc_failures;
-  credit_dropped += o.credit_dropped;
+  slots_skipped += o.slots_skipped;
   stalls += o.stalls;
   late_burst_frames += o.late_burst_frames;
   stall_max_ns = std::max(stall_max_ns, o.stall_max_ns);
@@ -518,7 +518,7 @@ unsigned TxTask::Poll() {
           uint64_t skipped = 0, stalls = 0;
           n = st.pacer->Next((now - st.start_tsc) << kFpShift, n, nullptr, &skipped, &stalls, runs, &nruns);
           if (skipped != 0) {
-            st.credit_dropped.Add(skipped);
+            st.slots_skipped.Add(skipped);
             st.stalls.Add(stalls);
             NoteStall(st, st.pacer->longest_stall_fp() >> kFpShift);
           }
@@ -532,7 +532,7 @@ unsigned TxTask::Poll() {
           // Far behind (the lcore was held up for more than 1 ms): give up the
           // missed slots rather than send them back to back, and say so.
           // Shorter stalls are caught up, so every 1 s window keeps its rate.
-          st.credit_dropped.Add(due - kTxBurst);
+          st.slots_skipped.Add(due - kTxBurst);
           st.stalls.Add(1);
           NoteStall(st, (now_fp - st.next_fp) >> kFpShift);
           st.next_fp += (due - kTxBurst) * st.interval_fp;

@@ -44,7 +44,7 @@ struct TxCounters {
   uint64_t bytes = 0;    // frame bytes, FCS included
   uint64_t retries = 0;  // tx_burst calls that left frames pending
   uint64_t alloc_failures = 0;
-  uint64_t credit_dropped = 0;         // packet slots skipped because the lcore fell behind the set rate
+  uint64_t slots_skipped = 0;         // packet slots skipped because the lcore fell behind the set rate
   uint64_t stalls = 0;                 // times the lcore fell more than 1 ms (or a burst) behind: slots skipped
   uint64_t late_burst_frames = 0;      // burst schedules: frames of bursts released more than 1 ms late
   uint64_t stall_max_ns = 0;           // the longest of those hold-ups: how far behind the lcore was (ns)

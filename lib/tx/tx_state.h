@@ -130,7 +130,7 @@ struct alignas(64) TxTask::State {
   uint32_t pending_same_len = 0;
   FlowPacer::Run pending_runs[kTxBurst] = {};
 
-  alignas(64) Counter packets, bytes, retries, alloc_failures, credit_dropped, stalls,
+  alignas(64) Counter packets, bytes, retries, alloc_failures, slots_skipped, stalls,
       late_burst_frames, first_ns, last_ns, due;
   Counter stall_max_ticks;  // the longest hold-up that skipped slots or made a burst late (TSC ticks)
   Counter resent_live;  // `resent`, for other threads (set once per burst that resends)

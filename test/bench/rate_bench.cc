@@ -87,10 +87,10 @@ int main(int argc, char** argv) {
                 absl::StrFormat("%.1f pps", mean).c_str(),
                 absl::StrFormat("%.1f pps", *std::min_element(rates.begin(), rates.end())).c_str(),
                 absl::StrFormat("%.1f pps", *std::max_element(rates.begin(), rates.end())).c_str(), worst * 100,
-                r->streams[0].tx.credit_dropped);
+                r->streams[0].tx.slots_skipped);
     if (std::getenv("RATE_BENCH_VERBOSE") != nullptr) {
       for (double x : rates) std::printf("    window %.1f pps\n", x);
-      std::printf("    skipped slots %lu, retries %lu\n", r->streams[0].tx.credit_dropped, r->streams[0].tx.retries);
+      std::printf("    skipped slots %lu, retries %lu\n", r->streams[0].tx.slots_skipped, r->streams[0].tx.retries);
     }
     std::fflush(stdout);
   }

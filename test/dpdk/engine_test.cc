@@ -116,7 +116,7 @@ TEST(Engine, DurationBoundSendsRateTimesDuration) {
   Bench b = Make("streams: [{name: a, rate: 100 kpps, duration: 300 ms}]\n");
   auto r = RunTrial(TestEal(), b.raw(), b.streams, Drain(50'000'000));
   ASSERT_TRUE(r.ok()) << r.status();
-  const uint64_t slots = r->streams[0].tx.packets + r->streams[0].tx.credit_dropped;
+  const uint64_t slots = r->streams[0].tx.packets + r->streams[0].tx.slots_skipped;
   EXPECT_NEAR(static_cast<double>(slots), 30000.0, 32.0);
   EXPECT_EQ(r->streams[0].rx.packets, r->streams[0].tx.packets);
   EXPECT_NEAR(static_cast<double>(r->duration_ns), 300e6, 20e6);

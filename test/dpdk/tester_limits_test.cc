@@ -67,7 +67,7 @@ TEST(TesterLimits, NoneWhenTheTesterKeptUp) {
 TEST(TesterLimits, ShortfallBeyondAToleranceAndSkippedSlots) {
   TrialResult r = KeptUp();
   r.streams[0].tx.packets = 100'000 - 133;  // 133 > max(32, 0.1 % of 100,000 = 100)
-  r.streams[0].tx.credit_dropped = 120;
+  r.streams[0].tx.slots_skipped = 120;
   r.streams[0].tx.stalls = 1;
   r.streams[0].tx.stall_max_ns = 12'500'000;
   AssessTesterLimits(r);
@@ -84,7 +84,7 @@ TEST(TesterLimits, ShortfallBeyondAToleranceAndSkippedSlots) {
   EXPECT_EQ(s->longest_ns, 0u);
   // A few skipped slots within the tolerance: counted (tx_slots_skipped), not a limit.
   r.streams[0].tx.packets = 100'000 - 60;
-  r.streams[0].tx.credit_dropped = 60;
+  r.streams[0].tx.slots_skipped = 60;
   AssessTesterLimits(r);
   EXPECT_FALSE(r.tester_limited()) << DescribeLimits(r.streams[0].tester_limits);
 }
@@ -107,7 +107,7 @@ TEST(TesterLimits, TheToleranceIsOneBurstOrAThousandthOfTheDueCount) {
 TEST(TesterLimits, AShortfallUnderPauseFramesIsTheDevicesFlowControl) {
   TrialResult r = KeptUp();
   r.streams[0].tx.packets = 50'000;
-  r.streams[0].tx.credit_dropped = 40'000;
+  r.streams[0].tx.slots_skipped = 40'000;
   r.ports[0].xstats = {{"rx_pause_xoff_packets", 0}, {"rx_priority3_xoff_packets", 120}};
   AssessTesterLimits(r);
   EXPECT_FALSE(r.tester_limited()) << DescribeLimits(r.streams[0].tester_limits);
@@ -287,7 +287,7 @@ TEST(TesterLimits, HostBacklogDropsOnlyWithAKernelBackedPort) {
 TEST(TesterLimits, AStallSaysWhereTheTimeWent) {
   TrialResult r = KeptUp();
   r.streams[0].tx.packets = 100'000 - 500;
-  r.streams[0].tx.credit_dropped = 500;
+  r.streams[0].tx.slots_skipped = 500;
   r.streams[0].tx.stalls = 2;
   r.lcores.resize(3);
   for (LcoreStats& l : r.lcores) l.guest_wait_ns = 100'000;

@@ -127,15 +127,15 @@ streams:
   auto r = RunTrial(TestEal(), {p.get()}, streams, opt);
   auto say = [](int run, const engine::TrialResult& t) {
     std::printf("  run %d: %lu slots skipped in %lu stalls (longest %.3f ms)%s\n", run,
-                static_cast<unsigned long>(t.streams[0].tx.credit_dropped),
+                static_cast<unsigned long>(t.streams[0].tx.slots_skipped),
                 static_cast<unsigned long>(t.streams[0].tx.stalls), t.streams[0].tx.stall_max_ns / 1e6,
-                t.streams[0].tx.credit_dropped != 0 ? " (the host held a worker up)" : "");
+                t.streams[0].tx.slots_skipped != 0 ? " (the host held a worker up)" : "");
   };
-  for (int attempt = 1; attempt < 10 && r.ok() && r->streams[0].tx.credit_dropped > slots * 0.001; ++attempt) {
+  for (int attempt = 1; attempt < 10 && r.ok() && r->streams[0].tx.slots_skipped > slots * 0.001; ++attempt) {
     if (attempt == 1) say(1, *r);
     auto again = RunTrial(TestEal(), {p.get()}, streams, opt);
     if (again.ok()) say(attempt + 1, *again);
-    if (again.ok() && again->streams[0].tx.credit_dropped < r->streams[0].tx.credit_dropped) r = std::move(again);
+    if (again.ok() && again->streams[0].tx.slots_skipped < r->streams[0].tx.slots_skipped) r = std::move(again);
   }
   ASSERT_TRUE(r.ok()) << r.status();
   const StreamResult& s = r->streams[0];
@@ -155,11 +155,11 @@ streams:
     const double err = fr.rx_rate_pps() / want - 1;
     worst = std::max(worst, std::abs(err));
     EXPECT_NEAR(fr.rx_rate_pps(), want, want * 0.01)
-        << "flow " << f << " (it skipped " << fr.tx_slots_skipped << " slots; the run " << s.tx.credit_dropped << ")";
+        << "flow " << f << " (it skipped " << fr.tx_slots_skipped << " slots; the run " << s.tx.slots_skipped << ")";
     EXPECT_EQ(fr.tx_packets, fr.rx.rx_packets);
     EXPECT_EQ(fr.owner_lcore, TestEal().worker_lcores()[0]);
   }
-  EXPECT_EQ(skipped, s.tx.credit_dropped);  // the flows' skipped slots are the stream's, each counted once
+  EXPECT_EQ(skipped, s.tx.slots_skipped);  // the flows' skipped slots are the stream's, each counted once
   std::printf("  64 flows at 64 rates: worst received rate %.3f %% off its own (less its skipped slots: %lu in all, "
               "%.3f %% of the slots)\n",
               worst * 100, static_cast<unsigned long>(skipped), 100.0 * static_cast<double>(skipped) / slots);

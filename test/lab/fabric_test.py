@@ -429,6 +429,81 @@ lab:
             self.assertEqual(s["rx_packets"], s["tx_packets"] + copies, name)
 
 
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class NeighborResolutionTest(LabRun):
+    """`resolve: true`: the leaves' host-facing links run ARP/ND as a routed
+    switch's do. Port a sends IPv4 through its gateway 198.18.0.254 (leaf0),
+    port c IPv6 through 2001:db8:c::fe, both resolved before traffic; the
+    leaves' MAC is not fabricgen's default destination MAC, so a frame reaches
+    b only if its gateway was resolved. leaf1 learns each of the 4 + 4 stream
+    destinations on b from b's answers before it forwards to them (its
+    neighbour table after the run is the truth)."""
+
+    LEAF_MAC = "02:00:00:00:00:fe"
+    PLAN_TEXT = """
+duration: 2 s
+ports:
+  - {name: a, device: "net_af_packet0,iface=fga", gateway: 198.18.0.254}
+  - {name: b, device: "net_af_packet1,iface=fgb"}
+  - {name: c, device: "net_af_packet2,iface=fgc", gateway: "2001:db8:c::fe"}
+streams:
+  - {name: s4, port: a, rx_port: b, rate: 1 kpps, flows: 4, vary: [dst_ip],
+     frame: {size: 256 B, src_ip: 198.18.0.1, dst_ip: 198.19.0.1}}
+  - {name: s6, port: c, rx_port: b, rate: 1 kpps, flows: 4, vary: [dst_ip],
+     frame: {size: 256 B, l3: ipv6, src_ip: "2001:db8:c::1", dst_ip: "2001:db8:b::1"}}
+lab:
+  spines: 1
+  leaves: 2
+  gateway_mac: "%s"
+  resolve: true
+  hosts:
+    - {port: a, leaf: 0, prefixes: [198.18.0.0/24]}
+    - {port: c, leaf: 0, prefixes: ["2001:db8:c::/120"]}
+    - {port: b, leaf: 1, prefixes: [198.19.0.0/24, "2001:db8:b::/120"]}
+""" % LEAF_MAC
+
+    def test_gateways_are_resolved_and_every_frame_crosses(self):
+        out = self.result.stdout
+        self.assertRegex(out, r"port a: gateway 198\.18\.0\.254 is %s \(ARP, 1 request, [0-9.]+ ms\)" % self.LEAF_MAC)
+        self.assertRegex(out, r"port c: gateway 2001:db8:c::fe is %s \(ND, 1 request, [0-9.]+ ms\)" % self.LEAF_MAC)
+        ports = {p["name"]: p for p in self.report["ports"]}
+        self.assertEqual(ports["a"]["neighbors"]["gateway_mac"], self.LEAF_MAC)
+        self.assertEqual(ports["c"]["neighbors"]["gateway_mac"], self.LEAF_MAC)
+        for name in ("s4", "s6"):
+            s = self.streams[name]
+            self.say("%s: sent %d, received %d, lost %d", name, s["tx_packets"], s["rx_packets"], s["lost_packets"])
+            self.assertGreater(s["tx_packets"], 1500, name)
+            # The leaf's queue of frames awaiting resolution (unres_qlen_bytes, 212,992 B) holds the
+            # few sent while it resolves: nothing is lost.
+            self.assertEqual(s["rx_packets"], s["tx_packets"], name)
+            self.assertEqual(s["lost_packets"], 0, name)
+        # leaf0 learned the senders' addresses from their requests.
+        learned = {e["dst"]: e.get("lladdr") for e in self.truth["neighbors"]["leaf0-a"]}
+        self.assertEqual(learned.get("198.18.0.1"), "02:00:00:00:00:01", learned)
+        learned = {e["dst"]: e.get("lladdr") for e in self.truth["neighbors"]["leaf0-c"]}
+        self.assertEqual(learned.get("2001:db8:c::1"), "02:00:00:00:00:01", learned)
+
+    def test_the_leaf_resolves_every_destination_on_b_to_bs_own_mac(self):
+        b = {p["name"]: p for p in self.report["ports"]}["b"]
+        learned = {e["dst"]: e.get("lladdr") for e in self.truth["neighbors"]["leaf1-b"]}
+        self.say("leaf1's neighbours on b: %s", learned)
+        want = ["198.19.0.%d" % i for i in range(1, 5)] + ["2001:db8:b::%d" % i for i in range(1, 5)]
+        for addr in want:
+            self.assertEqual(learned.get(addr), b["mac"], addr)
+        n = b["neighbors"]
+        self.assertGreaterEqual(n["arp_requests"], 4, n)
+        self.assertEqual(n["arp_replies"], n["arp_requests"], n)
+        self.assertGreaterEqual(n["nd_solicitations"], 4, n)
+        self.assertEqual(n["nd_advertisements"], n["nd_solicitations"], n)
+        self.assertEqual(n["unanswered"], 0, n)
+        # Counted apart: none of it is a stream's, unknown or invalid.
+        self.assertEqual(b["rx_unknown_packets"], 0, b)
+        self.assertEqual(b["rx_invalid_packets"], 0, b)
+        for s in self.report["streams"]:
+            self.assertEqual([l for l in s["tester_limits"] if l["kind"] not in ("rx_stall", "pacing_stall")], [],
+                             s["name"])
+
+
 class LabPlanErrorsTest(unittest.TestCase):
     """A wrong lab section is refused with file:line:column and the field."""
 

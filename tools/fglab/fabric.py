@@ -150,8 +150,14 @@ class Lab:
         for h in s.hosts:
             leaf = "leaf%d" % h.leaf
             # The leaf's end answers to the streams' destination MAC; the
-            # tester's end (fabricgen's af_packet port) keeps its own.
-            self._link(leaf, h.port, "tester", h.iface, s.gateway_mac, None, peer_node=h.port)
+            # tester's end (fabricgen's af_packet port) keeps its own. With
+            # `resolve`, the leaf's end runs ARP/ND with an address in each of
+            # the host's prefixes, as a routed switch's port does.
+            self._link(leaf, h.port, "tester", h.iface, s.gateway_mac, None, peer_node=h.port, arp=s.resolve)
+            if s.resolve:
+                for gw, plen in h.gateways():
+                    sh("ip", "addr", "add", "%s/%d" % (gw, plen), "dev", h.port,
+                       *(["nodad"] if gw.version == 6 else []), ns=self.ns(leaf))
         # Routes: a host's prefixes on its leaf's port; other leaves over every
         # spine (ECMP, hashed on the UDP source port); spines to the host's leaf.
         for h in s.hosts:
@@ -195,9 +201,10 @@ class Lab:
         sh("sysctl", "-qw", *sysctls, ns=ns)
         sh("ip", "link", "set", "lo", "up", ns=ns)
 
-    def _link(self, a, dev_a, b, dev_b, mac_a, mac_b, peer_node=None):
+    def _link(self, a, dev_a, b, dev_b, mac_a, mac_b, peer_node=None, arp=False):
         """Link a-b: device dev_a in a's namespace, dev_b in b's (through a stage when one is planned);
-        a MAC of None keeps the device's own. peer_node names b in link names (a tester port)."""
+        a MAC of None keeps the device's own, a given one comes with ARP/ND off unless `arp`. peer_node names b
+        in link names (a tester port)."""
         b_name = peer_node or b
         stages = [i for i in self.spec.impairments if i.kind == "stage" and {i.node, i.peer} == {a, b_name}]
         if not stages:
@@ -218,8 +225,8 @@ class Lab:
                 sh("ip", "link", "set", "dev", d, "up", ns=self.ns(st))
             imp.stage_ns = self.ns(st)
         for node, dev, mac in ((a, dev_a, mac_a), (b, dev_b, mac_b)):
-            sh("ip", "link", "set", "dev", dev, *(["address", mac, "arp", "off"] if mac else []), "up",
-               ns=self.ns(node))
+            sh("ip", "link", "set", "dev", dev, *((["address", mac] + ([] if arp else ["arp", "off"])) if mac else []),
+               "up", ns=self.ns(node))
             # Not a stage's link: the stage process forwards it, and what it sends is best taken in on its own
             # CPU, in its sendto (steered to CPU 0, where the stage often runs too, it waited behind the
             # stage's own polling: StageTest's jitter went from +0.4 % to +84 % in one CI run).
@@ -430,6 +437,11 @@ class Lab:
                 t["log"] = stage_logs[imp.index]
             truth["impairments"].append(t)
         truth["links"] = {k: {c: after[k][c] - before[k][c] for c in after[k]} for k in after if k in before}
+        if self.spec.resolve:
+            # What each leaf learned of its hosts (`resolve`): its neighbour table on the link to each.
+            truth["neighbors"] = {"leaf%d-%s" % (h.leaf, h.port): json.loads(
+                sh("ip", "-j", "neigh", "show", "dev", h.port, ns=self.ns("leaf%d" % h.leaf)).stdout or "[]")
+                for h in self.spec.hosts}
         return result, truth
 
     def stop_stages(self, truth=None):

@@ -151,6 +151,10 @@ class Host:
     def __init__(self, port, iface, leaf, prefixes):
         self.port, self.iface, self.leaf, self.prefixes = port, iface, leaf, prefixes
 
+    def gateways(self):
+        """With `resolve: true`, the leaf's address in each prefix (the last but one: a port's gateway)."""
+        return [(p[-2], p.prefixlen) for p in self.prefixes]
+
 
 class LabSpec:
     """The plan's `lab:` section, validated."""
@@ -158,6 +162,7 @@ class LabSpec:
     def __init__(self):
         self.spines, self.leaves, self.hosts, self.impairments = 2, 2, [], []
         self.gateway_mac = "02:00:00:00:00:02"
+        self.resolve = False
         self.ipv6 = True
 
     @staticmethod
@@ -183,7 +188,7 @@ class LabSpec:
     @staticmethod
     def parse(n, ports):
         s = LabSpec()
-        f = n.keys(["spines", "leaves", "ipv6", "gateway_mac", "hosts", "impairments"])
+        f = n.keys(["spines", "leaves", "ipv6", "gateway_mac", "resolve", "hosts", "impairments"])
         if "spines" in f:
             s.spines = f["spines"].int(0, 64)
         if "leaves" in f:
@@ -196,6 +201,8 @@ class LabSpec:
             s.gateway_mac = f["gateway_mac"].scalar()
             if not re.fullmatch(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}", s.gateway_mac):
                 raise f["gateway_mac"].error("expected a MAC address like 02:00:00:00:00:02")
+        if "resolve" in f:
+            s.resolve = f["resolve"].bool()
         if "hosts" not in f:
             raise n.error("missing field 'hosts' (the tester ports and the leaves they attach to)")
         seen = []
@@ -232,6 +239,9 @@ class LabSpec:
                         raise p.error("overlaps %s of another host" % other)
                 if net.version == 6 and not s.ipv6:
                     raise p.error("an IPv6 prefix needs `ipv6: true`")
+                if s.resolve and net.num_addresses < 4:
+                    raise p.error("with `resolve: true` the leaf takes an address of each prefix: %s has no room "
+                                  "(at most /%d)" % (net, net.max_prefixlen - 2))
                 seen.append(net)
                 prefixes.append(net)
             s.hosts.append(Host(port, iface, leaf, prefixes))

@@ -1,5 +1,5 @@
 // endpoint/host: a port's hosts are its streams' source addresses (each
-// flow's when they vary), and a responding port's answer addresses.
+// flow's when they vary) and the destinations of the streams it receives.
 #include "endpoint/host.h"
 
 #include <gtest/gtest.h>
@@ -47,7 +47,28 @@ streams:
   const Ipv6Addr b6{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0b}};
   ASSERT_NE(h[1].Find(b6), nullptr);
   EXPECT_EQ(h[1].ipv6_count(), 1u);
-  EXPECT_EQ(h[0].ipv6_count(), 0u);  // port a does not respond: v6's destination is none of its hosts
+  // Port a receives v6 without responding: v6's destination is its host, with the port's own MAC.
+  const Ipv6Addr a6{{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a}};
+  ASSERT_NE(h[0].Find(a6), nullptr);
+  EXPECT_EQ(*h[0].Find(a6), kPortMac);
+  EXPECT_EQ(h[0].ipv6_count(), 1u);
+  EXPECT_FALSE(h[0].first6().has_value());  // a destination is never the source of a gateway's resolution
+}
+
+TEST(Hosts, AStreamReceivedOnItsOwnPortGoesToAPeerWhoseAddressIsNoHost) {
+  auto plan = config::ParsePlan("peer.yaml", R"(
+version: 1
+ports:
+  - {name: a}
+streams:
+  - {name: s, port: a, rx_port: a, rate: 1 kpps, frame: {src_ip: 198.18.0.1, dst_ip: 198.18.0.254}}
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<PortHosts> h = HostsOfPlan(*plan);
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_NE(h[0].Find(Ipv4Addr{0xC6120001}), nullptr);
+  EXPECT_EQ(h[0].Find(Ipv4Addr{0xC61200FE}), nullptr);
+  EXPECT_EQ(h[0].ipv4_count(), 1u);
 }
 
 }  // namespace

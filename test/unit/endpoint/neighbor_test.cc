@@ -118,6 +118,24 @@ TEST(NeighborHandler, LeavesOtherFramesAndFlagsMalformedOnes) {
   EXPECT_EQ(fx.queue.size(), 0u);
 }
 
+TEST(NeighborHandler, AHostOfThePortsOwnMacIsAnsweredWithIt) {
+  PortHosts hosts;
+  const Ipv4Addr dst{0xC6130001};  // a stream's destination on this RX port
+  hosts.Add(dst, kPortMac);
+  AnswerQueue queue{4};
+  PortContext c;
+  c.hosts = &hosts;
+  c.port_mac = MacAddr{{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}};
+  c.answers = &queue;
+  FrameHandlers h(c);
+  const std::vector<uint8_t> f = ArpFor(dst);
+  EXPECT_EQ(h.Take(RxFrame{f.data(), static_cast<uint32_t>(f.size()), 0}), Taken::kYes);
+  ASSERT_EQ(queue.size(), 1u);
+  const proto::NeighborFrame arp = proto::ParseNeighbor(std::span<const uint8_t>(queue.At(0).bytes, queue.At(0).len));
+  EXPECT_EQ(proto::ResolvedBy(arp, dst), c.port_mac);
+  EXPECT_EQ(arp.eth.src, c.port_mac);
+}
+
 TEST(NeighborHandler, WithoutATxQueueNothingIsQueued) {
   PortHosts hosts;
   hosts.Add(kHost4, kHost);

@@ -22,11 +22,11 @@ struct Frame {
   bool late;
 };
 
-// One flow of one group: the frames in order, then the table's figures.
+// One flow of one stream: the frames in order, then the table's figures.
 struct Seen {
-  stats::GroupStats group;
+  stats::StreamStats stream;
   FlowResult flow;
-  GroupLiveView live;
+  StreamLiveView live;
 };
 
 Seen Feed(const std::vector<Frame>& frames, bool per_record) {
@@ -70,22 +70,22 @@ TEST(FlowTable, FramesDrainedAfterAStallAreCountedButLeftOutOfLatencyAndJitter) 
     const Seen got = Feed(all, per_record);
     const Seen ref = Feed(on_time, per_record);
     // Counted and sequenced: all 10 received, one lost, nothing reordered.
-    EXPECT_EQ(got.group.received, 10u);
-    EXPECT_EQ(got.group.lost, 1);
-    EXPECT_EQ(got.group.reordered, 0u);
+    EXPECT_EQ(got.stream.received, 10u);
+    EXPECT_EQ(got.stream.lost, 1);
+    EXPECT_EQ(got.stream.reordered, 0u);
     EXPECT_EQ(got.live.packets, 10u);
     EXPECT_EQ(got.live.bytes, 1000u);
     EXPECT_EQ(got.flow.rx_packets, 10u);
     // Latency: the 7 on-time frames only, as if the late ones were not there.
-    EXPECT_EQ(got.group.latency_excluded, 3u);
-    EXPECT_EQ(got.group.latency.count(), 7u);
-    EXPECT_EQ(got.group.latency.max(), 30'000u);
-    EXPECT_EQ(got.group.latency.max(), ref.group.latency.max());
+    EXPECT_EQ(got.stream.latency_excluded, 3u);
+    EXPECT_EQ(got.stream.latency.count(), 7u);
+    EXPECT_EQ(got.stream.latency.max(), 30'000u);
+    EXPECT_EQ(got.stream.latency.max(), ref.stream.latency.max());
     EXPECT_EQ(got.flow.latency_max_ns, 30'000u);
     EXPECT_EQ(got.flow.latency_last_ns, 30'000u);
     // The flow's jitter runs over the same transits as without the late frames.
     EXPECT_EQ(got.flow.jitter_ns, ref.flow.jitter_ns);
-    EXPECT_EQ(ref.group.latency_excluded, 0u);
+    EXPECT_EQ(ref.stream.latency_excluded, 0u);
   }
 }
 
@@ -137,7 +137,7 @@ TEST(FlowTable, FramesTheSenderNeverSentAreInvalidAndMoveNothing) {
     for (uint32_t q = 10; q < 20; ++q) feed(q);
     FlowTable::Run done = run;
     t.Flush(done);
-    const stats::GroupStats g = t.Summaries()[0];
+    const stats::StreamStats g = t.Summaries()[0];
     EXPECT_EQ(t.invalid(0), 500u);
     EXPECT_EQ(g.received, 20u);
     EXPECT_EQ(g.lost, 0);
@@ -146,7 +146,7 @@ TEST(FlowTable, FramesTheSenderNeverSentAreInvalidAndMoveNothing) {
     EXPECT_EQ(g.late, 0u);
     EXPECT_EQ(g.loss_events, 0u);
     EXPECT_EQ(g.latency.count(), 20u);
-    const GroupLiveView live = t.live(0);
+    const StreamLiveView live = t.live(0);
     EXPECT_EQ(live.packets, 20u);
     EXPECT_EQ(live.bytes, 2000u);
     EXPECT_EQ(live.gap_packets, 0u);  // sequence_gap_packets
@@ -230,7 +230,7 @@ TEST(FlowTable, DataWithABadIcrcIsTheStreamsButTheResponderTakesNothingFromIt) {
     h.flags = seq == 1 ? Handoff::kIcrcBad : 0;
     t.Deliver(&h, 1);
   }
-  const stats::GroupStats g = t.Summaries()[0];
+  const stats::StreamStats g = t.Summaries()[0];
   EXPECT_EQ(g.received, 3u);
   EXPECT_EQ(g.lost, 0);
   EXPECT_EQ(g.latency.count(), 3u);
@@ -274,7 +274,7 @@ TEST(FlowTable, ReadRequestsTheRequesterNeverSentAreInvalidAndSkipNothing) {
   EXPECT_EQ(c.delivered_packets, 5u);
   EXPECT_EQ(c.out_of_sequence, 0u);  // requests_skipped
   EXPECT_EQ(c.duplicates, 0u);
-  const stats::GroupStats g = t.Summaries()[0];
+  const stats::StreamStats g = t.Summaries()[0];
   EXPECT_EQ(g.received, 5u);
   EXPECT_EQ(g.lost, 0);
 }

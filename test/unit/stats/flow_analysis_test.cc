@@ -10,7 +10,7 @@ namespace {
 
 struct Rig {
   FlowState f;
-  GroupStats g;
+  StreamStats g;
   LossLog log{64};
   // Receives `seq` at time `rx` with a fixed 1 us latency.
   void Rx(uint32_t seq, uint64_t rx) { Observe(f, g, log, 3, seq, rx - 1000, rx, false); }
@@ -127,7 +127,7 @@ TEST(FlowAnalysis, JitterFollowsRfc3550) {
   // Transit alternates 1000, 1100 ns: |D| = 100 every packet; J converges to 100.
   for (uint32_t s = 0; s < 500; ++s) Observe(r.f, r.g, r.log, 0, s, 0, 1000 + (s % 2) * 100, false);
   EXPECT_NEAR(static_cast<double>(r.f.jitter16 >> 4), 100.0, 2.0);
-  GroupStats g;
+  StreamStats g;
   g.AddFlow(r.f);
   EXPECT_NEAR(g.jitter_ns_mean, 100.0, 2.0);
 }

@@ -79,5 +79,24 @@ TEST(LatencyHistogram, RecordingNEqualSamplesAtOnceEqualsNRecords) {
   EXPECT_EQ(batch.Percentile(50), one.Percentile(50));
 }
 
+TEST(LatencyHistogram, LogRowsSpanMinToMaxAndKeepEverySample) {
+  LatencyHistogram h;
+  h.Record(100, 10);      // exact below 128
+  h.Record(10'000, 5);    // two decades up
+  h.Record(1'000'000, 1);
+  const LogRows rows = ToLogRows(h, 20);
+  ASSERT_EQ(rows.counts.size(), 20u);
+  ASSERT_EQ(rows.from_ns.size(), 20u);
+  EXPECT_DOUBLE_EQ(rows.lo_ns, 100);
+  EXPECT_GT(rows.hi_ns, 1'000'000);
+  EXPECT_DOUBLE_EQ(rows.from_ns[0], 100);
+  uint64_t total = 0;
+  for (uint64_t c : rows.counts) total += c;
+  EXPECT_EQ(total, 16u);
+  EXPECT_EQ(rows.counts[0], 10u);   // 100 ns: the first row
+  EXPECT_EQ(rows.counts[10], 5u);   // 10 us: half way up the four decades (log scale)
+  EXPECT_EQ(rows.counts[19], 1u);   // the max: the last row
+}
+
 }  // namespace
 }  // namespace fg::stats

@@ -79,7 +79,7 @@ struct ProgramPeer {
   ++c.seq;
   c.psn = (c.psn + p.psn_step_) & p.psn_mask_;
   if (++c.entropy == p.entropy_count_) c.entropy = 0;
-  if (++c.pos == p.ppm_) {
+  if (++c.pos == p.msg_packets_) {
     c.pos = 0;
     ++c.message;
   }

@@ -1,4 +1,4 @@
-// endpoint/answers.h: frames an endpoint sends in answer to what it receives,
+// endpoint/answer_queue.h: frames an endpoint sends in answer to what it receives,
 // queued as bytes until the worker puts them on the wire.
 //
 // The endpoint state machines (responder, notification point) run inside an
@@ -28,7 +28,7 @@ struct Answer {
   enum Kind : uint8_t { kAck = 0, kNak = 1, kCnp = 2 };
   uint16_t port = 0;   // plan port index
   uint16_t len = 0;
-  uint16_t group = 0;  // the stream it answers (its counters, if it is never sent)
+  uint16_t stream = 0;  // the stream it answers (its counters, if it is never sent)
   uint8_t kind = kAck;
   uint8_t reserved = 0;
   uint8_t bytes[kMaxBytes];

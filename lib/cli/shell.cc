@@ -272,11 +272,11 @@ absl::Status Shell::Streams(std::ostream& out) {
     out << session::TesterLimitLines(*last_);
   } else {
     for (size_t i = 0; i < streams_.size(); ++i) {
-      if (c[i].tx_slots_skipped == 0) continue;
+      if (c[i].tx.slots_skipped == 0) continue;
       out << absl::StrFormat(
           "warning: tester-limited: stream %s: %s TX slots skipped so far (its TX lcore fell more than 1 ms behind "
           "the set rate)\n",
-          streams_[i].name, FormatCount(c[i].tx_slots_skipped));
+          streams_[i].name, FormatCount(c[i].tx.slots_skipped));
     }
   }
   return absl::OkStatus();

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "proto/rx_kind.h"
+
 namespace fg::endpoint {
 
 // One answer frame without FCS; `bytes` has room for the largest answer
@@ -25,11 +27,10 @@ namespace fg::endpoint {
 // stream's counts.
 struct Answer {
   static constexpr uint32_t kMaxBytes = 184;  // stream::kMaxAnswerBuffer
-  enum Kind : uint8_t { kAck = 0, kNak = 1, kCnp = 2 };
   uint16_t port = 0;   // plan port index
   uint16_t len = 0;
   uint16_t stream = 0;  // the stream it answers (its counters, if it is never sent)
-  uint8_t kind = kAck;
+  proto::RxKind kind = proto::RxKind::kRoceAck;  // kRoceAck, kRoceNak or kRoceCnp: what its peer receives
   uint8_t reserved = 0;
   uint8_t bytes[kMaxBytes];
 };

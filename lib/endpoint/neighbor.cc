@@ -105,7 +105,7 @@ class NeighborHandler final : public FrameHandler {
     a->port = c_.port;
     a->len = static_cast<uint16_t>(len);
     a->stream = 0;
-    a->kind = 0;
+    a->kind = proto::RxKind::kNone;  // (not an RC answer: the hosts' own queue)
     c_.answers->Commit();
     counts_[sent].Add(1);
   }

@@ -6,28 +6,13 @@
 
 namespace fg::endpoint {
 
-namespace {
-// Applies `op` to each counter of `a` with the same one of `b`.
-template <class Op>
-void EachCounter(ResponderCounters& a, const ResponderCounters& b, Op op) {
-  for (auto m : {&ResponderCounters::acks_sent, &ResponderCounters::naks_sent, &ResponderCounters::duplicates,
-                 &ResponderCounters::out_of_sequence, &ResponderCounters::ce_seen, &ResponderCounters::cnp_sent,
-                 &ResponderCounters::cnp_suppressed, &ResponderCounters::cnp_dropped,
-                 &ResponderCounters::answers_dropped, &ResponderCounters::delivered_packets,
-                 &ResponderCounters::delivered_bytes, &ResponderCounters::read_late,
-                 &ResponderCounters::icrc_dropped}) {
-    op(a.*m, b.*m);
-  }
-}
-}  // namespace
-
 ResponderCounters& ResponderCounters::operator+=(const ResponderCounters& o) {
-  EachCounter(*this, o, [](uint64_t& x, uint64_t y) { x += y; });
+  EachCount(*this, o, [](uint64_t& x, uint64_t y) { x += y; });
   return *this;
 }
 
 ResponderCounters& ResponderCounters::operator-=(const ResponderCounters& o) {
-  EachCounter(*this, o, [](uint64_t& x, uint64_t y) { x -= y; });
+  EachCount(*this, o, [](uint64_t& x, uint64_t y) { x -= y; });
   return *this;
 }
 
@@ -48,20 +33,20 @@ Responder::Responder(std::vector<const stream::Answers*> streams, const std::vec
   }
 }
 
-bool Responder::Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot, uint32_t psn, uint32_t msn) {
+bool Responder::Emit(const stream::Answers& g, proto::RxKind kind, uint32_t slot, uint32_t psn, uint32_t msn) {
   const uint32_t stream = owned_[slot].stream;
   Answer* a = out_->Reserve();
   if (a == nullptr) {
     counters_[stream].answers_dropped.Add(1);
-    if (kind == Answer::kCnp) counters_[stream].cnp_dropped.Add(1);
+    if (kind == proto::RxKind::kRoceCnp) counters_[stream].cnp_dropped.Add(1);
     return false;
   }
-  const stream::Program& p = kind == Answer::kAck ? g.ack : kind == Answer::kNak ? g.nak : g.cnp;
+  const stream::Program& p = kind == proto::RxKind::kRoceAck ? g.ack : kind == proto::RxKind::kRoceNak ? g.nak : g.cnp;
   stream::Cursor c;
   c.psn = psn;
   c.message = msn;
   const uint32_t index = owned_[slot].flow - g.first_flow_id;
-  if (kind == Answer::kAck) {
+  if (kind == proto::RxKind::kRoceAck) {
     Qp& q = qps_[slot];
     if (!q.ack_vars) {
       ack_vars_[slot] = p.Flow(0, index);
@@ -104,7 +89,7 @@ void Responder::OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce)
     if (g.strict) {
       // RC: one NAK naming the expected PSN per gap; what comes until the
       // requester goes back to it is dropped.
-      if (!q.nak_sent && Emit(g, Answer::kNak, slot, q.epsn, q.msn)) {
+      if (!q.nak_sent && Emit(g, proto::RxKind::kRoceNak, slot, q.epsn, q.msn)) {
         q.nak_sent = true;
         n.naks_sent.Add(1);
       }
@@ -112,7 +97,7 @@ void Responder::OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce)
     }
     // The requester does not go back (retransmit: none): a NAK, then
     // resynchronise on this packet rather than drop every later one.
-    if (Emit(g, Answer::kNak, slot, q.epsn, q.msn)) n.naks_sent.Add(1);
+    if (Emit(g, proto::RxKind::kRoceNak, slot, q.epsn, q.msn)) n.naks_sent.Add(1);
     q.epsn = psn;
     q.pos = g.msg_packets == 1 ? 0 : seq % g.msg_packets;
   } else if (ahead != 0) {
@@ -132,7 +117,7 @@ void Responder::Notify(const stream::Answers& g, StreamCounters& n, Qp& q, uint3
   // queues, a NIC stamp beside a handed-off record) is within the interval.
   const int64_t since = static_cast<int64_t>(rx_ns - q.last_cnp_ns);
   if (!q.cnp_sent || since >= g.spec.cnp_interval_ns) {
-    if (Emit(g, Answer::kCnp, slot, 0, 0)) {
+    if (Emit(g, proto::RxKind::kRoceCnp, slot, 0, 0)) {
       q.cnp_sent = true;
       q.last_cnp_ns = rx_ns;
       n.cnp_sent.Add(1);
@@ -207,7 +192,7 @@ void Responder::FlushSlow() {
     q.unacked = 0;
     const stream::Answers& g = *streams_[owned_[slot].stream];
     // The last PSN accepted: every one before it is acknowledged too.
-    if (Emit(g, Answer::kAck, slot, (q.epsn - g.psn_step) & proto::roce::kPsnMask, q.msn)) {
+    if (Emit(g, proto::RxKind::kRoceAck, slot, (q.epsn - g.psn_step) & proto::roce::kPsnMask, q.msn)) {
       counters_[owned_[slot].stream].acks_sent.Add(1);
     }
   }
@@ -217,9 +202,10 @@ void Responder::FlushSlow() {
 void Responder::Unsent(AnswerQueue& q) {
   while (const Answer* a = q.Front()) {
     StreamCounters& n = counters_[a->stream];
-    Counter& sent = a->kind == Answer::kAck ? n.acks_sent : a->kind == Answer::kNak ? n.naks_sent : n.cnp_sent;
+    using K = proto::RxKind;
+    Counter& sent = a->kind == K::kRoceAck ? n.acks_sent : a->kind == K::kRoceNak ? n.naks_sent : n.cnp_sent;
     sent.Set(sent.Read() - 1);
-    if (a->kind == Answer::kCnp) n.cnp_dropped.Add(1);
+    if (a->kind == proto::RxKind::kRoceCnp) n.cnp_dropped.Add(1);
     n.answers_dropped.Add(1);
     q.Pop();
   }

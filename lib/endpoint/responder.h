@@ -73,7 +73,8 @@
 
 namespace fg::endpoint {
 
-// A responding stream's figures (summed over its flows' owners).
+// A responding stream's figures (summed over its flows' owners): a counter
+// block (base/counter.h), uint64_t counts only, summed member by member.
 struct ResponderCounters {
   uint64_t acks_sent = 0, naks_sent = 0;
   uint64_t duplicates = 0;       // packets behind the expected PSN (acknowledged again)
@@ -165,7 +166,7 @@ class Responder {
   // A CE mark on the flow in `slot`: a CNP, or suppressed within cnp_interval.
   void Notify(const stream::Answers& g, StreamCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns);
   // Queues one answer; false (counted in answers_dropped) when the ring is full.
-  bool Emit(const stream::Answers& g, Answer::Kind kind, uint32_t slot, uint32_t psn, uint32_t msn);
+  bool Emit(const stream::Answers& g, proto::RxKind kind, uint32_t slot, uint32_t psn, uint32_t msn);
 
   std::vector<const stream::Answers*> streams_;
   std::vector<Flow> owned_;

@@ -122,14 +122,7 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
   // (bar a TX lcore that has not yet stored the count of a burst received).
   for (const auto& table : tables_) {
     for (uint32_t i = 0; i < streams_.size(); ++i) {
-      const rx::StreamLiveView v = table->live(i);
-      StreamLive& s = out[i];
-      s.rx_packets += v.packets;
-      s.rx_bytes += v.bytes;
-      s.gap_packets += v.gap_packets;
-      s.duplicate += v.duplicate;
-      s.reordered += v.reordered;
-      s.ce += v.ce;
+      out[i].rx += table->live(i);
     }
   }
   // The responders' counters (each its owner lcore's, read relaxed).
@@ -140,11 +133,8 @@ std::vector<LiveRun::StreamLive> LiveRun::Streams() const {
   std::atomic_thread_fence(std::memory_order_acquire);  // the TX reads below stay below
   for (const auto& t : txs_) {
     for (size_t i = 0; i < t->num_streams(); ++i) {
-      const tx::TxCounters c = t->counters(i);
       StreamLive& s = out[t->stream(i).index];
-      s.tx_packets += c.packets;
-      s.tx_bytes += c.bytes;
-      s.tx_slots_skipped += c.slots_skipped;
+      s.tx += t->counters(i);
       s.retransmits = s.retransmits || t->retransmits(i);
       s.retransmitted_packets += t->resent(i);
     }

@@ -333,34 +333,30 @@ class LiveRun {
   };
   StreamState state(size_t stream) const;
 
+  // A stream's counts so far, as its shards' and tables' own blocks (each
+  // summed member by member): a count added to one of them (tx::TxCounts,
+  // rx::StreamLiveView, endpoint::ResponderCounters) is here with no other
+  // line; engine/counters.cc declares how it is read and shown.
   struct StreamLive {
-    uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
-    uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;  // gap_packets: sequence_gap_packets
-    uint64_t tx_slots_skipped = 0;  // TX fell more than 1 ms behind the set rate: a tester limit
+    tx::TxCounters tx;      // its TX shards' (tx.slots_skipped: TX fell more than 1 ms behind: a tester limit)
+    rx::StreamLiveView rx;  // its RX analysis' (rx.gap_packets: sequence_gap_packets)
     // Its RX port's responder so far (`answered` false, all 0: the port does not respond).
     endpoint::ResponderCounters responder;
+    uint64_t retransmitted_packets = 0;  // go-back-N: frames made again after a NAK or a timeout
     bool answered = false;
     // Its frames carry a signature and its RX port receives: it has RX figures.
     bool rx_counted = true;
     bool retransmits = false;  // go-back-N: lost counts frames (stats::LostPackets)
-    uint64_t retransmitted_packets = 0;  // go-back-N: frames made again after a NAK or a timeout
     // Sent and not received once so far (stats::LostPackets): while the run
     // goes on this includes the frames in flight (Streams() reads RX before
     // TX); after Finish it is the report's lost_packets.
-    int64_t lost() const { return stats::LostPackets(tx_packets, rx_packets, duplicate, retransmits); }
-    // What was counted since `base` (an earlier reading).
-    // Every count less the base's; what the stream is (answered, rx_counted, retransmits) stays.
+    int64_t lost() const { return stats::LostPackets(tx.packets, rx.packets, rx.duplicate, retransmits); }
+    // What was counted since `base` (an earlier reading): every count less
+    // the base's; what the stream is (answered, rx_counted, retransmits) stays.
     StreamLive operator-(const StreamLive& b) const {
       StreamLive d = *this;
-      d.tx_packets -= b.tx_packets;
-      d.tx_bytes -= b.tx_bytes;
-      d.rx_packets -= b.rx_packets;
-      d.rx_bytes -= b.rx_bytes;
-      d.gap_packets -= b.gap_packets;
-      d.duplicate -= b.duplicate;
-      d.reordered -= b.reordered;
-      d.ce -= b.ce;
-      d.tx_slots_skipped -= b.tx_slots_skipped;
+      d.tx -= b.tx;
+      d.rx -= b.rx;
       d.responder -= b.responder;
       d.retransmitted_packets -= b.retransmitted_packets;
       return d;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "endpoint/dcqcn.h"
+#include "endpoint/rc_requester.h"
 #include "endpoint/responder.h"
 #include "engine/engine.h"
 #include "rx/flow_table.h"
@@ -19,13 +20,11 @@ namespace fg::engine {
 namespace {
 
 // Sizes of records private to their rooms (their headers say them):
-// TxTask::State::FlowSent (two counters), TxTask::State::Gbn (three 32-bit
-// fields, a flag, a TSC), a responder's Qp (one cache line per QP), a
+// TxTask::State::FlowSent (two counters), a responder's Qp (one cache line per QP), a
 // FlowPacer flow (its 32-byte Hot record, its rate, segment start, due and
 // skipped counts, its FIFO entry), a feedback or READ sink's target (a task
 // pointer and two indices).
 constexpr uint64_t kFlowSentBytes = 16;
-constexpr uint64_t kGbnBytes = 24;
 constexpr uint64_t kResponderQpBytes = 64;
 constexpr uint64_t kPacerBytes = 32 + 8 + 8 + 8 + 8 + 4;
 constexpr uint64_t kSinkTargetBytes = 16;
@@ -64,7 +63,7 @@ uint64_t BytesPerFlow(const StreamFootprint& s, bool report, uint32_t rx_ports) 
   // The responder (on every owner of the flow, whichever stream it is: it
   // keeps a QP per owned slot) and its ACK program's fixed fields.
   if (s.answered) b += kResponderQpBytes + sizeof(stream::FlowVars) + sizeof(endpoint::Responder::Flow) + 4;
-  if (s.go_back_n) b += kGbnBytes + 1 + kSinkTargetBytes + 1;
+  if (s.go_back_n) b += sizeof(endpoint::GoBackN::Qp) + 1 + kSinkTargetBytes + 1;
   if (s.per_flow_pacing) b += kPacerBytes + 2 * sizeof(double) + kWeightCopies * sizeof(double);
   if (s.dcqcn) b += sizeof(endpoint::DcqcnQp) + sizeof(std::vector<tx::RatePoint>) + 1 + kSinkTargetBytes;
   if (s.read_requests) b += HashEntryBytes(sizeof(uint32_t) + 8) + sizeof(uint32_t) + kSinkTargetBytes;

@@ -146,14 +146,9 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
         sr.retx += t->retransmit(i);
       }
       if (t->stream(i).dcqcn) {
-        const tx::DcqcnCounters c = t->dcqcn(i);
         sr.dcqcn = true;
         sr.dcqcn_params = *t->stream(i).dcqcn;
-        sr.rp.cnps += c.cnps;
-        sr.rp.cuts += c.cuts;
-        sr.rp.ignored += c.ignored;
-        sr.rp.reaction.Merge(c.reaction);
-        sr.rp.timeline_truncated |= c.timeline_truncated;
+        sr.rp += t->dcqcn(i);
       }
     }
   }

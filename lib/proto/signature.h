@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "proto/bytes.h"
+#include "proto/rx_kind.h"
 #include "proto/headers.h"
 
 #if defined(__SSE4_1__)
@@ -102,7 +103,7 @@ struct Feedback {
   // 0, a known syndrome, a valid ICRC), or a frame carrying the signature's
   // magic where a payload starts that the walk did not take (IPv4 options,
   // another BTH version, lengths that disagree).
-  enum class Kind : uint8_t { kNone, kRoceCnp, kRoceNak, kUetNack, kRoceAck, kRoceReadRequest, kInvalid };
+  using Kind = RxKind;  // (kData is never returned: a signed frame is kNone here)
   Kind kind = Kind::kNone;
   uint32_t key = 0;  // RoCEv2: destination QP; UET: DPDCID (the initiator's PDC)
   uint8_t code = 0;  // NAK syndrome code or UET NACK code

@@ -23,7 +23,7 @@ void FlowTable::Deliver(const Handoff* recs, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     if (i + 4 < n) Prefetch(recs[i + 4].slot);
     const Handoff& r = recs[i];
-    if (r.kind != Handoff::kData) [[unlikely]] {
+    if (r.kind != proto::RxKind::kData) [[unlikely]] {
       ObserveFeedback(r);
     } else {
       Observe(r.slot, r.seq, r.tx_ns, r.rx_ns, r.bytes, r.flags, run);

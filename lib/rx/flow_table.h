@@ -45,8 +45,6 @@ inline constexpr uint32_t kPerFlowLatencyFlows = 4096;
 
 // One received frame or feedback packet for the owner of its flow (32 B).
 struct Handoff {
-  // kReadRequest: a READ request this port answers (seq: its PSN).
-  enum Kind : uint8_t { kData = 0, kCnp = 1, kRoceNak = 2, kUetNack = 3, kRoceAck = 4, kReadRequest = 5 };
   // kRxLate: received in the RX lcore's catch-up after a stall (software RX
   // time late by the tester's own delay): counted, its latency left out.
   // kIcrcBad: RoCEv2 data on a responding port whose ICRC is wrong: counted
@@ -65,17 +63,15 @@ struct Handoff {
   };
   uint64_t rx_ns = 0;
   uint32_t bytes = 0;  // frame bytes, FCS included
-  uint8_t kind = kData;
+  // kData: a test frame; kRoceReadRequest: a READ request this port answers
+  // (seq: its PSN); the others: feedback to the flow's sender.
+  proto::RxKind kind = proto::RxKind::kData;
   uint8_t flags = 0;
   // The owner's poll count when the record entered its ring (low 16 bits):
   // the owner measures how many of its polls a handoff took.
   uint16_t owner_poll = 0;
 };
 static_assert(sizeof(Handoff) == 32);
-static_assert(int{Handoff::kCnp} == int{endpoint::Feedback::kCnp} &&
-              int{Handoff::kRoceNak} == int{endpoint::Feedback::kRoceNak} &&
-              int{Handoff::kUetNack} == int{endpoint::Feedback::kUetNack} &&
-              int{Handoff::kRoceAck} == int{endpoint::Feedback::kRoceAck});
 
 // How far a flow's sender has got: every frame it stamped has a sequence
 // below `next` (RC go-back-N: below the highest sent before going back), and
@@ -110,10 +106,19 @@ struct RxCounters {
   uint64_t bytes = 0;  // frame bytes, FCS included
 };
 
-// What a stream's counters say during the run (any thread, no locks).
+// What a stream's counters say during the run (any thread, no locks): a
+// counter block (base/counter.h), summed over the tables member by member.
 struct StreamLiveView {
   uint64_t packets = 0, bytes = 0;
   uint64_t gap_packets = 0, duplicate = 0, reordered = 0, ce = 0;
+  StreamLiveView& operator+=(const StreamLiveView& o) {
+    EachCount(*this, o, [](uint64_t& x, uint64_t y) { x += y; });
+    return *this;
+  }
+  StreamLiveView& operator-=(const StreamLiveView& o) {
+    EachCount(*this, o, [](uint64_t& x, uint64_t y) { x -= y; });
+    return *this;
+  }
 };
 
 // One flow's figures, for a top-N view.
@@ -259,21 +264,21 @@ class FlowTable {
 };
 
 [[gnu::always_inline]] inline void FlowTable::ObserveFeedback(const Handoff& h) {
-  if (h.kind == Handoff::kReadRequest) {
+  if (h.kind == proto::RxKind::kRoceReadRequest) {
     ObserveRead(h);
     return;
   }
   stats::FlowState& f = flows_[h.slot];
-  if (h.kind == Handoff::kCnp) {
+  if (h.kind == proto::RxKind::kRoceCnp) {
     ++f.cnp;
-  } else if (h.kind == Handoff::kRoceAck) {
+  } else if (h.kind == proto::RxKind::kRoceAck) {
     ++f.ack;
   } else {
     ++f.nack;
   }
   fb_matched_.Add(1);
   if (feedback_ != nullptr) {
-    const bool said = h.kind == Handoff::kRoceAck || h.kind == Handoff::kRoceNak;
+    const bool said = h.kind == proto::RxKind::kRoceAck || h.kind == proto::RxKind::kRoceNak;
     feedback_->OnFeedback(h.slot, endpoint::Feedback{h.kind, said ? h.said.code : uint8_t{0}, h.seq,
                                                      said ? h.said.msn : 0, h.rx_ns});
   }

@@ -104,7 +104,7 @@ RxTask::Apart RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t
     auto r = dispatch_->reads.find(fb.key);
     if (r == dispatch_->reads.end()) return Apart::kUnknown;
     Handoff h;
-    h.kind = Handoff::kReadRequest;
+    h.kind = proto::RxKind::kRoceReadRequest;
     h.seq = fb.psn;  // the owner's responder turns it into the request's sequence
     h.rx_ns = rx_ns;
     h.bytes = bytes;
@@ -122,12 +122,9 @@ RxTask::Apart RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t
     return Apart::kUnknown;
   }
   Handoff h;
-  h.kind = fb.kind == K::kRoceCnp   ? Handoff::kCnp
-           : fb.kind == K::kRoceNak ? Handoff::kRoceNak
-           : fb.kind == K::kRoceAck ? Handoff::kRoceAck
-                                    : Handoff::kUetNack;
+  h.kind = fb.kind;  // (one vocabulary: proto/rx_kind.h)
   h.seq = fb.psn;     // ACK, NAK: the PSN it names
-  if (h.kind == Handoff::kRoceAck || h.kind == Handoff::kRoceNak) h.said = Handoff::Said{fb.msn, fb.code};
+  if (h.kind == K::kRoceAck || h.kind == K::kRoceNak) h.said = Handoff::Said{fb.msn, fb.code};
   h.rx_ns = rx_ns;
   h.bytes = len + kEthFcsLen;
   route(it->second, h);
@@ -405,7 +402,7 @@ unsigned RxTask::PollImpl() {
       h.tx_ns = tx_ns;
       h.rx_ns = t;
       h.bytes = bytes;
-      h.kind = Handoff::kData;
+      h.kind = proto::RxKind::kData;
       h.flags = flags;
       EmitRemote(tgt[i].owner, h);
     }

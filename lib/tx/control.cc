@@ -24,8 +24,8 @@ void TxTask::FlowSent(size_t i, std::vector<uint64_t>& packets, std::vector<uint
 
 bool TxTask::FlowSkipped(size_t i, std::vector<uint64_t>& skipped) const {
   const State& st = *streams_[i];
-  if (st.pacer == nullptr) return false;
-  for (size_t f = 0; f < st.flow_index.size(); ++f) skipped[st.flow_index[f]] += st.pacer->skipped(f);
+  if (st.rates.pacer == nullptr) return false;
+  for (size_t f = 0; f < st.flow_index.size(); ++f) skipped[st.flow_index[f]] += st.rates.pacer->skipped(f);
   return true;
 }
 
@@ -76,8 +76,8 @@ void TxTask::Stop(size_t i) {
 }
 
 double TxTask::rate(size_t i) const {
-  if (streams_[i]->pacer != nullptr) {
-    return std::bit_cast<double>(streams_[i]->pacer_pps_bits.load(std::memory_order_relaxed));
+  if (streams_[i]->rates.pacer != nullptr) {
+    return std::bit_cast<double>(streams_[i]->rates.pps_bits.load(std::memory_order_relaxed));
   }
   return std::bit_cast<double>(streams_[i]->ctl_pps_bits.load(std::memory_order_relaxed));
 }
@@ -88,30 +88,31 @@ bool TxTask::paused(size_t i) const { return streams_[i]->ctl_mode.load(std::mem
 
 bool TxTask::SetFlowRate(size_t i, uint32_t flow, double pps) {
   State& st = *streams_[i];
-  if (st.pacer == nullptr || flow >= st.flow_index.size() || st.done.load(std::memory_order_acquire)) return false;
-  std::lock_guard<std::mutex> lock(st.flow_cmd_mu);
-  const State::FlowCmd c{flow, pps};
-  if (st.flow_cmds->Push(&c, 1) == 0) return false;  // 1,024 not yet applied: the lcore is not polling
-  st.flow_rate_view[flow] = pps;
-  st.flow_cmd_seq.fetch_add(1, std::memory_order_relaxed);
+  if (st.rates.pacer == nullptr || flow >= st.flow_index.size()) return false;
+  if (st.done.load(std::memory_order_acquire)) return false;
+  std::lock_guard<std::mutex> lock(st.rates.cmd_mu);
+  const State::FlowRates::Cmd c{flow, pps};
+  if (st.rates.cmds->Push(&c, 1) == 0) return false;  // 1,024 not yet applied: the lcore is not polling
+  st.rates.view[flow] = pps;
+  st.rates.cmd_seq.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 bool TxTask::FlowRatesApplied(size_t i) const {
   const State& st = *streams_[i];
-  return st.flow_cmd_done.load(std::memory_order_acquire) == st.flow_cmd_seq.load(std::memory_order_relaxed);
+  return st.rates.cmd_done.load(std::memory_order_acquire) == st.rates.cmd_seq.load(std::memory_order_relaxed);
 }
 
 double TxTask::flow_rate(size_t i, uint32_t flow) const {
   const State& st = *streams_[i];
-  if (st.pacer == nullptr) return rate(i) / static_cast<double>(st.flow_index.size());
-  std::lock_guard<std::mutex> lock(const_cast<State&>(st).flow_cmd_mu);
-  return st.flow_rate_view[flow];
+  if (st.rates.pacer == nullptr) return rate(i) / static_cast<double>(st.flow_index.size());
+  std::lock_guard<std::mutex> lock(const_cast<State&>(st).rates.cmd_mu);
+  return st.rates.view[flow];
 }
 
-bool TxTask::per_flow_rates(size_t i) const { return streams_[i]->pacer != nullptr; }
+bool TxTask::per_flow_rates(size_t i) const { return streams_[i]->rates.pacer != nullptr; }
 
-bool TxTask::responds(size_t i) const { return streams_[i]->responses; }
+bool TxTask::responds(size_t i) const { return streams_[i]->reads.enabled(); }
 
 uint64_t TxTask::resent(size_t i) const { return streams_[i]->resent_live.Read(); }
 

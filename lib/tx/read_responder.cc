@@ -13,9 +13,10 @@ void TxTask::OnRead(size_t i, uint32_t flow, uint32_t seq) {
   State& st = *streams_[i];
   const uint32_t k = st.s->read_packets;
   st.due.Set(st.due.Read() + k);  // asked for: sent, or the tester's shortfall
-  if (st.job_count == kReadJobs) return;
-  st.jobs[(st.job_head + st.job_count) & (kReadJobs - 1)] = State::ReadJob{flow, seq * k, k};
-  ++st.job_count;
+  State::ReadJobs& r = st.reads;
+  if (r.count == kReadJobs) return;
+  r.ring[(r.head + r.count) & (kReadJobs - 1)] = State::ReadJobs::Job{flow, seq * k, k};
+  ++r.count;
 }
 
 // A READ's responses, in the order their requests were executed: each
@@ -31,7 +32,8 @@ void TxTask::OnRead(size_t i, uint32_t flow, uint32_t seq) {
 // request to answer) the next response goes at once, and at most one burst
 // of saved slots is sent together. Costs a compare and a division per burst.
 unsigned TxTask::Respond(State& st, uint64_t now) {
-  if (st.npending == 0 && st.job_count != 0) {
+  State::ReadJobs& r = st.reads;
+  if (st.npending == 0 && r.count != 0) {
     unsigned allowed = kTxBurst;
     if (st.interval_fp != 0) {
       const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
@@ -41,37 +43,37 @@ unsigned TxTask::Respond(State& st, uint64_t now) {
     }
     FlowPacer::Run runs[kTxBurst] = {};  // (zeroed: the compiler cannot see that `allowed` >= 1 fills one)
     unsigned n = 0, nruns = 0;
-    size_t head = st.job_head, count = st.job_count;
-    State::ReadJob front = st.jobs[head];
+    size_t head = r.head, count = r.count;
+    State::ReadJobs::Job front = r.ring[head];
     while (n < allowed && count != 0) {
-      // read_next: the packet (PSN) the flow's cursor will be at once the
+      // r.next: the packet (PSN) the flow's cursor will be at once the
       // frames planned so far are stamped. A job elsewhere (requests skipped
       // or late) moves its PSN there; its signature sequence goes on, so the
       // requester's analysis sees what was sent, in the order it was sent.
-      if (st.read_next[front.flow] != front.seq) {
+      if (r.next[front.flow] != front.seq) {
         if (n != 0) break;
         st.s->program.SeekPacket(st.cursors[front.flow], front.seq);
-        st.read_next[front.flow] = front.seq;
+        r.next[front.flow] = front.seq;
       }
       const unsigned m = std::min<unsigned>(front.left, allowed - n);
       runs[nruns++] = FlowPacer::Run{front.flow, m};
       n += m;
-      st.read_next[front.flow] += m;
+      r.next[front.flow] += m;
       front.seq += m;
       front.left -= m;
       if (front.left == 0) {
         head = (head + 1) & (kReadJobs - 1);
         --count;
-        if (count != 0) front = st.jobs[head];
+        if (count != 0) front = r.ring[head];
       }
     }
     if (Generate(st, n, now, now, runs, nruns)) {
       st.next_fp += n * st.interval_fp;
-      st.job_head = head;
-      st.job_count = count;
-      if (count != 0) st.jobs[head] = front;  // the one left part-sent
+      r.head = head;
+      r.count = count;
+      if (count != 0) r.ring[head] = front;  // the one left part-sent
     } else {
-      for (unsigned r = 0; r < nruns; ++r) st.read_next[runs[r].flow] -= runs[r].count;  // the jobs stay for the next poll
+      for (unsigned k = 0; k < nruns; ++k) r.next[runs[k].flow] -= runs[k].count;  // the jobs stay for the next poll
     }
   }
   return st.npending != 0 ? SendPending(st, now) : 0;

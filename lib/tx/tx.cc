@@ -46,15 +46,8 @@ TxCounters& TxCounters::operator+=(const TxCounters& o) {
     first_ns = packets == 0 ? o.first_ns : std::min(first_ns, o.first_ns);
     last_ns = std::max(last_ns, o.last_ns);
   }
-  packets += o.packets;
-  bytes += o.bytes;
-  retries += o.retries;
-  alloc_failures += o.alloc_failures;
-  slots_skipped += o.slots_skipped;
-  stalls += o.stalls;
-  late_burst_frames += o.late_burst_frames;
+  EachCount<TxCounts>(*this, o, [](uint64_t& x, uint64_t y) { x += y; });
   stall_max_ns = std::max(stall_max_ns, o.stall_max_ns);
-  due += o.due;
   paced = paced || o.paced;
   return *this;
 }
@@ -102,56 +95,36 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
       double sum = 0;
       for (size_t f = 0; f < nf; ++f) sum += s->flow_weight[st->flow_index[f]];
       for (size_t f = 0; f < nf; ++f) rates[f] = s->flow_weight[st->flow_index[f]] * (sum > 0 ? sh.pps / sum : 0);
-      st->pacer = std::make_unique<FlowPacer>(rates, clock.hz());
-      st->pacer_pps = st->ctl_pps_applied = sh.pps;
-      st->pacer_pps_bits.store(std::bit_cast<uint64_t>(sh.pps), std::memory_order_relaxed);
-      st->flow_cmds = std::make_unique<SpscRing<State::FlowCmd>>(1024);
-      st->flow_rate_view = rates;
+      st->rates.pacer = std::make_unique<FlowPacer>(rates, clock.hz());
+      st->rates.pps = st->rates.ctl_pps_applied = sh.pps;
+      st->rates.pps_bits.store(std::bit_cast<uint64_t>(sh.pps), std::memory_order_relaxed);
+      st->rates.cmds = std::make_unique<SpscRing<State::FlowRates::Cmd>>(1024);
+      st->rates.view = rates;
       if (s->dcqcn) {
         // Each QP starts at its own rate, its maximum (the line it sends at).
         st->bits_per_frame = 8 * s->frame_size;
-        st->rp.reserve(nf);
-        for (size_t f = 0; f < nf; ++f) st->rp.emplace_back(*s->dcqcn, rates[f] * st->bits_per_frame, 0);
-        // At most three points per 100 us window (SetQpRate): the whole run
-        // fits, within the shard's budget.
-        const uint64_t points = 3 * static_cast<uint64_t>(s->duration_ns / kRateTimelineNs) + 4;
-        const uint64_t cap = std::max<uint64_t>(4, std::min<uint64_t>(points, kRateTimelinePoints / nf));
-        st->timeline.resize(nf);
-        st->last_point_cut.assign(nf, 0);
-        for (size_t f = 0; f < nf; ++f) {
-          st->timeline[f].reserve(cap);
-          st->timeline[f].push_back(RatePoint{0, rates[f] * st->bits_per_frame});
-        }
-        // Increase events fall every `timer`; a tick of half of it (10 us
-        // at least, 50 us at most) applies each within that and keeps the
-        // timeline at its resolution.
-        const int64_t tick_ns = std::clamp<int64_t>(s->dcqcn->timer_ns / 2, 10'000, kRateTimelineNs / 2);
-        st->rp_tick = clock.FromNs(static_cast<uint64_t>(tick_ns));
+        std::vector<double> max_bps(nf);
+        for (size_t f = 0; f < nf; ++f) max_bps[f] = rates[f] * st->bits_per_frame;
+        st->rp = endpoint::ReactionPoints(*s->dcqcn, max_bps, s->start_ns, s->duration_ns);
+        st->rp_tick = clock.FromNs(static_cast<uint64_t>(st->rp.tick_ns()));
       }
     }
     if (s->read_response()) {
       // Sent as asked, at the READ's data rate (Respond); nothing ends it but the run (Done ignores it).
-      st->responses = true;
-      st->jobs.resize(kReadJobs);
-      st->read_next.assign(nf, 0);
+      st->reads.ring.resize(kReadJobs);
+      st->reads.next.assign(nf, 0);
       st->exhausted = true;
       st->paced.store(true, std::memory_order_relaxed);  // what was asked and not sent is the tester's shortfall
       st->done.store(true, std::memory_order_relaxed);
     }
     if (s->answers != nullptr && s->answers->strict) {
-      st->gbn.assign(nf, State::Gbn{});
+      const uint64_t timeout = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(s->retransmit_timeout_ns, 1)));
+      const uint64_t tick = std::max<uint64_t>(timeout / 4, clock.FromNs(100'000));
+      st->gbn = endpoint::GoBackN(s->program, st->cursors, timeout, tick);
       gbn_ = true;
-      st->owed.assign(nf, 0);
-      st->gbn_timeout = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(s->retransmit_timeout_ns, 1)));
-      st->gbn_tick = std::max<uint64_t>(st->gbn_timeout / 4, clock.FromNs(100'000));
       // Each QP its share of the count: a QP held up by resends must not
       // leave its last packets to the others (GenerateShares).
-      if (st->limit != 0 && nf > 1 && st->pacer == nullptr) {
-        st->share_turns = true;
-        st->share_base = st->limit / nf;
-        st->share_extra = st->limit % nf;
-        st->share_done.assign((nf + 63) / 64, 0);
-      }
+      if (st->limit != 0 && nf > 1 && st->rates.pacer == nullptr) st->gbn.ShareCount(st->limit);
     }
     streams_.push_back(std::move(st));
   }
@@ -168,9 +141,7 @@ void TxTask::Arm(uint64_t start_tsc) {
     st->end_tsc = start_tsc + clock_.FromNs(static_cast<uint64_t>(st->s->duration_ns));
     st->rp_next = st->start_tsc + st->rp_tick;
     st->run_start_tsc = start_tsc;
-    st->gbn_next = st->start_tsc + st->gbn_tick;
-    for (State::Gbn& g : st->gbn) g.progress_tsc = st->start_tsc - held_up_ticks_;
-    for (auto& tl : st->timeline) tl.front().t_ns = st->s->start_ns;  // each QP at its maximum from its start
+    st->gbn.Arm(st->start_tsc, st->start_tsc - held_up_ticks_);
   }
 }
 
@@ -208,21 +179,16 @@ void TxTask::Exhaust(State& st, uint64_t t) {
   st.exhausted = true;
   // RC requesters owe what a go-back left behind the highest packet sent:
   // resent after the end (Recover), nothing new.
-  for (uint32_t f = 0; f < st.gbn.size(); ++f) {
-    if (st.cursors[f].seq < st.gbn[f].high) {
-      st.owed[f] = 1;
-      st.owing.push_back(f);
-    }
-  }
-  if (st.pacer != nullptr) {
-    st.due_closed = st.pacer->Due(t > st.start_tsc ? (t - st.start_tsc) << kFpShift : 0);
+  if (st.gbn.enabled()) st.gbn.Ended();
+  if (st.rates.pacer != nullptr) {
+    st.due_closed = st.rates.pacer->Due(t > st.start_tsc ? (t - st.start_tsc) << kFpShift : 0);
     st.segment_open = false;
   }
   CloseSegment(st, t, true);
   uint64_t due = std::max(st.due_closed, st.generated);
   if (st.limit != 0) due = std::min(due, st.limit);
   st.due.Set(due);
-  st.paced.store(st.burst_frames != 0 || st.interval_fp != 0 || st.pacer != nullptr, std::memory_order_relaxed);
+  st.paced.store(st.burst_frames != 0 || st.interval_fp != 0 || st.rates.pacer != nullptr, std::memory_order_relaxed);
 }
 
 void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
@@ -234,16 +200,16 @@ void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
     return;
   }
   const double pps = std::bit_cast<double>(st.ctl_pps_bits.load(std::memory_order_relaxed));
-  if (st.pacer != nullptr) {
+  if (st.rates.pacer != nullptr) {
     // Per-flow rates: the stream's rate scales every flow; pauses pause them all.
     const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
-    if (pps != st.ctl_pps_applied) {
-      st.pacer->Scale(pps / st.pacer_pps, now_fp);
-      st.pacer_pps = st.ctl_pps_applied = pps;
-      st.pacer_pps_bits.store(std::bit_cast<uint64_t>(pps), std::memory_order_relaxed);
+    if (pps != st.rates.ctl_pps_applied) {
+      st.rates.pacer->Scale(pps / st.rates.pps, now_fp);
+      st.rates.pps = st.rates.ctl_pps_applied = pps;
+      st.rates.pps_bits.store(std::bit_cast<uint64_t>(pps), std::memory_order_relaxed);
     }
-    if (mode == State::kPaused) st.pacer->Pause(now_fp);
-    if (mode == State::kRunning) st.pacer->Resume(now_fp);
+    if (mode == State::kPaused) st.rates.pacer->Pause(now_fp);
+    if (mode == State::kRunning) st.rates.pacer->Resume(now_fp);
     st.paused = mode == State::kPaused;
     return;
   }
@@ -421,31 +387,11 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const F
   st.npending_runs = static_cast<uint16_t>(nruns);
   if (nruns != 0) std::memcpy(st.pending_runs, runs, nruns * sizeof(FlowPacer::Run));
   st.generated += n;
-  if (st.flows_behind != 0) {
-    CountResends(st, n);
+  if (st.gbn.any_behind()) {  // (a go-back-N stream's resends in the burst)
+    st.resent += st.gbn.CountResends(st.pending_flow, n);
     st.resent_live.Set(st.resent);
   }
   return true;
-}
-
-// A go-back-N stream's resends in the burst just made: a flow's frames in it
-// carry consecutive sequences ending below its cursor, and those below the
-// highest sequence it had sent are sent again. Two passes over the burst.
-void TxTask::CountResends(State& st, unsigned n) {
-  for (unsigned i = n; i-- != 0;) {
-    State::Gbn& g = st.gbn[st.pending_flow[i]];
-    const uint32_t seq = st.cursors[st.pending_flow[i]].seq - ++g.burst_k;
-    if (seq < g.high) ++st.resent;
-  }
-  for (unsigned i = 0; i < n; ++i) {
-    const uint32_t f = st.pending_flow[i];
-    State::Gbn& g = st.gbn[f];
-    g.burst_k = 0;
-    if (g.behind && st.cursors[f].seq >= g.high) {  // caught up: sending new packets again
-      g.behind = 0;
-      --st.flows_behind;
-    }
-  }
 }
 
 // Measured cost (Poll, rte_eth_tx_burst into net_null included, ~98 of it the
@@ -471,18 +417,18 @@ unsigned TxTask::Poll() {
   if (++rr_ == nstreams) rr_ = 0;
   for (size_t k = 0; k < nstreams; ++k) {
     State& st = *streams_[first + k < nstreams ? first + k : first + k - nstreams];
-    if (st.responses) {
+    if (st.reads.enabled()) {
       sent_total += Respond(st, now);
       continue;
     }
     if (st.done.load(std::memory_order_relaxed)) {
-      if (!st.gbn.empty()) sent_total += Recover(st, now);
+      if (st.gbn.enabled()) sent_total += Recover(st, now);
       continue;
     }
     // Per-flow rate changes apply in any state (paused, pending frames).
-    if (st.pacer != nullptr && st.flow_cmds->Size() != 0) ApplyFlowCommands(st, now);
-    if (!st.rp.empty() && now >= st.rp_next && !st.exhausted) TickDcqcn(st, now);
-    if (!st.gbn.empty() && now >= st.gbn_next && !st.exhausted) TickRetransmit(st, now);
+    if (st.rates.pacer != nullptr && st.rates.cmds->Size() != 0) ApplyFlowCommands(st, now);
+    if (st.rp.enabled() && now >= st.rp_next && !st.exhausted) TickDcqcn(st, now);
+    if (st.gbn.enabled() && st.gbn.TimerDue(now) && !st.exhausted) st.gbn.Tick(now, poll_tsc_);
     if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
 
     // 1. New frames, if due and the stream is neither exhausted nor paused.
@@ -504,23 +450,23 @@ unsigned TxTask::Poll() {
         }
         unsigned n = static_cast<unsigned>(std::min<uint64_t>(st.burst_left, kTxBurst));
         if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - (st.generated - st.resent)));
-        if (n != 0 && st.share_turns) [[unlikely]] {
+        if (n != 0 && st.gbn.shares()) [[unlikely]] {
           st.burst_left -= GenerateShares(st, n, now, now);
         } else if (n != 0 && Generate(st, n, now, now)) {
           st.burst_left -= n;
         }
-      } else if (st.pacer != nullptr) {
+      } else if (st.rates.pacer != nullptr) {
         // Per-flow rates: the flows due now, a frame each (a catch-up run for one behind).
         if (now >= st.start_tsc) {
           FlowPacer::Run runs[kTxBurst];
           unsigned n = kTxBurst, nruns = 0;
           if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - (st.generated - st.resent)));
           uint64_t skipped = 0, stalls = 0;
-          n = st.pacer->Next((now - st.start_tsc) << kFpShift, n, nullptr, &skipped, &stalls, runs, &nruns);
+          n = st.rates.pacer->Next((now - st.start_tsc) << kFpShift, n, nullptr, &skipped, &stalls, runs, &nruns);
           if (skipped != 0) {
             st.slots_skipped.Add(skipped);
             st.stalls.Add(stalls);
-            NoteStall(st, st.pacer->longest_stall_fp() >> kFpShift);
+            NoteStall(st, st.rates.pacer->longest_stall_fp() >> kFpShift);
           }
           // A failed allocation leaves these slots unsent: counted (tx_error), never sent late.
           if (n != 0) Generate(st, n, now, now, runs, nruns);
@@ -541,7 +487,7 @@ unsigned TxTask::Poll() {
         unsigned n = static_cast<unsigned>(std::min<uint64_t>(due, kTxBurst));
         if (st.limit != 0) n = static_cast<unsigned>(std::min<uint64_t>(n, st.limit - (st.generated - st.resent)));
         const uint64_t due_tsc = st.interval_fp == 0 ? now : st.start_tsc + (st.next_fp >> kFpShift);
-        if (st.share_turns) [[unlikely]] {
+        if (st.gbn.shares()) [[unlikely]] {
           st.next_fp += GenerateShares(st, n, now, due_tsc) * st.interval_fp;
         } else if (Generate(st, n, now, due_tsc)) {
           st.next_fp += n * st.interval_fp;
@@ -566,7 +512,7 @@ unsigned TxTask::SendPending(State& st, uint64_t now) {
     const uint64_t ns = clock_.ToNs(now);
     if (st.packets.Read() == 0) st.first_ns.Set(ns);
     // (Resends after the end are not the TX span; a READ's responses go until the drain ends.)
-    if (!st.done.load(std::memory_order_relaxed) || st.responses) st.last_ns.Set(ns);
+    if (!st.done.load(std::memory_order_relaxed) || st.reads.enabled()) st.last_ns.Set(ns);
     uint64_t bytes = 0;
     const uint32_t same_len = st.pending_same_len;
     if (same_len != 0) {
@@ -641,7 +587,7 @@ unsigned TxTask::PollRecovery() {
   const uint64_t now = ReadTsc();
   Clock(now);
   for (auto& st : streams_) {
-    if (st->responses) {
+    if (st->reads.enabled()) {
       sent += Respond(*st, now);
       continue;
     }
@@ -652,7 +598,7 @@ unsigned TxTask::PollRecovery() {
       if (const uint64_t gen = st->ctl_gen.load(std::memory_order_acquire); gen != st->seen_gen) Apply(*st, gen, now);
       if (st->npending != 0) sent += SendPending(*st, now);
       if (st->exhausted && st->npending == 0) st->done.store(true, std::memory_order_release);
-    } else if (!st->gbn.empty()) {
+    } else if (st->gbn.enabled()) {
       sent += Recover(*st, now);
     }
   }
@@ -660,18 +606,18 @@ unsigned TxTask::PollRecovery() {
 }
 
 void TxTask::ApplyFlowCommands(State& st, uint64_t now) {
-  State::FlowCmd cmds[64];
+  State::FlowRates::Cmd cmds[64];
   const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
-  for (size_t k; (k = st.flow_cmds->Pop(cmds, 64)) != 0;) {
+  for (size_t k; (k = st.rates.cmds->Pop(cmds, 64)) != 0;) {
     for (size_t i = 0; i < k; ++i) {
-      st.pacer_pps += cmds[i].pps - st.pacer->rate(cmds[i].flow);
-      st.pacer->SetRate(cmds[i].flow, cmds[i].pps, now_fp);
+      st.rates.pps += cmds[i].pps - st.rates.pacer->rate(cmds[i].flow);
+      st.rates.pacer->SetRate(cmds[i].flow, cmds[i].pps, now_fp);
     }
-    st.flow_cmd_done.store(st.flow_cmd_done.load(std::memory_order_relaxed) + k, std::memory_order_release);
+    st.rates.cmd_done.store(st.rates.cmd_done.load(std::memory_order_relaxed) + k, std::memory_order_release);
   }
   // The shard's rate is now the sum of its flows' (published apart from the
   // control thread's own input, ctl_pps_bits, which only the control thread writes).
-  st.pacer_pps_bits.store(std::bit_cast<uint64_t>(st.pacer_pps), std::memory_order_relaxed);
+  st.rates.pps_bits.store(std::bit_cast<uint64_t>(st.rates.pps), std::memory_order_relaxed);
 }
 
 void TxTask::Finish() {

@@ -22,9 +22,11 @@
 #include <memory>
 #include <vector>
 
+#include "base/counter.h"
 #include "base/poll_task.h"
 #include "base/tsc.h"
 #include "endpoint/feedback.h"
+#include "endpoint/rc_requester.h"
 #include "port/port.h"
 #include "stats/histogram.h"
 #include "stream/stream.h"
@@ -39,49 +41,60 @@ inline constexpr unsigned kTxBurst = 32;
 // (the lcore far behind) are not answered and show as its shortfall.
 inline constexpr size_t kReadJobsPerShard = 16384;  // a power of two
 
-struct TxCounters {
+// The TX counts that add up over a stream's shards: a counter block
+// (base/counter.h), summed and differenced member by member, so a count
+// added here is summed over the lcores and shown live since a base reading
+// (engine::LiveRun::StreamLive) with no other line.
+struct TxCounts {
   uint64_t packets = 0;  // accepted by the PMD
   uint64_t bytes = 0;    // frame bytes, FCS included
   uint64_t retries = 0;  // tx_burst calls that left frames pending
   uint64_t alloc_failures = 0;
-  uint64_t slots_skipped = 0;         // packet slots skipped because the lcore fell behind the set rate
-  uint64_t stalls = 0;                 // times the lcore fell more than 1 ms (or a burst) behind: slots skipped
-  uint64_t late_burst_frames = 0;      // burst schedules: frames of bursts released more than 1 ms late
-  uint64_t stall_max_ns = 0;           // the longest of those hold-ups: how far behind the lcore was (ns)
-  uint64_t first_ns = 0, last_ns = 0;  // TSC ns of the first and last accepted burst
+  uint64_t slots_skipped = 0;     // packet slots skipped because the lcore fell behind the set rate
+  uint64_t stalls = 0;             // times the lcore fell more than 1 ms (or a burst) behind: slots skipped
+  uint64_t late_burst_frames = 0;  // burst schedules: frames of bursts released more than 1 ms late
   // Frames the set rate (or burst schedule) and count called for over the
   // stream's sending time, pauses excluded and rate changes followed: what
   // TX should have sent. Final once the stream is done; `paced` false for an
   // unpaced (`max`) stream, whose due is what it generated.
   uint64_t due = 0;
+};
+
+// The counts, and what does not add up: a span, a maximum, a flag.
+struct TxCounters : TxCounts {
+  uint64_t stall_max_ns = 0;           // the longest hold-up that skipped slots: how far behind the lcore was (ns)
+  uint64_t first_ns = 0, last_ns = 0;  // TSC ns of the first and last accepted burst
   bool paced = false;
   // Frames TX fell short of the set rate by: due - packets (0 when it kept up).
   uint64_t shortfall() const { return due > packets ? due - packets : 0; }
   // Adds another shard's counters (a stream whose flows several lcores send).
   TxCounters& operator+=(const TxCounters& o);
+  // The counts since `o`, an earlier reading (the span, maximum and flag stay).
+  TxCounters& operator-=(const TxCounts& o) {
+    EachCount<TxCounts>(*this, o, [](uint64_t& x, uint64_t y) { x -= y; });
+    return *this;
+  }
 };
 
-// A point of a QP's rate timeline (DCQCN): from t_ns (since the run's start)
-// on, the QP was sent at bps (L2 bit/s, frames with FCS).
-struct RatePoint {
-  int64_t t_ns = 0;
-  double bps = 0;
-};
-// Timeline resolution: a rate increase within this of the flow's last
-// increase point replaces it; every cut is a point of its own.
-inline constexpr int64_t kRateTimelineNs = 100'000;
-// Points kept per stream shard over all its flows (16 B each); more are
-// dropped and the timeline says it is truncated.
-inline constexpr size_t kRateTimelinePoints = 4'000'000;
+// A QP's rate timeline (DCQCN), kept by its reaction point
+// (endpoint/rc_requester.h): from t_ns (since the run's start) on, the QP was
+// sent at bps (L2 bit/s, frames with FCS); at most three points per
+// kRateTimelineNs window, kRateTimelinePoints per stream shard (more are
+// dropped and the timeline says it is truncated).
+using endpoint::kRateTimelineNs;
+using endpoint::kRateTimelinePoints;
+using endpoint::RatePoint;
 
 // What the reaction points of one stream shard did (after the run).
 struct DcqcnCounters {
   uint64_t cnps = 0, cuts = 0, ignored = 0;  // CNPs handed to them, rate cuts, CNPs within rate_reduce_period
   stats::LatencyHistogram reaction;          // CNP received -> its cut in the pacer, ns
   bool timeline_truncated = false;
+  DcqcnCounters& operator+=(const DcqcnCounters& o);  // another shard's
 };
 
 // What the RC requesters of one stream shard did (go-back-N), after the run.
+// A counter block (base/counter.h): uint64_t counts only.
 struct RetransmitCounters {
   uint64_t unique_packets = 0, unique_bytes = 0;                // each PSN once: the flows' highest sequence sent
   uint64_t retransmitted_packets = 0, retransmitted_bytes = 0;  // sent again after a NAK or a timeout
@@ -210,25 +223,22 @@ class TxTask : public PollTask {
                   unsigned nruns);
   void ApplyFlowCommands(State& st, uint64_t now);  // on the lcore
   void TickDcqcn(State& st, uint64_t now);          // on the lcore: timers and byte counters
-  void TickRetransmit(State& st, uint64_t tsc);     // on the lcore: go back after a timeout without progress
-  void GoBack(State& st, uint32_t f, uint32_t seq, uint64_t now);  // resend flow f from packet seq
   // After the stream's end: resend what go-backs owe (one frame per owing
   // flow per call), then hand pending frames to the PMD.
   unsigned Recover(State& st, uint64_t now);
   // A READ's responses: the jobs' frames (a burst at most), then pending frames to the PMD.
   unsigned Respond(State& st, uint64_t now);
-  static void CountResends(State& st, unsigned n);  // after Generate, for a go-back-N stream
   // A hold-up `behind_ticks` long that skipped slots or made a burst late:
   // kept if the longest yet (TxCounters::stall_max_ns). Off the per-packet path.
   static void NoteStall(State& st, uint64_t behind_ticks);
-  // Generate for a stream with share_turns: up to n frames with the flows
+  // Generate for a go-back-N stream whose QPs have shares of its count: up to n frames with the flows
   // taking turns, but only flows with a resend owed or their share not yet
   // sent take one; when none has, the stream ends here (Exhaust). The
   // frames made (0: none, or the pool was empty).
   unsigned GenerateShares(State& st, unsigned n, uint64_t now, uint64_t due);
   unsigned SendPending(State& st, uint64_t now);  // pending frames to the PMD; counts what it took
-  // The pacer follows flow f's Rc (after a cut, or an increase).
-  void SetQpRate(State& st, uint32_t f, uint64_t now, int64_t t_ns, bool cut);
+  // The pacer follows flow f's rate (its reaction point's Rc, after a cut or an increase).
+  static void SetQpRate(State& st, uint32_t f, uint64_t now);
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
   // On the lcore: the stream stops generating at `t`; its due count is final.
   void Exhaust(State& st, uint64_t t);

@@ -1,6 +1,11 @@
 // tx/tx_state.h: TxTask's per-stream state (inside lib/tx only: tx.cc, the
-// open-loop TX, and requester.cc, the closed-loop requester: DCQCN's reaction
-// point and go-back-N, which act on the same flows' cursors and rates).
+// open-loop TX; requester.cc, which connects the RC requester
+// (endpoint/rc_requester.h: go-back-N, DCQCN's reaction points) to the
+// flows' cursors and pacer; read_responder.cc, a READ's responses).
+//
+// Each mode of a stream is one member object, empty when the stream does
+// not use it: `rates` (per-flow pacing), `rp` (DCQCN), `gbn` (RC go-back-N,
+// with its QPs' shares of a count), `reads` (READ responses).
 #pragma once
 
 #include <atomic>
@@ -11,7 +16,7 @@
 
 #include "base/counter.h"
 #include "base/spsc_ring.h"
-#include "endpoint/dcqcn.h"
+#include "endpoint/rc_requester.h"
 #include "stats/histogram.h"
 #include "tx/flow_pacer.h"
 #include "tx/tx.h"
@@ -52,66 +57,47 @@ struct alignas(64) TxTask::State {
     uint64_t packets = 0, bytes = 0;
   };
   std::vector<FlowSent> flow_sent;  // per shard flow, accepted by the PMD (lcore); one line per four flows
-  // Per-flow rates: each flow's own send times (null: the flows take turns
-  // under the stream's one interval).
-  std::unique_ptr<FlowPacer> pacer;
-  double pacer_pps = 0;        // lcore: the shard rate the pacer's flow rates add up to
-  double ctl_pps_applied = 0;  // lcore: the control rate last applied (a new one scales every flow)
-  std::atomic<uint64_t> pacer_pps_bits{0};  // pacer_pps, published for rate()
-  struct FlowCmd {
-    uint32_t flow;
-    double pps;
-  };
-  std::unique_ptr<SpscRing<FlowCmd>> flow_cmds;  // control thread -> lcore
-  std::mutex flow_cmd_mu;                        // one producer at a time
-  std::atomic<uint64_t> flow_cmd_seq{0};         // commands pushed
-  std::atomic<uint64_t> flow_cmd_done{0};        // commands applied by the lcore
-  std::vector<double> flow_rate_view;            // per shard flow: the last rate set (control thread)
-  // DCQCN (frame.roce.dcqcn): per shard flow its reaction point, its rate
+  // Per-flow rates: each flow's own send times, and the control thread's
+  // channel to change them (pacer null: the flows take turns under the
+  // stream's one interval).
+  struct FlowRates {
+    std::unique_ptr<FlowPacer> pacer;
+    double pps = 0;              // lcore: the shard rate the pacer's flow rates add up to
+    double ctl_pps_applied = 0;  // lcore: the control rate last applied (a new one scales every flow)
+    std::atomic<uint64_t> pps_bits{0};  // pps, published for rate()
+    struct Cmd {
+      uint32_t flow;
+      double pps;
+    };
+    std::unique_ptr<SpscRing<Cmd>> cmds;  // control thread -> lcore
+    std::mutex cmd_mu;                    // one producer at a time
+    std::atomic<uint64_t> cmd_seq{0};     // commands pushed
+    std::atomic<uint64_t> cmd_done{0};    // commands applied by the lcore
+    std::vector<double> view;             // per shard flow: the last rate set (control thread)
+  } rates;
+  // DCQCN (frame.roce.dcqcn): each shard flow's reaction point and rate
   // timeline; TickDcqcn runs every rp_tick TSC ticks.
-  std::vector<endpoint::DcqcnQp> rp;
-  std::vector<std::vector<RatePoint>> timeline;
-  std::vector<uint8_t> last_point_cut;  // per shard flow: its timeline's last point is a cut
+  endpoint::ReactionPoints rp;
   double bits_per_frame = 0;
   uint64_t rp_tick = 0, rp_next = 0;
   uint64_t run_start_tsc = 0;  // the run's start (a `start` offset makes start_tsc later): timelines count from it
-  // RC requesters (go-back-N): per shard flow the first sequence not yet
-  // acknowledged, the highest one sent before going back, and when the
-  // acknowledgements last moved.
-  struct Gbn {
-    uint32_t acked = 0, high = 0;
-    uint32_t burst_k = 0;  // Generate's scratch: this flow's frames counted back in the burst
-    uint8_t behind = 0;    // its cursor is below high: what it sends now is resent
-    uint64_t progress_tsc = 0;
-  };
-  std::vector<Gbn> gbn;
-  // After the end: the flows a go-back left behind what they had sent
-  // (owed[f] set while f is in the list), resent by Recover.
-  std::vector<uint32_t> owing;
-  std::vector<uint8_t> owed;
-  uint64_t gbn_timeout = 0, gbn_tick = 0, gbn_next = 0;
-  uint64_t gbn_rewinds = 0, gbn_timeouts = 0;
-  uint32_t flows_behind = 0;  // flows with Gbn::behind set (0: CountResends has nothing to count)
-  // A go-back-N stream with a `count` whose flows take turns: flow f sends
-  // share_base packets, one more for the first share_extra flows (the split
-  // turns give an open-loop stream), resends in its own turns (GenerateShares).
-  bool share_turns = false;
-  uint64_t share_base = 0, share_extra = 0;
-  std::vector<uint64_t> share_done;  // a bit per flow: its share sent, no resend owed (skipped in the turns)
+  // RC requesters: each shard flow's go-back-N (and, for a stream with a
+  // `count` whose flows take turns, each QP's share of it: GenerateShares).
+  endpoint::GoBackN gbn;
   // READ responses (the stream is a READ's responses, stream.h): sent as
-  // the responder executes requests (OnRead), paced at the stream's rate, in the order the
-  // requests came: a FIFO of jobs (flow, its next response packet: the PSN
-  // offset from the flow's start, packets left).
-  struct ReadJob {
-    uint32_t flow = 0, seq = 0, left = 0;
-  };
-  bool responses = false;
-  std::vector<ReadJob> jobs;  // a ring of kReadJobs
-  size_t job_head = 0, job_count = 0;
-  std::vector<uint32_t> read_next;  // per shard flow: where its cursor is once the jobs planned so far are sent
-  uint64_t rp_cnps = 0;
-  stats::LatencyHistogram rp_reaction;
-  bool timeline_truncated = false;
+  // the responder executes requests (OnRead), paced at the stream's rate,
+  // in the order the requests came.
+  struct ReadJobs {
+    // A request to answer: its flow, its next response packet (the PSN
+    // offset from the flow's start), packets left.
+    struct Job {
+      uint32_t flow = 0, seq = 0, left = 0;
+    };
+    std::vector<Job> ring;  // kReadJobs of them (empty: not a READ's responses)
+    size_t head = 0, count = 0;
+    std::vector<uint32_t> next;  // per shard flow: where its cursor is once the jobs planned so far are sent
+    bool enabled() const { return !ring.empty(); }
+  } reads;
   bool exhausted = false;
   // Due accounting (TxCounters::due): slots of closed pacing segments, and
   // the open segment's start (a segment runs from a rate change or resume

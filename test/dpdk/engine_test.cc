@@ -302,7 +302,7 @@ TEST(LiveRun, TopFlowsOverManyFlowsSeesEveryFlowOnce) {
   auto run = LiveRun::Start(TestEal(), b.raw(), b.streams, Drain(10'000'000));
   ASSERT_TRUE(run.ok()) << run.status();
   // Every flow has started once 5,000 frames have come back (flows take turns).
-  while ((*run)->Streams()[0].rx_packets < 5000) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while ((*run)->Streams()[0].rx.packets < 5000) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   auto top = (*run)->TopFlows(5000);
   ASSERT_TRUE(top.ok()) << top.status();
   ASSERT_EQ(top->size(), 5000u);
@@ -335,7 +335,7 @@ streams:
   ASSERT_TRUE(run.ok()) << run.status();
   LiveRun& r = **run;
   auto wait_ms = [](int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
-  auto tx = [&](size_t s) { return r.Streams()[s].tx_packets; };
+  auto tx = [&](size_t s) { return r.Streams()[s].tx.packets; };
   // The stream's slots since a reading: the frames it sent plus those it
   // skipped while its lcore was held up (a shared host takes a vCPU for up
   // to ~10 ms: the pacer gives those slots up and counts them, it never
@@ -347,7 +347,7 @@ streams:
   };
   auto read = [&](size_t s) {
     const auto v = r.Streams()[s];
-    return Reading{v.tx_packets + v.tx_slots_skipped, std::chrono::steady_clock::now()};
+    return Reading{v.tx.packets + v.tx.slots_skipped, std::chrono::steady_clock::now()};
   };
   auto seconds = [](const Reading& a, const Reading& b) { return std::chrono::duration<double>(b.at - a.at).count(); };
   wait_ms(300);
@@ -375,8 +375,8 @@ streams:
   EXPECT_NEAR(static_cast<double>(b1.slots - b0.slots), 5'000 * seconds(resumed, b1), 300);
   // Live reads while traffic flows.
   const auto live = r.Streams();
-  EXPECT_GE(live[0].rx_packets, a2.slots - live[0].tx_slots_skipped);
-  EXPECT_EQ(live[0].gap_packets, 0u);
+  EXPECT_GE(live[0].rx.packets, a2.slots - live[0].tx.slots_skipped);
+  EXPECT_EQ(live[0].rx.gap_packets, 0u);
   // Lost so far: RX is read before TX, so only frames in flight (a few bursts
   // at 40 kpps on a ring), never fewer than none.
   EXPECT_GE(live[0].lost(), 0);

@@ -211,7 +211,7 @@ streams:
       if (moved >= next_swap) {
         // Swap only once every frame moved so far has been counted by its owner.
         const engine::LiveRun* run = live.load();
-        while (run != nullptr && run->Streams()[0].rx_packets < moved && !stop.load()) std::this_thread::yield();
+        while (run != nullptr && run->Streams()[0].rx.packets < moved && !stop.load()) std::this_thread::yield();
         cross ^= 1;
         swaps.fetch_add(1);
         next_swap = moved + (1 << 20);

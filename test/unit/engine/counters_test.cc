@@ -44,6 +44,18 @@ std::vector<Decl> All() {
   return d;
 }
 
+// A live reading: TX packets and bytes, RX packets and bytes, sequence
+// gaps, duplicates, reordered, CE, TX slots skipped, the responder's.
+LiveRun::StreamLive Live(uint64_t tx_packets, uint64_t tx_bytes, uint64_t rx_packets, uint64_t rx_bytes,
+                         uint64_t gap, uint64_t duplicate, uint64_t reordered, uint64_t ce, uint64_t skipped,
+                         endpoint::ResponderCounters responder = {}) {
+  LiveRun::StreamLive l;
+  l.tx.packets = tx_packets, l.tx.bytes = tx_bytes, l.tx.slots_skipped = skipped;
+  l.rx = rx::StreamLiveView{rx_packets, rx_bytes, gap, duplicate, reordered, ce};
+  l.responder = responder;
+  return l;
+}
+
 TEST(Counters, EachIsDeclaredOnceWithAUnitHelpAndReader) {
   std::set<std::pair<std::string, std::string>> keys;
   std::set<std::string> metrics;
@@ -80,7 +92,7 @@ TEST(Counters, LostIsSentLessReceivedOnceEverywhere) {
   ASSERT_LT(gap, StreamCounters().size());
   EXPECT_EQ(Read(StreamCounters()[lost], s), 14);  // 1000 - (990 - 4)
   EXPECT_EQ(Read(StreamCounters()[gap], s), 15);   // every frame missing when its gap was seen
-  LiveRun::StreamLive l{1000, 0, 990, 0, 15, 4, 3, 0, 0, {}};
+  LiveRun::StreamLive l = Live(1000, 0, 990, 0, 15, 4, 3, 0, 0);
   EXPECT_EQ(ReadLive(StreamCounters()[lost], l), 14);
   EXPECT_EQ(ReadLive(StreamCounters()[gap], l), 15);
   FlowReport f;
@@ -105,8 +117,8 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
   metrics::Hub hub;
   hub.SetPlan(*plan);
   metrics::RunCounts run;
-  LiveRun::StreamLive live{101, 102, 103, 104, 105, 106, 107, 108, 109,
-                           endpoint::ResponderCounters{110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120}};
+  LiveRun::StreamLive live = Live(101, 102, 103, 104, 105, 106, 107, 108, 109,
+                                  endpoint::ResponderCounters{110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120});
   live.answered = true;  // its RX port responds, and its requesters resend: every figure is served
   live.retransmits = true;
   live.retransmitted_packets = 121;
@@ -211,7 +223,7 @@ TEST(Counters, ObjectsNoRunCountedAreServedAtZero) {
   EXPECT_EQ(sample("fabricgen_stream_tx_packets_total", "t"), 0);
   EXPECT_EQ(sample("fabricgen_stream_tx_rate_pps", "t"), 0);
   metrics::RunCounts run;
-  run.streams.push_back({"s", 0, 0, LiveRun::StreamLive{5, 500, 5, 500, 0, 0, 0, 0, 0, {}}, {}});
+  run.streams.push_back({"s", 0, 0, Live(5, 500, 5, 500, 0, 0, 0, 0, 0), {}});
   run.ports.push_back(LiveRun::PortLive{5, 500, 5, 500, 0});
   hub.Fold(run);
   EXPECT_EQ(sample("fabricgen_stream_tx_packets_total", "s"), 5);
@@ -233,17 +245,22 @@ TEST(Counters, ObjectsNoRunCountedAreServedAtZero) {
 // base's, the responder's too, and what the stream is (answered, RX
 // counted, resending) kept, so its figures keep their meaning.
 TEST(Counters, LiveCountsSinceABaseKeepWhatTheStreamIs) {
-  LiveRun::StreamLive now{100, 1000, 90, 900, 3, 2, 1, 4, 5, endpoint::ResponderCounters{50, 6}};
+  LiveRun::StreamLive now = Live(100, 1000, 90, 900, 3, 2, 1, 4, 5, endpoint::ResponderCounters{50, 6});
+  now.tx.due = 100;
   now.answered = true;
   now.rx_counted = false;
   now.retransmits = true;
   now.retransmitted_packets = 12;
   LiveRun::StreamLive base = now;
-  base.tx_packets = 40, base.rx_packets = 30, base.responder.acks_sent = 20, base.retransmitted_packets = 2;
+  base.tx.packets = 40, base.rx.packets = 30, base.responder.acks_sent = 20, base.retransmitted_packets = 2;
+  base.tx.due = 70, base.rx.ce = 1;
   const LiveRun::StreamLive d = now - base;
-  EXPECT_EQ(d.tx_packets, 60u);
-  EXPECT_EQ(d.rx_packets, 60u);
-  EXPECT_EQ(d.tx_bytes, 0u);
+  EXPECT_EQ(d.tx.packets, 60u);
+  EXPECT_EQ(d.rx.packets, 60u);
+  EXPECT_EQ(d.tx.bytes, 0u);
+  EXPECT_EQ(d.tx.slots_skipped, 0u);
+  EXPECT_EQ(d.tx.due, 30u);  // (100 due in `now`)
+  EXPECT_EQ(d.rx.ce, 3u);
   EXPECT_EQ(d.responder.acks_sent, 30u);
   EXPECT_EQ(d.responder.naks_sent, 0u);
   EXPECT_EQ(d.retransmitted_packets, 10u);

@@ -258,7 +258,7 @@ TEST(FlowTable, ReadRequestsTheRequesterNeverSentAreInvalidAndSkipNothing) {
   senders.bound.next = 3;  // the requester has sent requests 0, 1, 2
   t.SetSentSource(&senders);
   Handoff h;
-  h.kind = Handoff::kReadRequest;
+  h.kind = proto::RxKind::kRoceReadRequest;
   h.bytes = 78;
   auto request = [&](uint32_t psn) {
     h.seq = psn;

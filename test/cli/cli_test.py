@@ -79,7 +79,18 @@ class RunTest(Workdir):
         mean = big["mean_frame_size_bytes"]  # FCS included: WRITE_FIRST 4174 B (with RETH), 15 more of 4158 B
         self.assertAlmostEqual(mean, (4174 + 15 * 4158) / 16, places=6)
         self.assertAlmostEqual(big["set_rate_pps"], 4e9 / (8 * mean), places=3)
-        self.assertAlmostEqual(big["tx_packets"] + big["tx_slots_skipped"], 2 * 4e9 / (8 * mean), delta=32)
+        # The pacer owed the set rate over the duration; every slot was sent or
+        # skipped, but for what the tester_limits name: a shortfall beyond one
+        # burst or 0.1 % of the due count (a host holding TX up near the end
+        # leaves slots neither sent nor skipped: 110 of 240,442 in a CI run
+        # under tools/host_noise.py 10 %, within that bound and so not listed).
+        due = big["tx_due_packets"]
+        self.assertAlmostEqual(due, 2 * 4e9 / (8 * mean), delta=32)
+        short = [l for l in big["tester_limits"] if l["kind"] == "tx_shortfall"]
+        if short:
+            self.assertEqual(big["tx_packets"] + short[0]["count"], due, short)
+        else:
+            self.assertAlmostEqual(big["tx_packets"] + big["tx_slots_skipped"], due, delta=max(32, due // 1000))
         for s in streams.values():
             self.assertEqual(s["rx_packets"], s["tx_packets"])
             self.assertEqual(s["lost_packets"], 0)

@@ -56,4 +56,25 @@ std::string FormatIpv4(Ipv4Addr ip) {
                          ip.value & 0xFF);
 }
 
+absl::StatusOr<IpAddr> ParseIp(std::string_view text) {
+  if (auto v4 = ParseIpv4(text); v4.ok()) return IpAddr{.ipv6 = false, .v4 = *v4, .v6 = {}};
+  if (auto v6 = ParseIpv6(text); v6.ok()) return IpAddr{.ipv6 = true, .v4 = {}, .v6 = *v6};
+  return absl::InvalidArgumentError(absl::StrFormat("'%s' is not an IPv4 or IPv6 address", text));
+}
+
+std::string FormatIp(const IpAddr& ip) { return ip.ipv6 ? FormatIpv6(ip.v6) : FormatIpv4(ip.v4); }
+
+IpAddr IpPlus(const IpAddr& ip, uint32_t k) {
+  IpAddr r = ip;
+  if (!ip.ipv6) {
+    r.v4.value += k;
+    return r;
+  }
+  uint32_t low = uint32_t{ip.v6.bytes[12]} << 24 | uint32_t{ip.v6.bytes[13]} << 16 | uint32_t{ip.v6.bytes[14]} << 8 |
+                 ip.v6.bytes[15];
+  low += k;
+  for (int i = 0; i < 4; ++i) r.v6.bytes[12 + i] = static_cast<uint8_t>(low >> (24 - 8 * i));
+  return r;
+}
+
 }  // namespace fg

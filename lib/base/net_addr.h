@@ -44,4 +44,18 @@ std::string FormatIpv4(Ipv4Addr ip);
 // True when `ip` lies in 198.18.0.0/15, the benchmarking range of RFC 2544.
 inline bool IsBenchmarkingIpv4(Ipv4Addr ip) { return (ip.value & 0xFFFE0000u) == 0xC6120000u; }
 
+// An IPv4 or an IPv6 address (a gateway, a rank's first address).
+struct IpAddr {
+  bool ipv6 = false;
+  Ipv4Addr v4;  // when !ipv6
+  Ipv6Addr v6;  // when ipv6
+  bool operator==(const IpAddr&) const = default;
+};
+// "198.18.0.1" or "2001:db8::1"; the error says it is neither.
+absl::StatusOr<IpAddr> ParseIp(std::string_view text);
+std::string FormatIp(const IpAddr& ip);
+// The address k after `ip` (its last 32 bits plus k, modulo 2^32; the caller
+// keeps k inside its range).
+IpAddr IpPlus(const IpAddr& ip, uint32_t k);
+
 }  // namespace fg

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "config/internal/frame_parse.h"
+#include "config/internal/ranks_parse.h"
 #include "config/reader.h"
 
 namespace fg::config {
@@ -110,13 +111,9 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   }
   if (auto g = n.Optional("gateway")) {
     FG_ASSIGN_OR_RETURN(std::string text, g->String());
-    if (auto v4 = ParseIpv4(text); v4.ok()) {
-      p.gateway = Gateway{.ipv6 = false, .v4 = *v4, .v6 = {}};
-    } else if (auto v6 = ParseIpv6(text); v6.ok()) {
-      p.gateway = Gateway{.ipv6 = true, .v4 = {}, .v6 = *v6};
-    } else {
-      return g->Error(absl::StrFormat("gateway '%s' is not an IPv4 or IPv6 address", text));
-    }
+    auto ip = ParseIp(text);
+    if (!ip.ok()) return g->Error("gateway " + std::string(ip.status().message()));
+    p.gateway = *ip;
     if (p.rx_queues == 0) {
       return g->Error(absl::StrFormat("port '%s' has a gateway, but rx_queues %s makes it send only: it would never "
                                       "hear the gateway's answer; remove rx_queues: 0, or the gateway",
@@ -355,6 +352,11 @@ absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n, const TestKi
     t.warmup_ns = kind->default_warmup_ns();
     FG_RETURN_IF_ERROR(Opt(*section, "name", t.name, [](const Node& x) { return x.String(); }));
     FG_RETURN_IF_ERROR(ParseTestStreams(plan, *section, t));
+    if (t.streams.empty() && kind->needs_streams()) {
+      return section->Error(absl::StrFormat(
+          "a %s test sends the plan's streams, and this plan has none (its ranks exchange data in collective tests)",
+          t.kind));
+    }
     FG_RETURN_IF_ERROR(Opt(*section, "tester_limit_retries", t.tester_limit_retries, IntIn(0, 100)));
     FG_RETURN_IF_ERROR(ParseWarmup(*section, t));
     FG_ASSIGN_OR_RETURN(t.params, kind->Parse(plan, *section, t));
@@ -369,7 +371,7 @@ absl::StatusOr<TestSpec> ParseTest(const Plan& plan, const Node& n, const TestKi
 
 absl::StatusOr<Plan> Parse(const std::string& file, const Node& root, const TestKindParsers& kinds) {
   FG_RETURN_IF_ERROR(root.CheckKeys({"version", "name", "dut", "host", "topology", "dut_counters", "eal", "duration",
-                                     "drain", "placement", "report", "ports", "streams", "tests", "lab"}));
+                                     "drain", "placement", "report", "ports", "ranks", "streams", "tests", "lab"}));
   Plan plan;
   // The lab (tools/lab.py builds it and validates its contents) is the
   // tester's surroundings, not something fabricgen runs.
@@ -438,9 +440,21 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root, const Test
     plan.ports.push_back(loop);
   }
 
-  FG_ASSIGN_OR_RETURN(Node streams, root.Required("streams"));
-  FG_ASSIGN_OR_RETURN(std::vector<Node> items, streams.Items());
-  if (items.empty()) return streams.Error("streams: list is empty; a plan needs at least one stream");
+  if (auto r = root.Optional("ranks")) {
+    FG_ASSIGN_OR_RETURN(RanksSpec ranks, internal::ParseRanks(*r, plan.ports));
+    plan.ranks = std::move(ranks);
+  }
+  // A plan with ranks needs no streams (its collectives make the traffic).
+  std::optional<Node> streams_node = root.Optional("streams");
+  if (!streams_node && !plan.ranks) {
+    return root.Error("a plan needs streams (what to send) or ranks (who exchanges a collective's data); it has neither");
+  }
+  const Node streams = streams_node ? *streams_node : root;
+  std::vector<Node> items;
+  if (streams_node) {
+    FG_ASSIGN_OR_RETURN(items, streams.Items());
+    if (items.empty()) return streams.Error("streams: list is empty; a plan needs at least one stream");
+  }
   std::set<std::string> names;
   for (const Node& i : items) {
     FG_ASSIGN_OR_RETURN(StreamSpec s, ParseStream(plan, i));
@@ -472,6 +486,11 @@ absl::StatusOr<Plan> Parse(const std::string& file, const Node& root, const Test
       }
       plan.tests.push_back(std::move(t));
     }
+  }
+  if (plan.streams.empty() && plan.tests.empty()) {
+    return root.At("ranks").Error(
+        "a plan without streams runs only tests over its ranks (tests: [...]); it has no tests, so there is nothing "
+        "to run");
   }
   return plan;
 }

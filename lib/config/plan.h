@@ -25,6 +25,7 @@
 #include "base/units.h"
 #include "config/frame_spec.h"
 #include "config/location.h"
+#include "config/ranks.h"
 
 namespace fg::config {
 
@@ -55,11 +56,7 @@ struct AnswerSpec {
 // Which worker lcore owns each flow (`placement`; engine/placement.h).
 enum class PlacementPolicy { kFlow, kStream, kPort };
 
-struct Gateway {
-  bool ipv6 = false;
-  Ipv4Addr v4;
-  Ipv6Addr v6;
-};
+using Gateway = IpAddr;
 
 struct PortSpec {
   std::string name;
@@ -167,6 +164,9 @@ class TestKindParser {
   // warmup and tester_limit_retries, which every kind has).
   virtual std::vector<std::string_view> own_keys() const = 0;
   virtual int64_t default_warmup_ns() const { return 1'000'000'000; }
+  // Whether the kind sends the plan's streams (every kind but those that
+  // move the ranks' data): such a test in a plan without streams is refused.
+  virtual bool needs_streams() const { return true; }
   // Reads the kind's own keys; `test` holds the common ones, already read.
   // `plan` has the ports, streams and the tests before this one.
   virtual absl::StatusOr<std::shared_ptr<const TestParams>> Parse(const Plan& plan, const Node& section,
@@ -195,7 +195,10 @@ struct Plan {
   // flow up to N, else the N worst by loss then latency); all: UINT32_MAX.
   uint32_t per_flow = 1024;
   std::vector<PortSpec> ports;
-  std::vector<StreamSpec> streams;
+  std::vector<StreamSpec> streams;  // may be empty when the plan has ranks
+  // `ranks:` emulated accelerators behind the ports (config/ranks.h), for
+  // the collective tests; a plan with ranks needs no streams.
+  std::optional<RanksSpec> ranks;
   std::vector<TestSpec> tests;  // empty: `run` runs the streams once
 };
 

@@ -9,12 +9,7 @@ namespace {
 // Flow i of a stream that varies an address takes the address + i (IPv4: the
 // whole address, IPv6: its last 32 bits; both wrap), as stream::Program does.
 Ipv4Addr Nth(Ipv4Addr a, uint32_t i) { return Ipv4Addr{a.value + i}; }
-Ipv6Addr Nth(Ipv6Addr a, uint32_t i) {
-  uint32_t low = uint32_t{a.bytes[12]} << 24 | uint32_t{a.bytes[13]} << 16 | uint32_t{a.bytes[14]} << 8 | a.bytes[15];
-  low += i;
-  for (int b = 0; b < 4; ++b) a.bytes[15 - b] = static_cast<uint8_t>(low >> (8 * b));
-  return a;
-}
+Ipv6Addr Nth(const Ipv6Addr& a, uint32_t i) { return IpPlus(IpAddr{.ipv6 = true, .v4 = {}, .v6 = a}, i).v6; }
 
 // `note_first`: the port's first host of the family may be this one (a source:
 // its gateway is resolved from it).
@@ -57,6 +52,17 @@ std::vector<PortHosts> HostsOfPlan(const config::Plan& plan) {
         AddFlows(hosts[s.rx_port], l3.dst6, f.vary_dst_ip, s.flows, mac, /*note_first=*/false);
       } else {
         AddFlows(hosts[s.rx_port], l3.dst4, f.vary_dst_ip, s.flows, mac, /*note_first=*/false);
+      }
+    }
+  }
+  // Every rank is a host of its port, with its own MAC (config/ranks.h).
+  if (plan.ranks) {
+    for (const config::Rank& r : config::PlaceRanks(*plan.ranks)) {
+      if (r.port >= hosts.size()) continue;
+      if (r.ip.ipv6) {
+        AddFlows(hosts[r.port], r.ip.v6, false, 1, r.mac, /*note_first=*/true);
+      } else {
+        AddFlows(hosts[r.port], r.ip.v4, false, 1, r.mac, /*note_first=*/true);
       }
     }
   }

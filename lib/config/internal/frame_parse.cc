@@ -94,6 +94,48 @@ absl::StatusOr<DcqcnSpec> DcqcnFrom(const Node& n) {
   return d;
 }
 
+}  // namespace
+
+absl::Status ParseRetransmit(const Node& rt, bool& go_back_n, int64_t& timeout_ns) {
+  if (rt.ExpectMap().ok()) {
+    FG_RETURN_IF_ERROR(rt.CheckKeys({"timeout"}));
+    FG_RETURN_IF_ERROR(Opt(rt, "timeout", timeout_ns, DurationIn()));
+    if (timeout_ns < 1'000'000 || timeout_ns > 10'000'000'000) {
+      return rt.At("timeout").Error("the retransmit timeout is 1 ms .. 10 s (above the time between ACKs)");
+    }
+    go_back_n = true;
+    return absl::OkStatus();
+  }
+  FG_ASSIGN_OR_RETURN(std::string v, rt.OneOf({"go_back_n", "none"}));
+  go_back_n = v == "go_back_n";
+  return absl::OkStatus();
+}
+
+absl::Status ParseEntropy(const Node& en, EntropySpec& e, uint16_t udp_src) {
+  FG_RETURN_IF_ERROR(en.CheckKeys({"mode", "values", "gap"}));
+  static constexpr std::pair<const char*, EntropySpec::Mode> kModes[] = {
+      {"fixed", EntropySpec::Mode::kFixed},
+      {"round_robin", EntropySpec::Mode::kRoundRobin},
+      {"random", EntropySpec::Mode::kRandom},
+      {"flowlet", EntropySpec::Mode::kFlowlet}};
+  FG_RETURN_IF_ERROR(Opt(en, "mode", e.mode, [](const Node& x) { return Named(x, kModes); }));
+  FG_RETURN_IF_ERROR(Opt(en, "values", e.values, IntIn(1, 65536)));
+  FG_RETURN_IF_ERROR(Opt(en, "gap", e.gap_ns, DurationIn()));
+  if (e.mode == EntropySpec::Mode::kFlowlet && e.gap_ns == 0) {
+    return en.Error("flowlet entropy needs a gap, e.g. {mode: flowlet, values: 8, gap: 50 us}");
+  }
+  if (e.mode != EntropySpec::Mode::kFlowlet && en.Optional("gap")) {
+    return en.At("gap").Error("gap applies to mode: flowlet only");
+  }
+  if (e.mode == EntropySpec::Mode::kFixed) e.values = 1;
+  if (uint32_t{udp_src} + e.values > 65536) {
+    return en.Error(absl::StrFormat("udp_src %d + %d values passes 65535", udp_src, e.values));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 absl::Status ParseRoce(const Node& n, RoceSpec& r) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"op", "transport", "message", "pmtu", "dest_qp", "psn", "pkey", "va", "rkey", "imm",
                                   "qkey", "src_qp", "nak_code", "ack_credits", "ack_req", "icrc", "dcqcn",
@@ -145,17 +187,7 @@ absl::Status ParseRoce(const Node& n, RoceSpec& r) {
     return n.At("transport").Error("READ_REQUEST, ACK and NAK are RC operations");
   }
   if (auto rt = n.Optional("retransmit")) {
-    if (rt->ExpectMap().ok()) {
-      FG_RETURN_IF_ERROR(rt->CheckKeys({"timeout"}));
-      FG_RETURN_IF_ERROR(Opt(*rt, "timeout", r.retransmit_timeout_ns, DurationIn()));
-      if (r.retransmit_timeout_ns < 1'000'000 || r.retransmit_timeout_ns > 10'000'000'000) {
-        return rt->At("timeout").Error("the retransmit timeout is 1 ms .. 10 s (above the time between ACKs)");
-      }
-      r.go_back_n = true;
-    } else {
-      FG_ASSIGN_OR_RETURN(std::string v, rt->OneOf({"go_back_n", "none"}));
-      r.go_back_n = v == "go_back_n";
-    }
+    FG_RETURN_IF_ERROR(ParseRetransmit(*rt, r.go_back_n, r.retransmit_timeout_ns));
     // Go-back-N is what an RC requester of WRITEs and SENDs does on its
     // responder's ACKs and NAKs; on anything else it would be ignored in silence.
     const bool requester = r.transport == Transport::kRc &&
@@ -431,8 +463,6 @@ std::optional<FrameFault> FindFault(const FrameSpec& f, uint32_t port_mtu, const
   return std::nullopt;
 }
 
-namespace {}  // namespace
-
 absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std::string& port_name) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"size",         "l3",      "src_mac", "dst_mac",    "vlan",  "src_ip",  "dst_ip",
                                   "dscp",         "ecn",     "ttl",     "flow_label", "ip_id", "udp_src", "udp_dst",
@@ -526,25 +556,7 @@ absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std
     }
   }
   if (auto en = n.Optional("entropy")) {
-    FG_RETURN_IF_ERROR(en->CheckKeys({"mode", "values", "gap"}));
-    static constexpr std::pair<const char*, EntropySpec::Mode> kModes[] = {
-        {"fixed", EntropySpec::Mode::kFixed},
-        {"round_robin", EntropySpec::Mode::kRoundRobin},
-        {"random", EntropySpec::Mode::kRandom},
-        {"flowlet", EntropySpec::Mode::kFlowlet}};
-    FG_RETURN_IF_ERROR(Opt(*en, "mode", f.entropy.mode, [](const Node& x) { return Named(x, kModes); }));
-    FG_RETURN_IF_ERROR(Opt(*en, "values", f.entropy.values, IntIn(1, 65536)));
-    FG_RETURN_IF_ERROR(Opt(*en, "gap", f.entropy.gap_ns, DurationIn()));
-    if (f.entropy.mode == EntropySpec::Mode::kFlowlet && f.entropy.gap_ns == 0) {
-      return en->Error("flowlet entropy needs a gap, e.g. {mode: flowlet, values: 8, gap: 50 us}");
-    }
-    if (f.entropy.mode != EntropySpec::Mode::kFlowlet && en->Optional("gap")) {
-      return en->At("gap").Error("gap applies to mode: flowlet only");
-    }
-    if (f.entropy.mode == EntropySpec::Mode::kFixed) f.entropy.values = 1;
-    if (uint32_t{e.udp_src} + f.entropy.values > 65536) {
-      return en->Error(absl::StrFormat("udp_src %d + %d values passes 65535", e.udp_src, f.entropy.values));
-    }
+    FG_RETURN_IF_ERROR(ParseEntropy(*en, f.entropy, e.udp_src));
   }
 
   if (f.kind == FrameKind::kUdp) FG_RETURN_IF_ERROR(Opt(n, "size", f.size, BytesIn(1, kMaxFrameSize)));

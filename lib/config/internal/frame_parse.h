@@ -28,6 +28,11 @@ struct FrameText {
 std::optional<FrameFault> FindFault(const FrameSpec& f, uint32_t port_mtu, const std::string& port_name,
                                     const FrameText& text = {});
 
+// `retransmit:` go_back_n, none or {timeout: D} (go-back-N with that timeout).
+absl::Status ParseRetransmit(const Node& rt, bool& go_back_n, int64_t& timeout_ns);
+// `entropy:` {mode, values, gap}; `udp_src` is the first value (the source port).
+absl::Status ParseEntropy(const Node& en, EntropySpec& e, uint16_t udp_src);
+
 // `port_mtu` is the L3 MTU of the stream's TX port: every frame must fit it.
 absl::StatusOr<FrameSpec> ParseFrame(const Node& n, uint32_t port_mtu, const std::string& port_name);
 

@@ -17,6 +17,18 @@ TEST(NetAddr, Ipv4RoundTrip) {
   EXPECT_FALSE(ParseIpv4("198.18.0.256").ok());
 }
 
+TEST(NetAddr, IpOfEitherFamilyAndTheAddressesAfterIt) {
+  auto v4 = ParseIp("198.18.0.254");
+  ASSERT_TRUE(v4.ok());
+  EXPECT_FALSE(v4->ipv6);
+  EXPECT_EQ(FormatIp(IpPlus(*v4, 3)), "198.18.1.1");
+  auto v6 = ParseIp("2001:db8::fffe");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_TRUE(v6->ipv6);
+  EXPECT_EQ(FormatIp(IpPlus(*v6, 3)), "2001:db8::1:1");
+  EXPECT_EQ(ParseIp("198.18.0").status().message(), "'198.18.0' is not an IPv4 or IPv6 address");
+}
+
 TEST(NetAddr, MacRoundTrip) {
   auto mac = ParseMac("02:00:0a:0B:00:ff");
   ASSERT_TRUE(mac.ok());

@@ -237,7 +237,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "bad.yaml:3:11: streams[0].rate: rate '-5 kpps' must be greater than zero"},
         BadCase{"missing_rate", "streams:\n  - name: s\n",
                 "bad.yaml:2:5: streams[0]: missing required field 'streams[0].rate'"},
-        BadCase{"missing_streams", "name: x\n", "bad.yaml:1:1: : missing required field 'streams'"},
+        BadCase{"missing_streams", "name: x\n", "bad.yaml:1:1: : a plan needs streams (what to send) or ranks (who exchanges a collective's data); it has neither"},
         BadCase{"wrong_type", "streams:\n  - name: s\n    rate: 1 kpps\n    count: lots\n",
                 "bad.yaml:4:12: streams[0].count: 'lots' is not an integer"},
         BadCase{"out_of_range_mtu", "ports:\n  - {name: p, mtu: 9001}\nstreams: [{name: s, rate: 1 kpps}]\n",

@@ -71,5 +71,30 @@ streams:
   EXPECT_EQ(h[0].ipv4_count(), 1u);
 }
 
+TEST(Hosts, EveryRankIsAHostOfItsPortWithItsOwnMac) {
+  auto plan = config::ParsePlan("ranks.yaml", R"(
+version: 1
+ports:
+  - {name: a}
+  - {name: b}
+ranks: {count: 3, placement: round_robin, first_address: {a: 198.18.0.1, b: 198.19.0.1}}
+streams:
+  - {name: s, port: a, rx_port: b, rate: 1 kpps, frame: {src_ip: 198.18.100.1, dst_ip: 198.19.100.1}}
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<PortHosts> h = HostsOfPlan(*plan);
+  ASSERT_EQ(h.size(), 2u);
+  // Ranks 0 and 2 on a (198.18.0.1, .2), rank 1 on b (198.19.0.1).
+  ASSERT_NE(h[0].Find(Ipv4Addr{0xC6120002}), nullptr);
+  EXPECT_EQ(*h[0].Find(Ipv4Addr{0xC6120002}), config::RankMac(2));
+  EXPECT_EQ(*h[0].Find(Ipv4Addr{0xC6120001}), config::RankMac(0));
+  EXPECT_EQ(*h[1].Find(Ipv4Addr{0xC6130001}), config::RankMac(1));
+  EXPECT_EQ(h[0].ipv4_count(), 3u);  // and the stream's source
+  EXPECT_EQ(h[1].ipv4_count(), 2u);  // and the stream's destination
+  EXPECT_EQ(h[1].Find(Ipv4Addr{0xC6120001}), nullptr);
+  ASSERT_TRUE(h[1].first4().has_value());  // the source of the port's gateway resolution: its first rank
+  EXPECT_EQ(h[1].first4()->first, Ipv4Addr{0xC6130001});
+}
+
 }  // namespace
 }  // namespace fg::endpoint

@@ -313,11 +313,29 @@ void Program::FoldFlowIcrc(FlowVars& v) const {
 }
 
 void Program::FlowAddresses(FlowVars& v, uint32_t index) const {
+  const PacketKind& k0 = kinds_[0];
+  if (k0.src_ip_off >= 0) v.src_ip = proto::Load32(&k0.t.bytes[k0.src_ip_off]) + index;
+  if (k0.dst_ip_off >= 0) v.dst_ip = proto::Load32(&k0.t.bytes[k0.dst_ip_off]) + index;
+}
+
+FlowVars Program::FlowWith(uint32_t flow_id, uint32_t key, uint32_t entropy_index, uint32_t src_ip,
+                           uint32_t dst_ip) const {
+  FlowVars v;
+  v.flow_id = flow_id;
+  v.key = key;
+  const uint32_t span = 65536 - entropy_base_;
+  v.entropy_base = static_cast<uint16_t>(entropy_base_ + (per_flow_entropy_ ? entropy_index % span : 0));
+  v.src_ip = src_ip;
+  v.dst_ip = dst_ip;
+  FlowChecksums(v);
+  FoldFlowIcrc(v);
+  return v;
+}
+
+void Program::FlowChecksums(FlowVars& v) const {
   for (size_t i = 0; i < kinds_.size() && i < 3; ++i) {
     const PacketKind& k = kinds_[i];
     if (k.src_ip_off < 0 && k.dst_ip_off < 0) return;
-    if (k.src_ip_off >= 0) v.src_ip = proto::Load32(&k.t.bytes[k.src_ip_off]) + index;
-    if (k.dst_ip_off >= 0) v.dst_ip = proto::Load32(&k.t.bytes[k.dst_ip_off]) + index;
     if (k.ip_csum_off >= 0) {
       uint8_t h[proto::kIpv4HeaderLen];
       std::copy_n(&k.t.bytes[k.t.l3_offset], sizeof h, h);

@@ -164,22 +164,22 @@ class Program {
   // is `first_flow_id`: consecutive keys from the frame's QP / PDC / port, and
   // with entropy mode `fixed` a source port of its own per flow.
   FlowVars Flow(uint32_t first_flow_id, uint32_t index) const {
-    FlowVars v;
-    v.flow_id = first_flow_id + index;
-    v.key = key_base_ + index;
-    // Fixed entropy: each flow its own source port, wrapping inside
-    // [udp_src, 65535] (49152.. by default: the range RoCE NICs use).
-    const uint32_t span = 65536 - entropy_base_;
-    v.entropy_base = static_cast<uint16_t>(entropy_base_ + (per_flow_entropy_ ? index % span : 0));
-    FlowAddresses(v, index);
-    FoldFlowIcrc(v);
-    return v;
+    FlowVars a;
+    FlowAddresses(a, index);
+    return FlowWith(first_flow_id + index, key_base_ + index, index, a.src_ip, a.dst_ip);
   }
-  // Fills v's addresses (base + index) and IPv4 header checksums.
+  // Fills v's addresses: base + index where the frame varies them.
   void FlowAddresses(FlowVars& v, uint32_t index) const;
+  // A flow whose fixed fields are given, not counted from flow 0's (a
+  // collective's QP between two ranks): flow id, key, the entropy's index
+  // (fixed mode: the source port's offset) and the last 32 bits of its
+  // addresses where the frame varies them (vary_src_ip / vary_dst_ip).
+  FlowVars FlowWith(uint32_t flow_id, uint32_t key, uint32_t entropy_index, uint32_t src_ip, uint32_t dst_ip) const;
 
   // Fills v.icrc from the flow's constant bytes (flow id, key, fixed entropy).
   void FoldFlowIcrc(FlowVars& v) const;
+  // Fills v.ip_csum from v's addresses (IPv4 frames that vary one).
+  void FlowChecksums(FlowVars& v) const;
 
   Cursor Start() const {
     Cursor c;

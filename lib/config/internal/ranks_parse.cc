@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "config/internal/frame_parse.h"
+#include "proto/roce.h"
 
 namespace fg::config {
 
@@ -211,6 +212,7 @@ FrameSpec RankQpFrame(const RanksSpec& r, const Rank& from, const Rank& to) {
   f.roce.retransmit_timeout_ns = r.retransmit_timeout_ns;
   f.roce.connect_cm = r.connect_cm;
   f.entropy = r.entropy;
+  f.encap.udp_dst = proto::roce::kUdpPort;
   f.encap.src_mac = from.mac;
   f.encap.dst_mac = to.mac;
   f.encap.l3.ipv6 = from.ip.ipv6;

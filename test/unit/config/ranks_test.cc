@@ -104,6 +104,7 @@ TEST(Ranks, RoundRobinIPv6AndTheQpsFrame) {
   EXPECT_EQ(FormatIp(placed[3].ip), "2001:db8:b::2");
   const FrameSpec f = RankQpFrame(r, placed[3], placed[0]);
   EXPECT_EQ(f.kind, FrameKind::kRoce);
+  EXPECT_EQ(f.encap.udp_dst, 4791);
   EXPECT_EQ(f.roce.op, RoceSpec::Op::kWrite);
   EXPECT_EQ(f.roce.message, 1u << 20);
   EXPECT_TRUE(f.roce.connect_cm);

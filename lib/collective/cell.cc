@@ -100,7 +100,9 @@ absl::StatusOr<Cell> Cell::Make(const Schedule& s, uint32_t qps_per_pair, uint64
           for (const MessageRun& m : runs) lengths[m.length] = 1;
           seg.packets = static_cast<uint32_t>(PacketsOf(runs, pmtu));
           seg.first_packet = qp.packets;
+          seg.first_message = qp.messages;
           qp.packets += seg.packets;
+          for (const MessageRun& m : runs) qp.messages += m.count;
           c.packets_ += seg.packets;
           qp.segments.push_back(seg);
         }
@@ -119,6 +121,29 @@ std::optional<uint32_t> Cell::QpIndex(uint32_t from, uint32_t to, uint32_t q) co
   const auto it = std::lower_bound(begin, end, to, [](const Qp& x, uint32_t v) { return x.to < v; });
   if (it == end || it->to != to) return std::nullopt;
   return static_cast<uint32_t>(it - qps_list_.begin()) + q;
+}
+
+PacketPlace Cell::Locate(uint32_t qp, uint64_t packet) const {
+  const std::vector<Segment>& segs = qps_list_[qp].segments;
+  // The last segment starting at or before the packet.
+  const auto it = std::upper_bound(segs.begin(), segs.end(), packet,
+                                   [](uint64_t p, const Segment& s) { return p < s.first_packet; }) - 1;
+  PacketPlace at;
+  at.segment = static_cast<uint32_t>(it - segs.begin());
+  uint64_t off = packet - it->first_packet, message = it->first_message;
+  for (const MessageRun& m : CutMessages(it->bytes, message_, pmtu_)) {
+    const uint64_t per = PacketsOf(m.length, pmtu_);
+    if (off < m.count * per) {
+      at.message_length = m.length;
+      at.message = message + off / per;
+      at.pos = static_cast<uint32_t>(off % per);
+      at.message_packets = static_cast<uint32_t>(per);
+      return at;
+    }
+    off -= m.count * per;
+    message += m.count;
+  }
+  return at;  // (past the segment's packets: not a packet of the QP)
 }
 
 uint32_t Cell::ArrivalsDue(uint32_t r, uint32_t k) const {

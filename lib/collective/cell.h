@@ -51,13 +51,25 @@ struct Segment {
   uint32_t step = 0;
   uint32_t packets = 0;
   uint64_t bytes = 0;
-  uint64_t first_packet = 0;  // the QP's packet index where it starts (its PSN offset in the iteration)
+  uint64_t first_packet = 0;   // the QP's packet index where it starts (its PSN offset in the iteration)
+  uint64_t first_message = 0;  // the QP's messages before it
+};
+
+// Where one packet of a QP's iteration sits: go-back-N's seek and the TX
+// walking a released segment.
+struct PacketPlace {
+  uint32_t segment = 0;          // index into the QP's segments
+  uint64_t message_length = 0;   // bytes of its message
+  uint64_t message = 0;          // its message's index among the QP's messages
+  uint32_t pos = 0;              // its index inside the message
+  uint32_t message_packets = 0;  // packets of its message
 };
 
 struct Qp {
   uint32_t from = 0, to = 0, q = 0;
   std::vector<Segment> segments;  // in step order; steps where it carries nothing have none
   uint64_t packets = 0;           // over one iteration
+  uint64_t messages = 0;          // over one iteration
 };
 
 class Cell {
@@ -74,6 +86,8 @@ class Cell {
   const std::vector<Qp>& qps() const { return qps_list_; }
   // The index of QP q of pair (from, to); nullopt: the pair exchanges nothing.
   std::optional<uint32_t> QpIndex(uint32_t from, uint32_t to, uint32_t q) const;
+  // Where packet `packet` (< qps()[qp].packets) of QP `qp` sits.
+  PacketPlace Locate(uint32_t qp, uint64_t packet) const;
   // How many QP segments rank r receives in step k: what its barrier counts.
   uint32_t ArrivalsDue(uint32_t r, uint32_t k) const;
   // Packets and payload bytes of one iteration, all QPs together.

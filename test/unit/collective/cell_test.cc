@@ -69,6 +69,38 @@ TEST(Cell, RingQpsSegmentsAndPackets) {
   EXPECT_EQ(c->message_lengths(), std::vector<uint64_t>{65536});
 }
 
+TEST(Cell, LocateFindsEveryPacketsMessageAndPlace) {
+  // Uneven parts (1,000,003 B over 6 ranks, 3 QPs a pair) and a message whose
+  // last packet is split (1,030 B at pmtu 1,024): several lengths per segment.
+  for (auto [op, alg] : {std::pair{Op::kAllReduce, Algorithm::kRing}, std::pair{Op::kAllToAll, Algorithm::kPairwise}}) {
+    auto s = Schedule::Make(op, alg, 6, 1000003);
+    auto c = Cell::Make(*s, 3, 1030, 1024);
+    ASSERT_TRUE(c.ok());
+    for (uint32_t i : {0u, 4u, static_cast<uint32_t>(c->qps().size() - 1)}) {
+      const Qp& qp = c->qps()[i];
+      uint64_t packet = 0, message = 0;
+      for (uint32_t g = 0; g < qp.segments.size(); ++g) {
+        ASSERT_EQ(qp.segments[g].first_packet, packet);
+        ASSERT_EQ(qp.segments[g].first_message, message);
+        for (const MessageRun& m : CutMessages(qp.segments[g].bytes, 1030, 1024)) {
+          for (uint64_t k = 0; k < m.count; ++k, ++message) {
+            for (uint32_t pos = 0; pos < PacketsOf(m.length, 1024); ++pos, ++packet) {
+              const PacketPlace at = c->Locate(i, packet);
+              ASSERT_EQ(at.segment, g) << packet;
+              ASSERT_EQ(at.message, message) << packet;
+              ASSERT_EQ(at.message_length, m.length) << packet;
+              ASSERT_EQ(at.pos, pos) << packet;
+              ASSERT_EQ(at.message_packets, PacketsOf(m.length, 1024));
+            }
+          }
+        }
+      }
+      EXPECT_EQ(packet, qp.packets);
+      EXPECT_EQ(message, qp.messages);
+    }
+  }
+}
+
 TEST(Cell, RefusesAQpPartUnderTheSignature) {
   auto s = Schedule::Make(Op::kAllReduce, Algorithm::kRing, 1024, 65536);
   ASSERT_TRUE(s.ok());

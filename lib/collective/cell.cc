@@ -1,7 +1,7 @@
 #include "collective/cell.h"
 
 #include <algorithm>
-#include <map>
+#include <set>
 
 #include "absl/strings/str_format.h"
 
@@ -75,7 +75,7 @@ absl::StatusOr<Cell> Cell::Make(const Schedule& s, uint32_t qps_per_pair, uint64
   c.message_ = message;
   c.pmtu_ = pmtu;
   const uint32_t n = s.ranks();
-  std::map<uint64_t, uint64_t> lengths;  // (as a set)
+  std::set<uint64_t> lengths;
   std::vector<Transfer> sends;
   c.first_qp_of_rank_.reserve(n + 1);
   for (uint32_t r = 0; r < n; ++r) {
@@ -97,7 +97,7 @@ absl::StatusOr<Cell> Cell::Make(const Schedule& s, uint32_t qps_per_pair, uint64
           seg.step = k;
           seg.bytes = QpShare(t.bytes, q, qps_per_pair);
           const std::vector<MessageRun> runs = CutMessages(seg.bytes, message, pmtu);
-          for (const MessageRun& m : runs) lengths[m.length] = 1;
+          for (const MessageRun& m : runs) lengths.insert(m.length);
           seg.packets = static_cast<uint32_t>(PacketsOf(runs, pmtu));
           seg.first_packet = qp.packets;
           seg.first_message = qp.messages;
@@ -110,7 +110,7 @@ absl::StatusOr<Cell> Cell::Make(const Schedule& s, uint32_t qps_per_pair, uint64
     }
   }
   c.first_qp_of_rank_.push_back(static_cast<uint32_t>(c.qps_list_.size()));
-  for (const auto& [len, one] : lengths) c.lengths_.push_back(len);
+  c.lengths_.assign(lengths.begin(), lengths.end());
   return c;
 }
 

@@ -30,7 +30,8 @@ inline constexpr uint32_t kFirstQpKey = 0x100;
 
 class CellFrames {
  public:
-  // `placed`: PlaceRanks(ranks); the cell's ranks are its first N.
+  // `placed`: PlaceRanks(ranks); the cell's ranks are its first N. The
+  // CellFrames refers to `cell`, which must outlive it.
   static absl::StatusOr<CellFrames> Compile(const config::RanksSpec& ranks, const std::vector<config::Rank>& placed,
                                             const collective::Cell& cell, uint32_t first_flow_id);
 

@@ -70,9 +70,7 @@ IpAddr IpPlus(const IpAddr& ip, uint32_t k) {
     r.v4.value += k;
     return r;
   }
-  uint32_t low = uint32_t{ip.v6.bytes[12]} << 24 | uint32_t{ip.v6.bytes[13]} << 16 | uint32_t{ip.v6.bytes[14]} << 8 |
-                 ip.v6.bytes[15];
-  low += k;
+  const uint32_t low = IpLow32(ip) + k;
   for (int i = 0; i < 4; ++i) r.v6.bytes[12 + i] = static_cast<uint8_t>(low >> (24 - 8 * i));
   return r;
 }

@@ -54,6 +54,13 @@ struct IpAddr {
 // "198.18.0.1" or "2001:db8::1"; the error says it is neither.
 absl::StatusOr<IpAddr> ParseIp(std::string_view text);
 std::string FormatIp(const IpAddr& ip);
+// The last 32 bits of an address (IPv4: all of it): what counts up from a
+// first address and what a flow stamps.
+inline uint32_t IpLow32(const IpAddr& ip) {
+  if (!ip.ipv6) return ip.v4.value;
+  return uint32_t{ip.v6.bytes[12]} << 24 | uint32_t{ip.v6.bytes[13]} << 16 | uint32_t{ip.v6.bytes[14]} << 8 |
+         ip.v6.bytes[15];
+}
 // The address k after `ip` (its last 32 bits plus k, modulo 2^32; the caller
 // keeps k inside its range).
 IpAddr IpPlus(const IpAddr& ip, uint32_t k);

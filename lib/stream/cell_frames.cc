@@ -3,19 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
-#include "proto/bytes.h"
 
 namespace fg::stream {
-
-namespace {
-
-// The last 32 bits of an address: what a flow stamps.
-uint32_t Low32(const IpAddr& ip) {
-  if (!ip.ipv6) return ip.v4.value;
-  return proto::Load32(&ip.v6.bytes[12]);
-}
-
-}  // namespace
 
 absl::StatusOr<CellFrames> CellFrames::Compile(const config::RanksSpec& ranks, const std::vector<config::Rank>& placed,
                                                const collective::Cell& cell, uint32_t first_flow_id) {
@@ -74,8 +63,8 @@ const Program& CellFrames::ProgramFor(uint32_t qp, uint64_t length) const { retu
 
 FlowVars CellFrames::VarsFor(uint32_t qp, uint64_t length) const {
   const collective::Qp& q = cell_->qps()[qp];
-  return ProgramFor(qp, length).FlowWith(first_flow_id_ + qp, kFirstQpKey + qp, qp, Low32(ranks_[q.from].ip),
-                                         Low32(ranks_[q.to].ip));
+  return ProgramFor(qp, length).FlowWith(first_flow_id_ + qp, kFirstQpKey + qp, qp, IpLow32(ranks_[q.from].ip),
+                                         IpLow32(ranks_[q.to].ip));
 }
 
 void CellFrames::ForEachFrame(uint32_t qp, const std::function<void(std::span<const uint8_t>)>& out) const {

@@ -22,12 +22,8 @@ struct Span {
 };
 Span SpanOf(const IpAddr& ip, uint32_t count) {
   Span s;
-  uint64_t low = ip.v4.value;
-  if (ip.ipv6) {
-    s.prefix.assign(ip.v6.bytes.begin(), ip.v6.bytes.begin() + 12);
-    low = uint64_t{ip.v6.bytes[12]} << 24 | uint64_t{ip.v6.bytes[13]} << 16 | uint64_t{ip.v6.bytes[14]} << 8 |
-          ip.v6.bytes[15];
-  }
+  const uint64_t low = IpLow32(ip);
+  if (ip.ipv6) s.prefix.assign(ip.v6.bytes.begin(), ip.v6.bytes.begin() + 12);
   s.first = low;
   s.end = low + count;
   return s;

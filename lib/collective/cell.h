@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -86,6 +87,8 @@ class Cell {
   const std::vector<Qp>& qps() const { return qps_list_; }
   // The index of QP q of pair (from, to); nullopt: the pair exchanges nothing.
   std::optional<uint32_t> QpIndex(uint32_t from, uint32_t to, uint32_t q) const;
+  // Rank r's QPs (those it sends on): indices [first, second) into qps().
+  std::pair<uint32_t, uint32_t> QpsFrom(uint32_t r) const { return {first_qp_of_rank_[r], first_qp_of_rank_[r + 1]}; }
   // Where packet `packet` (< qps()[qp].packets) of QP `qp` sits.
   PacketPlace Locate(uint32_t qp, uint64_t packet) const;
   // How many QP segments rank r receives in step k: what its barrier counts.

@@ -37,6 +37,10 @@ std::vector<Rank> PlaceRanks(const RanksSpec& r) {
   return ranks;
 }
 
+MacAddr RankNextHop(const RanksSpec& r, const Rank& from, const Rank& to) {
+  return from.port < r.next_hop.size() && r.next_hop[from.port] ? *r.next_hop[from.port] : to.mac;
+}
+
 FrameSpec RankQpFrame(const RanksSpec& r, const Rank& from, const Rank& to) {
   FrameSpec f;
   f.kind = FrameKind::kRoce;
@@ -51,7 +55,7 @@ FrameSpec RankQpFrame(const RanksSpec& r, const Rank& from, const Rank& to) {
   f.entropy = r.entropy;
   f.encap.udp_dst = proto::roce::kUdpPort;
   f.encap.src_mac = from.mac;
-  f.encap.dst_mac = to.mac;
+  f.encap.dst_mac = RankNextHop(r, from, to);
   f.encap.l3.ipv6 = from.ip.ipv6;
   if (from.ip.ipv6) {
     f.encap.l3.src6 = from.ip.v6;

@@ -50,6 +50,10 @@ struct RanksSpec {
   bool go_back_n = true;
   int64_t retransmit_timeout_ns = 64'000'000;
   EntropySpec entropy;
+  // Per plan port: the MAC its ranks send to, when the port has a gateway
+  // (`ports[].gateway`, resolved before traffic: session/gateway.h); else a
+  // frame goes to the destination rank's own MAC (one L2 segment).
+  std::vector<std::optional<MacAddr>> next_hop;
   int line = 0;
   Location at;
   WrittenValues written;
@@ -75,7 +79,9 @@ std::vector<Rank> PlaceRanks(const RanksSpec& r);
 
 // The frame of a QP from rank `from` to rank `to`: an RC WRITE with the
 // ranks' message, pmtu, DCQCN, retransmission, CM and entropy, between the
-// two ranks' MACs and addresses.
+// two ranks' addresses, from `from`'s MAC to `to`'s (or to its port's next hop).
 FrameSpec RankQpFrame(const RanksSpec& r, const Rank& from, const Rank& to);
+// The destination MAC of a frame rank `from` sends to rank `to`: its port's next hop, else `to`'s MAC.
+MacAddr RankNextHop(const RanksSpec& r, const Rank& from, const Rank& to);
 
 }  // namespace fg::config

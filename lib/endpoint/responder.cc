@@ -49,7 +49,7 @@ bool Responder::Emit(const stream::Answers& g, proto::RxKind kind, uint32_t slot
   if (kind == proto::RxKind::kRoceAck) {
     Qp& q = qps_[slot];
     if (!q.ack_vars) {
-      ack_vars_[slot] = p.Flow(0, index);
+      ack_vars_[slot] = g.Vars(p, index);
       q.ack_vars = true;
     }
     // ACKs are most of the answers: the ACK shape's own stamp (no per-field tests).
@@ -57,8 +57,9 @@ bool Responder::Emit(const stream::Answers& g, proto::RxKind kind, uint32_t slot
                                        ? p.EmitUntimed<stream::shape::kRoceAnswer>(a->bytes, c, ack_vars_[slot])
                                        : p.Emit(a->bytes, c, 0, ack_vars_[slot]));
   } else {
-    a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, p.Flow(0, index)));
+    a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, g.Vars(p, index)));
   }
+  if (g.addresses != nullptr) g.addresses->WriteMacs(a->bytes, index);
   a->port = g.port;
   a->stream = static_cast<uint16_t>(stream);
   a->kind = kind;
@@ -108,7 +109,16 @@ void Responder::OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce)
     }
     return;
   }
-  Accept(g, q, slot);
+  Accept(g, q, slot, rx_ns);
+}
+
+void Responder::Reached(Qp& q, uint32_t slot, uint64_t rx_ns) {
+  q.watch = kNoWatch;
+  if (!q.ack_due) {
+    q.ack_due = true;
+    due_.push_back(slot);
+  }
+  if (arrivals_ != nullptr) arrivals_->OnReached(slot, rx_ns);
 }
 
 void Responder::Notify(const stream::Answers& g, StreamCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns) {

@@ -100,6 +100,17 @@ class ReadSink {
   virtual void OnRead(uint32_t slot, uint32_t seq) = 0;
 };
 
+// Where a watched QP's arrivals are reported: a collective's barriers (the
+// engine connects it). Called on the owner lcore when a QP's expected PSN
+// reaches the PSN watched for it (Responder::Watch): every packet before it
+// has been accepted, in order.
+class ArrivalSink {
+ public:
+  virtual ~ArrivalSink() = default;
+  // `rx_ns`: the receive time of the packet that completed it.
+  virtual void OnReached(uint32_t slot, uint64_t rx_ns) = 0;
+};
+
 class Responder {
  public:
   // `streams[g]`: stream g's answers (CompiledStream::answers), or nullptr when it is not answered;
@@ -126,6 +137,13 @@ class Responder {
   // A data frame of the flow in `slot` with a bad ICRC: dropped, counted.
   void OnIcrcError(uint32_t slot);
   void SetReadSink(ReadSink* s) { read_ = s; }
+  // On the owner lcore: tell `s` when the flow in `slot` has accepted every
+  // packet before `psn` (once; Watch again for the next). An ACK goes out
+  // then too, whatever ack_every says: the requester learns it at once.
+  void SetArrivalSink(ArrivalSink* s) { arrivals_ = s; }
+  void Watch(uint32_t slot, uint32_t psn) { qps_[slot].watch = psn; }
+  // The expected PSN of the flow in `slot` (tests, and a watch set late).
+  uint32_t expected_psn(uint32_t slot) const { return qps_[slot].epsn; }
   // The ACKs due (once per QP), into the answer queue.
   void Flush() {
     if (!due_.empty()) FlushSlow();
@@ -155,14 +173,17 @@ class Responder {
     uint32_t rseq = 0;     // READ: the sequence of the request expected next
     uint64_t read_missing = 0;  // READ: bit j set: request rseq - 1 - j was skipped over and has not come yet
     uint64_t last_cnp_ns = 0;
+    uint32_t watch = kNoWatch;  // ArrivalSink: the PSN whose reaching is reported
     bool cnp_sent = false, ack_due = false, nak_sent = false;
     bool ack_vars = false;  // ack_vars_[slot] holds the ACK program's FlowVars of this QP
   };
+  static constexpr uint32_t kNoWatch = ~uint32_t{0};  // above every 24-bit PSN
   void FlushSlow();
+  [[gnu::noinline]] void Reached(Qp& q, uint32_t slot, uint64_t rx_ns);
   // OnData for a CE mark, UC/UD, or a PSN other than the expected one.
   void OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce);
   // An RC packet at the expected PSN: accepted (PSN, MSN, counts, ACK due).
-  [[gnu::always_inline]] inline void Accept(const stream::Answers& g, Qp& q, uint32_t slot);
+  [[gnu::always_inline]] inline void Accept(const stream::Answers& g, Qp& q, uint32_t slot, uint64_t rx_ns);
   // A CE mark on the flow in `slot`: a CNP, or suppressed within cnp_interval.
   void Notify(const stream::Answers& g, StreamCounters& n, Qp& q, uint32_t slot, uint64_t rx_ns);
   // Queues one answer; false (counted in answers_dropped) when the ring is full.
@@ -178,6 +199,7 @@ class Responder {
   std::unique_ptr<StreamCounters[]> counters_;
   AnswerQueue* out_;
   ReadSink* read_ = nullptr;
+  ArrivalSink* arrivals_ = nullptr;
 };
 
 // Measured cost: see OnDataSlow (responder.cc).
@@ -190,13 +212,17 @@ class Responder {
     OnDataSlow(slot, seq, rx_ns, ce);
     return;
   }
-  Accept(*g, q, slot);
+  Accept(*g, q, slot, rx_ns);
 }
 
-[[gnu::always_inline]] inline void Responder::Accept(const stream::Answers& g, Qp& q, uint32_t slot) {
+[[gnu::always_inline]] inline void Responder::Accept(const stream::Answers& g, Qp& q, uint32_t slot,
+                                                     uint64_t rx_ns) {
   StreamCounters& n = *q.n;
   q.epsn = (q.epsn + g.psn_step) & proto::roce::kPsnMask;
   q.nak_sent = false;
+  // A collective's segment complete (one compare in the QP's line; never
+  // equal for a stream: kNoWatch is no PSN).
+  if (q.epsn == q.watch) [[unlikely]] Reached(q, slot, rx_ns);
   n.delivered_packets.Add(1);
   bool last = true;
   if (g.msg_packets == 1) {

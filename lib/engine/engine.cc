@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "base/tsc.h"
 #include "base/units.h"
+#include "engine/cell_work.h"
 #include "engine/worker.h"
 #include "port/kernel_if.h"
 

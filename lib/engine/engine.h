@@ -94,6 +94,14 @@ struct TrialOptions {
   // on where missing). methods::TrialOptionsOf(plan) sets both.
   std::shared_ptr<const std::vector<endpoint::PortHosts>> hosts;
   std::vector<endpoint::AnswerSpec> answer;
+  // Collective cells among the streams (CompiledStream::cell): iterations
+  // each runs (warm-up included), and how long one may take before the
+  // cell fails (its QPs stop and the trial ends).
+  uint32_t cell_iterations = 1;
+  int64_t cell_timeout_ns = 10'000'000'000;
+  // A straggler: this rank's sends of every step start this late (-1: none).
+  int64_t cell_straggler_rank = -1;
+  int64_t cell_straggler_delay_ns = 0;
 };
 
 // One flow after the run: what TX sent and RX saw of it (report.json per_flow).
@@ -198,6 +206,24 @@ struct StreamResult {
   uint64_t sequence_gap_packets() const { return static_cast<uint64_t>(analysis.lost) + analysis.reordered; }
 };
 
+// One iteration of a collective cell as the lcores timed it (engine/cell_work.h).
+struct CellIteration {
+  uint64_t first_tx_ns = 0;  // the first frame any rank sent (TX time, this host's ns)
+  uint64_t last_rx_ns = 0;   // the packet that completed the last segment any rank waited for (RX time)
+  bool completed = false;    // false: not done within the timeout (the cell ended there)
+  // Frame bytes the cell's QPs had resent (go-back-N) when it ended, since
+  // the run's start: an iteration's own is the difference from the one before.
+  uint64_t resent_bytes = 0;
+  int64_t time_ns() const { return static_cast<int64_t>(last_rx_ns - first_tx_ns); }
+};
+
+// A collective cell's run (stream::CellStreams, TrialOptions::cell_*).
+struct CellResult {
+  std::vector<size_t> streams;            // its QPs' streams, positions in TrialResult::streams
+  std::vector<CellIteration> iterations;  // in order; a last one not completed: the cell failed there
+  uint64_t events_waited = 0;             // DataArrived events held back for a full mailbox ring
+};
+
 struct PortResult {
   std::string name;
   uint64_t tx_packets = 0, tx_bytes = 0;  // our TX counters, all streams of the port
@@ -246,6 +272,7 @@ struct TrialResult {
   std::vector<LcoreStats> lcores;                     // per worker lcore that ran
   std::vector<Sample> samples;                        // every sample_interval_ns, and one at the end of TX
   std::vector<std::vector<std::string>> xstat_names;  // per port (pause/PFC counters where the PMD has them)
+  std::vector<CellResult> cells;                      // per collective cell among the streams
   std::vector<stats::LossEvent> loss_events;          // the first ones, in receive-time order per RX task
   uint64_t loss_events_not_logged = 0;
   std::string timestamp_source = "tsc: software, TX before rte_eth_tx_burst, RX after rte_eth_rx_burst";
@@ -277,6 +304,7 @@ absl::StatusOr<TrialResult> RunTrial(const port::Eal& eal, const std::vector<por
 bool ReplaysCapture(const port::Port& p);
 
 struct LcoreWork;  // engine.cc: the tasks of one worker lcore
+struct CellRun;    // cell_run.cc: a collective cell's barriers on the workers
 
 // A received frame, as a capture request copied it.
 struct CapturedFrame {
@@ -453,6 +481,10 @@ class LiveRun {
   std::vector<std::unique_ptr<rx::SentSource>> sent_sources_;      // per worker: its flows' senders, for RX
   absl::Status FollowsRequests(size_t stream, const char* what) const;  // refuses control of a READ's responses
   std::vector<std::optional<QpSetup>> qp_setup_;  // per stream: its CM set-up (connect: cm)
+  // Collective cells (cell_run.cc): each one's barriers on the workers.
+  absl::Status SetUpCells();
+  std::vector<std::unique_ptr<CellRun>> cells_;
+  std::vector<std::unique_ptr<endpoint::ArrivalSink>> arrival_sinks_;  // per worker with cells
   Placement placement_;
   mutable std::mutex abandoned_mu_;
   mutable std::vector<std::unique_ptr<std::vector<rx::TopFlowsRequest>>> abandoned_;  // TopFlows timed out

@@ -31,7 +31,7 @@ Placement Place(const std::vector<stream::CompiledStream>& streams, uint32_t wor
   for (const auto& s : streams) {
     const uint32_t usable =
         std::max<uint32_t>(1, std::min<uint32_t>(pl.workers, s.tx_port < tx_queues.size() ? tx_queues[s.tx_port] : 1));
-    if (usable != pl.workers || s.burst_frames != 0) modulo = false;
+    if (usable != pl.workers || s.burst_frames != 0 || !s.flow_home.empty()) modulo = false;
     if (s.read_response()) {
       // A READ's responses are sent by the owner of its requests (its
       // responder executes them): their flows go with the requests' flows.
@@ -45,6 +45,8 @@ Placement Place(const std::vector<stream::CompiledStream>& streams, uint32_t wor
       uint32_t w = 0;
       if (s.burst_frames != 0) {
         w = s.index % usable;
+      } else if (!s.flow_home.empty()) {
+        w = s.flow_home[f] % usable;  // a rank's QPs: with its barrier
       } else {
         switch (policy) {
           case PlacementPolicy::kFlow: w = g % usable; break;

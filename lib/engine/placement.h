@@ -13,7 +13,9 @@
 //   port    every stream sent from port p -> worker p % W.
 //
 // A burst-scheduled stream keeps all its flows on one worker (its bursts
-// must leave back to back), whatever the policy.
+// must leave back to back), whatever the policy; a collective's QPs go to
+// their sending rank's worker (CompiledStream::flow_home: rank % W), where
+// its barrier is.
 //
 //   fg::engine::Placement pl = fg::engine::Place(streams, workers, tx_queues, Policy::kFlow);
 //   uint32_t w = pl.owner[g];            // owner of flow g

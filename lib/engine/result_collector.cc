@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "base/tsc.h"
 #include "base/units.h"
+#include "engine/cell_work.h"
 #include "engine/worker.h"
 #include "port/kernel_if.h"
 
@@ -73,6 +74,14 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   // everything, its loss like those before (Drain's warning says so).
   if (!drained.path_lost) late += FramesSent() - sent_at_read;
   result_.drain_late_frames = late;
+  // Each collective cell's iterations, as its worker 0 recorded them.
+  for (const auto& c : cells_) {
+    CellResult cr;
+    cr.streams = c->streams;
+    cr.iterations = c->shared.recorded;
+    cr.events_waited = c->shared.events_waited.load(std::memory_order_relaxed);
+    result_.cells.push_back(std::move(cr));
+  }
   // Records handed over as the lcores stopped one after another (still in a
   // ring, or held back by a full one): observed here, the lcores being gone.
   {

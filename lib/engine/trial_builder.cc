@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "base/tsc.h"
 #include "engine/engine.h"
+#include "engine/cell_work.h"
 #include "engine/worker.h"
 #include "port/kernel_if.h"
 
@@ -152,6 +153,7 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
   FG_RETURN_IF_ERROR(r->SetUpResponders(workers, tag_off));
   FG_RETURN_IF_ERROR(r->BuildTx(tag_off));
   r->SetUpFeedback();
+  FG_RETURN_IF_ERROR(r->SetUpCells());
   r->BuildRx(tag_off);
 
   for (port::Port* p : ports) p->ResetStats();
@@ -310,6 +312,7 @@ absl::Status LiveRun::Launch() {
   const uint64_t start = ReadTsc() + clock_.FromNs(2'000'000);
   start_ = start;
   for (auto& t : txs_) t->Arm(start);
+  for (auto& c : cells_) c->shared.start_tsc = start;  // the first iteration starts with the streams
   // No signature of this run carries a TX time before its start (RX counts
   // such a frame invalid); a port that replays a capture receives its times.
   for (auto& ref : rxs_) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/cell_work.h"
 #include "engine/engine.h"
 #include "port/kernel_if.h"
 
@@ -197,6 +198,11 @@ int LcoreMain(void* arg) {
       }
     }
     if (w.table != nullptr) w.table->ServeRequests();
+    // Collective cells: arrivals from other workers, the iterations' starts
+    // and ends (one test a loop when the trial has none).
+    if (!w.cells.empty()) [[unlikely]] {
+      for (CellWork* c : w.cells) handed += c->Poll();
+    }
     // The responder's answers (ACK, NAK, CNP), in the drain too: RX work
     // (its cycles count with RX's; AnswerPort counts the frames).
     unsigned answered =

@@ -36,6 +36,7 @@ struct AnswerPort {
 };
 
 struct LcoreStats;  // engine.h
+class CellWork;     // cell_work.h
 
 struct LcoreWork {
   uint32_t index = 0;  // worker index (flow owner id)
@@ -55,6 +56,8 @@ struct LcoreWork {
   endpoint::AnswerQueue* host_answers = nullptr;
   std::vector<AnswerPort> host_answer_ports;  // per plan port
   int tag_off = -1;  // TX template tag: cleared in every answer mbuf
+  // Collective cells' ranks on this worker (engine/cell_work.h): polled every loop.
+  std::vector<CellWork*> cells;
   std::vector<std::string> names;
   std::atomic<int> phase{kRun};
   // The lcore's thread and its run delay when it started (ThreadRunDelayNs),

@@ -4,6 +4,7 @@
 
 #include "base/status.h"
 #include "methods/burst.h"
+#include "methods/collective.h"
 #include "methods/dcqcn_convergence.h"
 #include "methods/latency.h"
 #include "methods/load_balance.h"
@@ -20,6 +21,7 @@ const std::vector<const TestKind*>& TestKinds() {
       &BurstKind(),
       &LoadBalanceKind(),
       &DcqcnConvergenceKind(),
+      &CollectiveKind(),
   };
   return kinds;
 }

@@ -133,6 +133,17 @@ int LoadRunner::virtual_senders() const {
 
 TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double duration_s, const std::string& phase,
                                int index) const {
+  std::map<size_t, double> port_bits;
+  TrialRecord t = RecordTrial(r, duration_s, phase, index, &port_bits);
+  t.load = load;
+  t.set_l1_bps = load * line_l1_bps_;
+  const double secs = duration_s > 0 ? duration_s : r.duration_ns / 1e9;
+  for (const auto& [port, n] : per_port_) t.port_offered_l1_bps.push_back(port_bits[port] / secs);
+  return t;
+}
+
+TrialRecord RecordTrial(const engine::TrialResult& r, double duration_s, const std::string& phase, int index,
+                        std::map<size_t, double>* port_l1_bits) {
   TrialRecord t;
   t.index = index;
   t.phase = phase;
@@ -150,10 +161,10 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
     t.qp_setup->last_ns = std::max(t.qp_setup->last_ns, s.qp_setup->last_ns);
     t.qp_setup->elapsed_ns = static_cast<int64_t>(t.qp_setup->last_ns - t.qp_setup->first_ns);
   }
-  t.load = load;
   t.duration_s = duration_s;
   double tx_l1_bits = 0, tx_l2_bits = 0, rx_l1_bits = 0;
-  std::map<size_t, double> port_bits;
+  std::map<size_t, double> own_bits;
+  std::map<size_t, double>& port_bits = port_l1_bits != nullptr ? *port_l1_bits : own_bits;
   for (const engine::StreamResult& s : r.streams) {
     // A READ counts as its data: the response packets its requests asked
     // for (a request lost on the way loses them all) against the unique
@@ -184,8 +195,6 @@ TrialRecord LoadRunner::Record(const engine::TrialResult& r, double load, double
   t.offered_l2_bps = tx_l2_bits / secs;
   t.offered_fps = static_cast<double>(t.tx_frames) / secs;
   t.received_l1_bps = rx_l1_bits / secs;
-  t.set_l1_bps = load * line_l1_bps_;
-  for (const auto& [port, n] : per_port_) t.port_offered_l1_bps.push_back(port_bits[port] / secs);
   // The limits that bear on this test's figures: its streams' (their TX,
   // their ports). An RX lcore's stall bears on none: counts stay exact, and
   // the frames that waited through it are left out of the latency figures

@@ -34,6 +34,7 @@ struct TrialRecord {
   std::string phase;          // "warm-up", "max", "binary", "min", "short", "final", "run"
   double load = 0;            // fraction of line rate (L1); bursts: 1 (line rate)
   uint32_t burst_frames = 0;  // burst tests: frames per burst and stream
+  std::string label;          // what the trial ran when it is no load or bursts ("4 ranks, 1048576 B x 12 iterations")
   int senders = 0;            // burst tests: streams bursting at once
   double duration_s = 0;
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
@@ -85,6 +86,13 @@ struct MethodOptions {
   // Each trial's live run, while it runs (nullptr when it ends): live metrics.
   std::function<void(const engine::LiveRun*)> on_live;
 };
+
+// A trial's counts, rates, tester limits (a limited trial recorded as not
+// counted, saying why), port counters and warnings as a record, for any
+// test; LoadRunner::Record adds the set load. `port_l1_bits` (optional):
+// the L1 bits each TX port sent.
+TrialRecord RecordTrial(const engine::TrialResult& r, double duration_s, const std::string& phase, int index,
+                        std::map<size_t, double>* port_l1_bits = nullptr);
 
 // A trial's options under a test: options.trial with its interrupt and live
 // view, not sampled.

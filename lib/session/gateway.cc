@@ -78,6 +78,13 @@ void ApplyGateways(config::Plan& plan, const std::vector<std::optional<GatewayRe
     if (!s.written.Text("frame.dst_mac").empty()) continue;  // the plan's own dst_mac overrides
     s.frame.encap.dst_mac = gateways[s.port]->mac;
   }
+  // The ranks behind a port with a gateway send to it (config::RankNextHop).
+  if (plan.ranks) {
+    plan.ranks->next_hop.assign(plan.ports.size(), std::nullopt);
+    for (size_t pi = 0; pi < gateways.size() && pi < plan.ports.size(); ++pi) {
+      if (gateways[pi]) plan.ranks->next_hop[pi] = gateways[pi]->mac;
+    }
+  }
 }
 
 }  // namespace fg::session

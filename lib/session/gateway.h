@@ -41,7 +41,8 @@ struct GatewayResolution {
 absl::StatusOr<std::vector<std::optional<GatewayResolution>>> ResolveGateways(
     const config::Plan& plan, const std::vector<port::Port*>& ports, const std::vector<endpoint::PortHosts>& hosts);
 
-// Each resolved gateway's MAC as the dst_mac of its port's streams that do not write one.
+// Each resolved gateway's MAC as the dst_mac of its port's streams that do
+// not write one, and as the next hop of the ranks behind the port.
 void ApplyGateways(config::Plan& plan, const std::vector<std::optional<GatewayResolution>>& gateways);
 
 }  // namespace fg::session

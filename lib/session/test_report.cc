@@ -21,6 +21,7 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
     w.Field("burst_frames_per_sender", t.burst_frames);
     w.Field("senders", t.senders);
   }
+  if (!t.label.empty()) w.Field("label", t.label);
   w.Field("duration_s", t.duration_s);
   w.Field("tx_frames", t.tx_frames);
   w.Field("rx_frames_unique", t.rx_frames);
@@ -166,8 +167,9 @@ std::string TrialLine(const std::string& test, const methods::TrialRecord& t, do
   const std::string why = verbose || t.tester_limits.empty()
                               ? t.excluded_because
                               : "tester-limited: " + BriefLimits(t.tester_limits, 100);
-  const std::string what = t.burst_frames != 0 ? absl::StrFormat("bursts of %d frames", t.burst_frames)
-                                               : absl::StrFormat("load %.3f %% of line", t.load * 100);
+  const std::string what = !t.label.empty()      ? t.label
+                           : t.burst_frames != 0 ? absl::StrFormat("bursts of %d frames", t.burst_frames)
+                                                 : absl::StrFormat("load %.3f %% of line", t.load * 100);
   return absl::StrFormat("  %s trial %d (%s): %s for %s: %s sent, %s received, loss %.4f %%%s; %.1f s elapsed%s\n",
                          test, t.index, t.phase, what, FormatDuration(static_cast<int64_t>(t.duration_s * 1e9)),
                          FormatCount(t.tx_frames), FormatCount(t.rx_frames), t.loss_ratio * 100,

@@ -26,6 +26,17 @@ namespace fg::stream {
 // bytes Program::Emit may write past it.
 inline constexpr uint32_t kMaxAnswerBuffer = 184;
 
+// Flows whose fixed fields are not counted from flow 0's (a collective's QPs
+// between ranks, cell_streams.h): each answer's fields and MACs by flow index.
+class AnswerAddresses {
+ public:
+  virtual ~AnswerAddresses() = default;
+  // Flow `index`'s fixed fields under `answer` (the ACK, NAK or CNP program).
+  virtual FlowVars Vars(const Program& answer, uint32_t index) const = 0;
+  // Writes flow `index`'s answer MACs (its data's, swapped) into `frame`.
+  virtual void WriteMacs(uint8_t* frame, uint32_t index) const = 0;
+};
+
 // What a responding stream is answered with, compiled once per stream.
 struct Answers {
   config::RespondSpec spec;
@@ -44,6 +55,11 @@ struct Answers {
   bool read = false;
   uint64_t read_bytes = 0;
   Program ack, nak, cnp;
+  // Null: flow `index`'s answers are Program::Flow(0, index) of the template's MACs.
+  std::shared_ptr<const AnswerAddresses> addresses;
+  FlowVars Vars(const Program& answer, uint32_t index) const {
+    return addresses != nullptr ? addresses->Vars(answer, index) : answer.Flow(0, index);
+  }
 
   // Null when the stream is not answered (not RoCEv2 data: UDP, UET, or a
   // stream of CNPs, ACKs or NAKs itself).

@@ -23,6 +23,34 @@ absl::StatusOr<CellFrames> CellFrames::Compile(const config::RanksSpec& ranks, c
   f.first_flow_id_ = first_flow_id;
   for (const config::Rank& r : f.ranks_) f.nports_ = std::max(f.nports_, r.port + 1);
   f.lengths_ = cell.message_lengths();
+  // Flow order: by (from port, to port), then QP index.
+  const uint32_t nqps = static_cast<uint32_t>(cell.qps().size());
+  auto pair_of = [&](uint32_t qp) {
+    return f.ranks_[cell.qps()[qp].from].port * f.nports_ + f.ranks_[cell.qps()[qp].to].port;
+  };
+  f.order_.resize(nqps);
+  for (uint32_t q = 0; q < nqps; ++q) f.order_[q] = q;
+  std::stable_sort(f.order_.begin(), f.order_.end(), [&](uint32_t x, uint32_t y) { return pair_of(x) < pair_of(y); });
+  f.pos_of_.resize(nqps);
+  f.dst_mac_.resize(nqps);
+  f.answer_dst_mac_.resize(nqps);
+  for (uint32_t q = 0; q < nqps; ++q) {
+    const config::Rank& from = f.ranks_[cell.qps()[q].from];
+    const config::Rank& to = f.ranks_[cell.qps()[q].to];
+    f.dst_mac_[q] = config::RankNextHop(ranks, from, to);
+    f.answer_dst_mac_[q] = config::RankNextHop(ranks, to, from);
+  }
+  std::vector<uint32_t> pair_first(f.nports_ * f.nports_, 0);
+  for (uint32_t p = 0; p < nqps; ++p) {
+    const uint32_t q = f.order_[p];
+    f.pos_of_[q] = p;
+    const size_t pr = pair_of(q);
+    if (f.pairs_.empty() || f.pairs_.back().from_port * f.nports_ + f.pairs_.back().to_port != pr) {
+      f.pairs_.push_back(Pair{pr / f.nports_, pr % f.nports_, p, 0});
+      pair_first[pr] = p;
+    }
+    ++f.pairs_.back().count;
+  }
   // A representative pair per (from port, to port): the addresses' upper
   // bits (IPv6's first 96) come from the template, the last 32 per flow.
   std::vector<const config::Rank*> first_on(f.nports_, nullptr);
@@ -41,10 +69,12 @@ absl::StatusOr<CellFrames> CellFrames::Compile(const config::RanksSpec& ranks, c
         }
         config::FrameSpec spec = config::RankQpFrame(ranks, from, to);
         spec.roce.message = len;
-        spec.roce.dest_qp = kFirstQpKey;
+        // The pair's first QP number and flow id: its group's stream counts its flows' keys from them.
+        const uint32_t first = pair_first[a * f.nports_ + b];
+        spec.roce.dest_qp = kFirstQpKey + first;
         spec.vary_src_ip = true;
         spec.vary_dst_ip = true;
-        auto p = Program::Compile(spec, first_flow_id);
+        auto p = Program::Compile(spec, first_flow_id + first);
         if (!p.ok()) return p.status();
         f.programs_.push_back(std::move(*p));
       }
@@ -63,8 +93,7 @@ const Program& CellFrames::ProgramFor(uint32_t qp, uint64_t length) const { retu
 
 FlowVars CellFrames::VarsFor(uint32_t qp, uint64_t length) const {
   const collective::Qp& q = cell_->qps()[qp];
-  return ProgramFor(qp, length).FlowWith(first_flow_id_ + qp, kFirstQpKey + qp, qp, IpLow32(ranks_[q.from].ip),
-                                         IpLow32(ranks_[q.to].ip));
+  return ProgramFor(qp, length).FlowWith(flow_id(qp), key(qp), qp, IpLow32(ranks_[q.from].ip), IpLow32(ranks_[q.to].ip));
 }
 
 void CellFrames::ForEachFrame(uint32_t qp, const std::function<void(std::span<const uint8_t>)>& out) const {

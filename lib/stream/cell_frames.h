@@ -4,10 +4,13 @@
 // receiving port, message length), switched at message boundaries while
 // the QP's cursor (PSN, signature sequence) runs on.
 //
-// A QP's fixed fields: flow id first_flow_id + its index, destination QP
-// kFirstQpKey + its index (what the responder and feedback know it by), the
-// two ranks' addresses (the last 32 bits stamped per flow) and MACs (written
-// by the sender after the stamp: no checksum or ICRC covers them).
+// The QPs in flow order: grouped by (sending port, receiving port), within
+// a group by QP index (a group is one stream of the engine's: cell_streams.h).
+// A QP's fixed fields: flow id first_flow_id + its position in that order,
+// destination QP kFirstQpKey + its position (what the responder and feedback
+// know it by), the two ranks' addresses (the last 32 bits stamped per flow)
+// and MACs (written by the sender after the stamp: no checksum or ICRC
+// covers them).
 //
 //   auto frames = fg::stream::CellFrames::Compile(ranks, placed, cell, /*first_flow_id=*/0);
 //   fg::stream::Cursor c = frames->Start(qp);
@@ -41,8 +44,23 @@ class CellFrames {
   // QP `qp`'s fixed fields under that Program.
   FlowVars VarsFor(uint32_t qp, uint64_t length) const;
   const MacAddr& src_mac(uint32_t qp) const { return ranks_[cell_->qps()[qp].from].mac; }
-  const MacAddr& dst_mac(uint32_t qp) const { return ranks_[cell_->qps()[qp].to].mac; }
-  uint32_t flow_id(uint32_t qp) const { return first_flow_id_ + qp; }
+  // Where QP `qp`'s frames go: the destination rank, or the sending port's next hop (config::RankNextHop).
+  const MacAddr& dst_mac(uint32_t qp) const { return dst_mac_[qp]; }
+  // Where the answers to QP `qp` go: the sending rank, or the receiving port's next hop.
+  const MacAddr& answer_dst_mac(uint32_t qp) const { return answer_dst_mac_[qp]; }
+  const config::Rank& rank(uint32_t r) const { return ranks_[r]; }
+  uint32_t flow_id(uint32_t qp) const { return first_flow_id_ + pos_of_[qp]; }
+  uint32_t key(uint32_t qp) const { return kFirstQpKey + pos_of_[qp]; }
+  // QP `qp`'s place in flow order, and the QP at a place.
+  uint32_t position(uint32_t qp) const { return pos_of_[qp]; }
+  uint32_t qp_at(uint32_t position) const { return order_[position]; }
+  // A group: the QPs from ranks on one port to ranks on another, at
+  // positions [first, first + count).
+  struct Pair {
+    size_t from_port = 0, to_port = 0;
+    uint32_t first = 0, count = 0;
+  };
+  const std::vector<Pair>& pairs() const { return pairs_; }
   Cursor Start() const { return Cursor{}; }
   // Every frame of QP `qp` over one iteration, in the order sent (segments
   // in step order, each cut into its messages), stamped with TX time 0:
@@ -58,6 +76,9 @@ class CellFrames {
   size_t nports_ = 0;
   std::vector<uint64_t> lengths_;  // the cell's message lengths, ascending
   std::vector<Program> programs_;  // [(from port x nports + to port) x lengths + length index]
+  std::vector<uint32_t> order_, pos_of_;
+  std::vector<MacAddr> dst_mac_, answer_dst_mac_;  // by QP
+  std::vector<Pair> pairs_;
 };
 
 }  // namespace fg::stream

@@ -27,6 +27,8 @@
 
 namespace fg::stream {
 
+struct CellStreams;  // stream/cell_streams.h
+
 struct CompiledStream {
   uint32_t index = 0;  // position in the plan
   std::string name;
@@ -76,6 +78,15 @@ struct CompiledStream {
   int32_t read_responses = -1;  // on the requests
   int32_t read_requests = -1;   // on the responses
   uint32_t read_packets = 0;    // on both: response packets per request (the message over the path MTU)
+  // A collective cell's QPs from ranks on tx_port to ranks on rx_port
+  // (stream/cell_streams.h): flow f is the cell's QP at position
+  // cell_first + f; sent as the ranks' barriers release it. Null: a plan stream.
+  std::shared_ptr<const CellStreams> cell;
+  uint32_t cell_first = 0;
+  // Flows with the same home share one owner lcore, home % workers (a
+  // rank's QPs: its barrier and its sends on one lcore); empty: the
+  // placement policy decides.
+  std::vector<uint32_t> flow_home;
   bool read_request() const { return read_responses >= 0; }
   bool read_response() const { return read_requests >= 0; }
   // The fraction of the stream's rate that `flows` (indices, empty: all)

@@ -91,6 +91,17 @@ RetransmitCounters TxTask::retransmit(size_t i) const {
   RetransmitCounters c;
   c.nak_rewinds = st.gbn.rewinds();
   c.timeouts = st.gbn.timeouts();
+  if (st.cell.enabled()) {
+    // A cell's messages differ in length: its resends' bytes were counted as they were made.
+    for (uint32_t f = 0; f < st.gbn.size(); ++f) {
+      c.unique_packets += st.gbn.sent_bound(f);
+      c.retransmitted_packets += st.flow_sent[f].packets - std::min<uint64_t>(st.flow_sent[f].packets, st.gbn.sent_bound(f));
+      c.unique_bytes += st.flow_sent[f].bytes;
+    }
+    c.retransmitted_bytes = std::min(st.cell.resent_bytes, c.unique_bytes);
+    c.unique_bytes -= c.retransmitted_bytes;
+    return c;
+  }
   for (uint32_t f = 0; f < st.gbn.size(); ++f) {
     // Every packet below the highest sequence sent went out at least once;
     // what was sent beyond that count was sent again.

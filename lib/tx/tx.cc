@@ -117,6 +117,18 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
       st->paced.store(true, std::memory_order_relaxed);  // what was asked and not sent is the tester's shortfall
       st->done.store(true, std::memory_order_relaxed);
     }
+    if (s->cell != nullptr) {
+      // Sent as the ranks' barriers release it (SendCell), unpaced; done when the cell is.
+      State::CellJobs& c = st->cell;
+      c.cs = s->cell.get();
+      st->is_cell = true;
+      c.qp.resize(nf);
+      for (size_t f = 0; f < nf; ++f) c.qp[f] = s->cell->frames.qp_at(s->cell_first + st->flow_index[f]);
+      c.released.assign(nf, 0);
+      c.ready.assign(std::max<size_t>(nf, 1), 0);
+      c.queued.assign(nf, 0);
+      c.place.assign(nf, {});
+    }
     if (s->answers != nullptr && s->answers->strict) {
       const uint64_t timeout = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(s->retransmit_timeout_ns, 1)));
       const uint64_t tick = std::max<uint64_t>(timeout / 4, clock.FromNs(100'000));
@@ -125,6 +137,8 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
       // Each QP its share of the count: a QP held up by resends must not
       // leave its last packets to the others (GenerateShares).
       if (st->limit != 0 && nf > 1 && st->rates.pacer == nullptr) st->gbn.ShareCount(st->limit);
+      // A cell's QPs resend what a go-back owes before anything new, all along (Owing).
+      if (st->cell.enabled()) st->gbn.Ended();
     }
     streams_.push_back(std::move(st));
   }
@@ -424,6 +438,10 @@ unsigned TxTask::Poll() {
       sent_total += Respond(st, now);
       continue;
     }
+    if (st.is_cell) [[unlikely]] {
+      sent_total += SendCell(st, now, true);
+      continue;
+    }
     if (st.done.load(std::memory_order_relaxed)) {
       if (st.gbn.enabled()) sent_total += Recover(st, now);
       continue;
@@ -594,6 +612,10 @@ unsigned TxTask::PollRecovery() {
       sent += Respond(*st, now);
       continue;
     }
+    if (st->is_cell) {
+      sent += SendCell(*st, now, false);
+      continue;
+    }
     if (!st->done.load(std::memory_order_relaxed)) {
       // Stopped as the run ended (an interrupt, the CLI's stop, the run's
       // bound): the stop takes effect here, its frames made go out, and an
@@ -622,6 +644,8 @@ void TxTask::ApplyFlowCommands(State& st, uint64_t now) {
   // control thread's own input, ctl_pps_bits, which only the control thread writes).
   st.rates.pps_bits.store(std::bit_cast<uint64_t>(st.rates.pps), std::memory_order_relaxed);
 }
+
+void TxTask::SetCellFinished(size_t i, const std::atomic<bool>* finished) { streams_[i]->cell.finished = finished; }
 
 void TxTask::Finish() {
   const uint64_t now = ReadTsc();

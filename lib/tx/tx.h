@@ -18,6 +18,7 @@
 //   fg::tx::TxCounters c = task.counters(0);
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -177,6 +178,19 @@ class TxTask : public PollTask {
   // its k response packets, seq x k on, after those asked for before.
   void OnRead(size_t i, uint32_t flow, uint32_t seq);
   bool responds(size_t i) const;  // shard i is a READ's responses
+  // A collective cell's shard (CompiledStream::cell, cell_sender.cc), on
+  // this task's lcore: shard i's flow `flow` may send its packets below
+  // sequence `until` (its QP's packets released so far over the run's
+  // iterations; a bound below the last one changes nothing).
+  void ReleaseCell(size_t i, uint32_t flow, uint32_t until);
+  // The TX time (ns) of the first frame shard i sent since the last call (0: none).
+  uint64_t TakeCellFirstTx(size_t i);
+  bool cell(size_t i) const;
+  // On this task's lcore: frame bytes (FCS included) shard i made as resends so far.
+  uint64_t CellResentBytes(size_t i) const;
+  // Before the launch: the cell's end (its iterations done, or failed):
+  // once it is set, shard i sends nothing new and is done.
+  void SetCellFinished(size_t i, const std::atomic<bool>* finished);
   // After Finish: shard i's DCQCN figures, and flow `flow`'s rate timeline
   // (empty unless the stream has dcqcn).
   DcqcnCounters dcqcn(size_t i) const;
@@ -228,6 +242,13 @@ class TxTask : public PollTask {
   unsigned Recover(State& st, uint64_t now);
   // A READ's responses: the jobs' frames (a burst at most), then pending frames to the PMD.
   unsigned Respond(State& st, uint64_t now);
+  // A cell's QPs: resends owed, then released packets (fresh; the drain:
+  // resends only), then pending frames to the PMD.
+  [[gnu::noinline]] unsigned SendCell(State& st, uint64_t now, bool fresh);
+  bool GenerateCell(State& st, const FlowPacer::Run* runs, unsigned nruns, unsigned n, uint64_t now);
+  // Points shard flow f's cursor at its packet (its sequence) of the run:
+  // which message of which iteration, and that message's Program and fields.
+  static void LocateCell(State& st, uint32_t f);
   // A hold-up `behind_ticks` long that skipped slots or made a burst late:
   // kept if the longest yet (TxCounters::stall_max_ns). Off the per-packet path.
   static void NoteStall(State& st, uint64_t behind_ticks);

@@ -20,6 +20,7 @@
 #include "stats/histogram.h"
 #include "tx/flow_pacer.h"
 #include "tx/tx.h"
+#include "stream/cell_streams.h"
 
 struct rte_mbuf;
 
@@ -99,6 +100,7 @@ struct alignas(64) TxTask::State {
     bool enabled() const { return !ring.empty(); }
   } reads;
   bool exhausted = false;
+  bool is_cell = false;  // cell.enabled(), kept here beside the fields each poll reads
   // Due accounting (TxCounters::due): slots of closed pacing segments, and
   // the open segment's start (a segment runs from a rate change or resume
   // to the next change, pause or the end).
@@ -132,6 +134,34 @@ struct alignas(64) TxTask::State {
   uint64_t seen_gen = 0;                  // lcore
   bool paused = false;                    // lcore
   static constexpr int kRunning = 0, kPaused = 1, kStopped = 2;
+
+  // Last: a stream that is no cell's never touches it, and the hot fields above keep their lines.
+  // A collective cell's QPs (CompiledStream::cell; cell_sender.cc): each
+  // sends the packets its rank's barrier released (ReleaseCell), its
+  // messages from the cell's Programs by length, until the cell is done.
+  struct CellJobs {
+    const stream::CellStreams* cs = nullptr;  // null: not a cell's
+    const std::atomic<bool>* finished = nullptr;
+    std::vector<uint32_t> qp;        // per shard flow: its QP in the cell
+    std::vector<uint32_t> released;  // per shard flow: packets it may send (its sequence bound)
+    std::vector<uint32_t> ready;     // shard flows with released packets not sent, in turn (a ring)
+    std::vector<uint8_t> queued;     // per shard flow: in `ready`
+    size_t head = 0, count = 0;
+    // Per shard flow: the Program and fixed fields of the message its
+    // cursor is in, valid while the cursor's sequence is `seq` (a go-back
+    // or a message's end makes TX locate the next packet again).
+    struct Place {
+      uint32_t seq = ~uint32_t{0};
+      uint32_t left = 0;  // packets of the message from `seq` on
+      uint64_t length = 0;
+      const stream::Program* program = nullptr;
+      stream::FlowVars vars;
+    };
+    std::vector<Place> place;
+    uint64_t resent_bytes = 0;  // frame bytes of resends (FCS included), made
+    Counter first_tx_ns;        // TX time of the first frame since the engine last cleared it (0: none)
+    bool enabled() const { return cs != nullptr; }
+  } cell;
 };
 
 }  // namespace fg::tx

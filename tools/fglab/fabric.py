@@ -193,7 +193,11 @@ class Lab:
         if router:
             sysctls += ["net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1",
                         "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
-                        "net.ipv4.icmp_ratelimit=0"]
+                        "net.ipv4.icmp_ratelimit=0",
+                        # A frame routed back out the link it came in on (two ranks
+                        # behind one tester port) is forwarded, with no ICMP redirect
+                        # to its sender, as a switch does.
+                        "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0"]
             if self.spec.ipv6:
                 # keep_addr_on_down: a link that goes down and up (`down`) keeps its IPv6 addresses, as IPv4 does.
                 sysctls += ["net.ipv6.conf.all.forwarding=1", "net.ipv6.fib_multipath_hash_policy=1",

@@ -49,7 +49,7 @@ streams: [{name: s, port: a, rx_port: b, rate: 1 kpps}]
     const uint8_t* bth = f.data() + 14 + 20 + 8;
     const uint8_t op = bth[0];
     opcodes.push_back(op);
-    EXPECT_EQ(proto::Load24(bth + 5), kFirstQpKey + qp);
+    EXPECT_EQ(proto::Load24(bth + 5), frames->key(qp));
     EXPECT_EQ(proto::Load24(bth + 9), expect_psn++);
     uint32_t hdr = 12;
     if (op == 0x06 || op == 0x0A) {  // WRITE_FIRST, WRITE_ONLY: RETH with the message's length
@@ -61,7 +61,7 @@ streams: [{name: s, port: a, rx_port: b, rate: 1 kpps}]
     const int sig = proto::FindSignatureOffset(f.data(), f.size());
     ASSERT_GE(sig, 0);
     const proto::Signature g = proto::ReadSignature(f.data() + sig);
-    EXPECT_EQ(g.flow_id, 7 + qp);
+    EXPECT_EQ(g.flow_id, frames->flow_id(qp));
     EXPECT_EQ(g.seq, frames_seen);
     EXPECT_EQ(proto::LoadIcrc(f.data() + f.size() - 4),
               proto::IcrcReference(f.data(), proto::IcrcLayout{14, false, static_cast<uint32_t>(f.size() - 4)}))
@@ -77,6 +77,46 @@ streams: [{name: s, port: a, rx_port: b, rate: 1 kpps}]
   for (size_t k = 0; k < 6; ++k) {
     EXPECT_TRUE(std::equal(step.begin(), step.end(), opcodes.begin() + 13 * k)) << "step " << k;
   }
+}
+
+// Flow order groups the QPs by (sending port, receiving port): each group
+// is one engine stream, its flows' ids and QP numbers consecutive.
+TEST(CellFrames, FlowOrderGroupsQpsByPortPair) {
+  auto plan = config::ParsePlan("r.yaml", R"(
+ports: [{name: a, device: net_null0}, {name: b, device: net_null1}]
+ranks: {count: 6, placement: round_robin, qps_per_pair: 2}
+streams: [{name: s, port: a, rx_port: b, rate: 1 kpps}]
+)");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<config::Rank> placed = config::PlaceRanks(*plan->ranks);
+  auto s = collective::Schedule::Make(collective::Op::kAllToAll, collective::Algorithm::kParallel, 6, 6 * 6 * 64);
+  auto cell = collective::Cell::Make(*s, 2, 4096, 1024);
+  ASSERT_TRUE(cell.ok()) << cell.status();
+  auto frames = CellFrames::Compile(*plan->ranks, placed, *cell, 100);
+  ASSERT_TRUE(frames.ok()) << frames.status();
+  // 6 x 5 pairs x 2 QPs; ranks alternate ports, so each of the 4 port pairs has some.
+  ASSERT_EQ(cell->qps().size(), 60u);
+  ASSERT_EQ(frames->pairs().size(), 4u);
+  uint32_t next = 0;
+  std::vector<int> seen(60, 0);
+  for (const CellFrames::Pair& pr : frames->pairs()) {
+    EXPECT_EQ(pr.first, next);
+    next += pr.count;
+    for (uint32_t p = pr.first; p < pr.first + pr.count; ++p) {
+      const uint32_t qp = frames->qp_at(p);
+      ++seen[qp];
+      EXPECT_EQ(frames->position(qp), p);
+      EXPECT_EQ(placed[cell->qps()[qp].from].port, pr.from_port);
+      EXPECT_EQ(placed[cell->qps()[qp].to].port, pr.to_port);
+      EXPECT_EQ(frames->flow_id(qp), 100 + p);
+      EXPECT_EQ(frames->key(qp), kFirstQpKey + p);
+      // The pair's programs count keys and flow ids from its first QP's.
+      EXPECT_EQ(frames->ProgramFor(qp, cell->message_lengths().front()).key_base(), kFirstQpKey + pr.first);
+      EXPECT_EQ(frames->VarsFor(qp, cell->message_lengths().front()).key, kFirstQpKey + p);
+    }
+  }
+  EXPECT_EQ(next, 60u);
+  for (int k : seen) EXPECT_EQ(k, 1);
 }
 
 }  // namespace

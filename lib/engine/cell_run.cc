@@ -1,0 +1,103 @@
+// engine/cell_run.cc: LiveRun's collective cells (engine/cell_work.h), set
+// up before the lcores start: each rank's barrier on the worker that owns
+// its QPs, each worker's QPs of the cell, the responders' arrivals routed
+// to them, and the cell's end to its TX shards.
+#include "absl/strings/str_format.h"
+#include "engine/cell_work.h"
+#include "engine/engine.h"
+#include "engine/worker.h"
+
+namespace fg::engine {
+
+namespace {
+
+// A worker's responder reports every watched QP here; the slot names the cell.
+struct ArrivalsByCell : endpoint::ArrivalSink {
+  std::vector<CellWork*> by_slot;
+  void OnReached(uint32_t slot, uint64_t rx_ns) override { by_slot[slot]->OnReached(slot, rx_ns); }
+};
+
+}  // namespace
+
+absl::Status LiveRun::SetUpCells() {
+  const uint32_t nw = static_cast<uint32_t>(work_.size());
+  const Placement& pl = placement_;
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    const stream::CompiledStream& s = streams_[i];
+    if (s.cell == nullptr) continue;
+    auto it = std::find_if(cells_.begin(), cells_.end(), [&](const auto& c) { return c->cs == s.cell; });
+    if (it == cells_.end()) {
+      cells_.push_back(std::make_unique<CellRun>());
+      cells_.back()->cs = s.cell;
+      it = cells_.end() - 1;
+    }
+    (*it)->streams.push_back(i);
+  }
+  if (cells_.empty()) return absl::OkStatus();
+  std::vector<std::unique_ptr<ArrivalsByCell>> sinks(nw);
+  for (auto& cr : cells_) {
+    const stream::CellStreams& cs = *cr->cs;
+    const uint32_t nranks = cs.cell.schedule().ranks();
+    // Each rank on the worker that owns its QPs (placement: flow_home).
+    std::vector<uint32_t> rank_worker(nranks, kNoOwner);
+    for (uint32_t qp = 0; qp < cs.cell.qps().size(); ++qp) {
+      const uint32_t from = cs.cell.qps()[qp].from;
+      const uint32_t owner = pl.owner[cs.frames.flow_id(qp)];
+      if (rank_worker[from] != kNoOwner && rank_worker[from] != owner) {
+        return absl::InternalError(absl::StrFormat("rank %u's QPs are on workers %u and %u", from, rank_worker[from], owner));
+      }
+      rank_worker[from] = owner;
+    }
+    for (uint32_t r = 0; r < nranks; ++r) {
+      if (rank_worker[r] == kNoOwner) return absl::InternalError(absl::StrFormat("rank %u sends on no QP", r));
+    }
+    CellShared& sh = cr->shared;
+    sh.iterations = options_.cell_iterations;
+    sh.timeout_ticks = clock_.FromNs(static_cast<uint64_t>(options_.cell_timeout_ns));
+    sh.nworkers = nw;
+    sh.straggler_rank = options_.cell_straggler_rank;
+    sh.straggler_ns = static_cast<uint64_t>(options_.cell_straggler_delay_ns);
+    sh.workers = std::make_unique<CellShared::Worker[]>(nw);
+    sh.recorded.reserve(sh.iterations);
+    std::vector<endpoint::Mailbox*> boxes;
+    for (uint32_t w = 0; w < nw; ++w) {
+      // Room for every segment the rank's QPs into this worker's ranks carry in an iteration, at most 64 Ki.
+      cr->boxes.push_back(std::make_unique<endpoint::Mailbox>(nw, 65536));
+      boxes.push_back(cr->boxes.back().get());
+    }
+    for (uint32_t w = 0; w < nw; ++w) {
+      cr->work.push_back(std::make_unique<CellWork>(cs, sh, w, rank_worker, boxes, clock_));
+      CellWork& cw = *cr->work.back();
+      for (tx::TxTask* t : work_[w].tx) {
+        for (size_t k = 0; k < t->num_streams(); ++k) {
+          const stream::CompiledStream& s = t->stream(k);
+          if (s.cell != cr->cs) continue;
+          t->SetCellFinished(k, &sh.finished);
+          const std::vector<uint32_t>& fl = t->flows(k);
+          for (uint32_t f = 0; f < fl.size(); ++f) {
+            const uint32_t g = s.flow_id + fl[f];
+            cw.AddQp(cs.frames.qp_at(s.cell_first + fl[f]), t, static_cast<uint32_t>(k), f, pl.slot[g]);
+            if (sinks[w] == nullptr) {
+              sinks[w] = std::make_unique<ArrivalsByCell>();
+              sinks[w]->by_slot.assign(tables_[w]->size(), nullptr);
+            }
+            sinks[w]->by_slot[pl.slot[g]] = &cw;
+          }
+        }
+      }
+      if (sinks[w] != nullptr && work_[w].responder == nullptr) {
+        return absl::InternalError(absl::StrFormat("worker %u sends a cell's QPs and has no responder", w));
+      }
+      cw.SetResponder(work_[w].responder);
+      work_[w].cells.push_back(&cw);
+    }
+  }
+  for (uint32_t w = 0; w < nw; ++w) {
+    if (sinks[w] == nullptr) continue;
+    work_[w].responder->SetArrivalSink(sinks[w].get());
+    arrival_sinks_.push_back(std::move(sinks[w]));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fg::engine

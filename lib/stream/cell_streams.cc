@@ -1,0 +1,90 @@
+#include "stream/cell_streams.h"
+
+#include <limits>
+
+#include "absl/strings/str_format.h"
+#include "base/net_addr.h"
+
+namespace fg::stream {
+
+namespace {
+
+// The answers of one group's QPs: addressed from the receiving rank to the
+// sending one, MACs swapped.
+class PairAddresses : public AnswerAddresses {
+ public:
+  PairAddresses(std::shared_ptr<const CellStreams> cs, uint32_t first) : cs_(std::move(cs)), first_(first) {}
+  FlowVars Vars(const Program& answer, uint32_t index) const override {
+    const uint32_t qp = cs_->frames.qp_at(first_ + index);
+    const collective::Qp& q = cs_->cell.qps()[qp];
+    return answer.FlowWith(cs_->frames.flow_id(qp), cs_->frames.key(qp), first_ + index,
+                           IpLow32(cs_->frames.rank(q.to).ip), IpLow32(cs_->frames.rank(q.from).ip));
+  }
+  void WriteMacs(uint8_t* frame, uint32_t index) const override {
+    const uint32_t qp = cs_->frames.qp_at(first_ + index);
+    const MacAddr& to = cs_->frames.answer_dst_mac(qp);  // the data's sender (or the responding port's next hop)
+    const MacAddr& from = cs_->frames.rank(cs_->cell.qps()[qp].to).mac;
+    std::copy(to.bytes.begin(), to.bytes.end(), frame);
+    std::copy(from.bytes.begin(), from.bytes.end(), frame + 6);
+  }
+
+ private:
+  std::shared_ptr<const CellStreams> cs_;
+  uint32_t first_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const CellStreams>> CellStreams::Make(const config::RanksSpec& ranks,
+                                                                     const std::vector<config::Rank>& placed,
+                                                                     collective::Cell cell, uint32_t first_flow_id) {
+  std::shared_ptr<CellStreams> cs(new CellStreams(std::move(cell)));
+  cs->ranks = ranks;
+  cs->first_flow_id = first_flow_id;
+  auto frames = CellFrames::Compile(ranks, placed, cs->cell, first_flow_id);
+  if (!frames.ok()) return frames.status();
+  cs->frames = std::move(*frames);
+  return std::shared_ptr<const CellStreams>(std::move(cs));
+}
+
+absl::StatusOr<std::vector<CompiledStream>> CellStreams::Streams(const std::shared_ptr<const CellStreams>& cs, uint32_t first_index,
+                                                 const std::string& name, int64_t duration_ns) {
+  std::vector<CompiledStream> out;
+  const uint64_t longest = cs->cell.message_lengths().back();
+  for (const CellFrames::Pair& pr : cs->frames.pairs()) {
+    const uint32_t qp0 = cs->frames.qp_at(pr.first);
+    const collective::Qp& q0 = cs->cell.qps()[qp0];
+    CompiledStream s;
+    s.index = first_index + static_cast<uint32_t>(out.size());
+    s.name = absl::StrFormat("%s %u->%u", name, pr.from_port, pr.to_port);
+    s.flow_id = cs->first_flow_id + pr.first;
+    s.flows = pr.count;
+    s.program = cs->frames.ProgramFor(qp0, longest);
+    s.frame_size = s.program.mean_frame_size();
+    s.pps = std::numeric_limits<double>::infinity();  // unpaced: what the barriers release, as fast as the port takes it
+    s.duration_ns = duration_ns;
+    s.tx_port = pr.from_port;
+    s.rx_port = pr.to_port;
+    s.retransmit_timeout_ns = cs->ranks.retransmit_timeout_ns;
+    s.pmtu = cs->ranks.pmtu;
+    s.cell = cs;
+    s.cell_first = pr.first;
+    s.flow_home.resize(pr.count);
+    for (uint32_t f = 0; f < pr.count; ++f) s.flow_home[f] = cs->cell.qps()[cs->frames.qp_at(pr.first + f)].from;
+    // Answered as RC by the receiving rank's port, to the ranks' own addresses.
+    config::FrameSpec data = config::RankQpFrame(cs->ranks, cs->frames.rank(q0.from), cs->frames.rank(q0.to));
+    data.roce.message = longest;
+    data.roce.dest_qp = kFirstQpKey + pr.first;
+    data.vary_src_ip = true;
+    data.vary_dst_ip = true;
+    auto answers = Answers::Compile(s.name, s.flow_id, s.program, data, config::RespondSpec{},
+                                    static_cast<uint16_t>(pr.to_port));
+    if (!answers.ok()) return answers.status();
+    (*answers)->addresses = std::make_shared<PairAddresses>(cs, pr.first);
+    s.answers = std::shared_ptr<const Answers>(std::move(*answers));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace fg::stream

@@ -1,0 +1,48 @@
+// stream/cell_streams.h: a collective cell as the engine runs it (issue 28):
+// the cell (collective/cell.h), its QPs' frames (cell_frames.h) and one
+// CompiledStream per (sending port, receiving port) group of its QPs, each
+// flow a QP: unpaced (a rank's NIC sends what its barrier released as fast
+// as its port takes it), answered by the receiving port's responder (RC:
+// ACKs and NAKs to the ranks' own addresses and MACs), its requester going
+// back on a NAK or a timeout. The flows of one rank have one home (its
+// barrier and its QPs on one lcore: engine/placement.h).
+//
+//   auto cs = fg::stream::CellStreams::Make(ranks, placed, std::move(*cell), /*first_flow_id=*/0);
+//   auto streams = fg::stream::CellStreams::Streams(*cs, 0, "allreduce", 10'000'000'000);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "collective/cell.h"
+#include "config/ranks.h"
+#include "stream/cell_frames.h"
+#include "stream/stream.h"
+
+namespace fg::stream {
+
+struct CellStreams {
+  config::RanksSpec ranks;
+  collective::Cell cell;
+  CellFrames frames;  // refers to `cell`: a CellStreams never moves (Make gives a shared one)
+  uint32_t first_flow_id = 0;
+
+  static absl::StatusOr<std::shared_ptr<const CellStreams>> Make(const config::RanksSpec& ranks,
+                                                                 const std::vector<config::Rank>& placed,
+                                                                 collective::Cell cell, uint32_t first_flow_id);
+  // The engine's streams, one per pair of frames.pairs(): indices
+  // first_index.., named "<name> <from port>-><to port>" (port indices), each
+  // until `duration_ns` at most (the cell ends them when its iterations are done).
+  static absl::StatusOr<std::vector<CompiledStream>> Streams(const std::shared_ptr<const CellStreams>& cs, uint32_t first_index,
+                                             const std::string& name, int64_t duration_ns);
+  // One iteration's packets on QP `qp` and their bytes on the wire (FCS included).
+  uint64_t packets(uint32_t qp) const { return cell.qps()[qp].packets; }
+
+ private:
+  explicit CellStreams(collective::Cell c) : cell(std::move(c)) {}
+};
+
+}  // namespace fg::stream

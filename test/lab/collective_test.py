@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""Lab suite: collectives (issue 28). Ranks on two tester ports behind one
+leaf whose links to both ports are shaped by tbf at RATE: every iteration of
+a collective is bounded by the busiest shaped link, so it takes that link's
+bytes of one iteration (the kernel's qdisc counters over the run, over the
+iterations run) over RATE. The leaf resolves the ranks by ARP (the tester
+answers for each rank's address with the rank's MAC) and the ranks send to
+the ports' gateways. Needs root.
+
+usage: collective_test.py FABRICGEN SOURCE_ROOT [FABRICGEN_IMPAIR]
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labtest  # noqa: E402
+from labtest import LabRun  # noqa: E402
+
+RATE = 200_000_000  # bit/s, each shaped link
+SIZE = 1 << 20
+WARMUP, ITERATIONS = 1, 6
+# nccl-tests' bus factors.
+FACTOR = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
+          "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
+
+
+def plan(op, algorithm, n):
+    # round_robin: ranks alternate between a and b, so a ring's neighbours sit
+    # on different ports and each shaped link carries half the ring's edges.
+    # tbf: a 32 KB bucket (1 % of an iteration's bytes on a link) and a queue
+    # that holds what the ranks release at once (no drop: the link never waits
+    # for a go-back). Its queue holds up to 640 ms of data, so the QPs' timeout
+    # is 1 s: a QP whose first packets wait behind the others' longer than
+    # the default 64 ms would go back for data that was never lost.
+    return """
+version: 1
+name: collective {op} {algorithm} {n}
+ports:
+  - {{name: a, device: "net_af_packet0,iface=fga", gateway: 198.18.0.254}}
+  - {{name: b, device: "net_af_packet1,iface=fgb", gateway: 198.18.16.254}}
+ranks: {{count: {n}, placement: round_robin, first_address: {{a: 198.18.0.1, b: 198.18.16.1}}, pmtu: 1024,
+         retransmit: {{timeout: 1 s}}}}
+tests:
+  - collective: {{name: c, op: {op}, algorithm: {algorithm}, sizes: [{size}], iterations: {iterations},
+                  warmup_iterations: {warmup}, iteration_timeout: 20 s, tester_limit_retries: 2}}
+lab:
+  spines: 1
+  leaves: 1
+  resolve: true
+  hosts:
+    - {{port: a, leaf: 0, prefixes: [198.18.0.0/24]}}
+    - {{port: b, leaf: 0, prefixes: [198.18.16.0/24]}}
+  impairments:
+    - {{link: leaf0-a, shape: {{qdisc: tbf, rate: {rate} bps, burst: 32000 B, limit: 16000000 B}}}}
+    - {{link: leaf0-b, shape: {{qdisc: tbf, rate: {rate} bps, burst: 32000 B, limit: 16000000 B}}}}
+""".format(op=op, algorithm=algorithm, n=n, size=SIZE, iterations=ITERATIONS, warmup=WARMUP, rate=RATE)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class BusBw(LabRun):
+    OP, ALGORITHM, N = "allreduce", "ring", 4
+
+    def point(self):
+        test = self.tests["c"]
+        self.assertTrue(test["complete"], test.get("stopped_because"))
+        self.assertEqual(len(test["points"]), 1)
+        return test["points"][0]
+
+    def tbf(self, i):
+        return {q["kind"]: q for q in self.imps[i]["qdisc"]}["tbf"]
+
+    def test_each_iteration_takes_the_busiest_links_bytes_over_its_rate(self):
+        p = self.point()
+        links = [self.tbf(0), self.tbf(1)]
+        for q in links:
+            self.assertEqual(q["drops"], 0, "the shaper dropped: the link waited for go-back-N")
+        busiest = max(q["bytes"] for q in links) / (WARMUP + ITERATIONS)
+        predicted_ns = busiest * 8 / RATE * 1e9
+        self.say("%s %s N=%d: busiest link %.0f B an iteration -> %.2f ms at %.0f Mbit/s; iterations %s ms",
+                 self.OP, self.ALGORITHM, self.N, busiest, predicted_ns / 1e6, RATE / 1e6,
+                 ", ".join("%.2f" % (it["duration_ns"] / 1e6) for it in p["iterations"]))
+        self.assertEqual(p["wrong"], 0)
+        self.assertEqual(len(p["iterations"]), ITERATIONS)
+        for it in p["iterations"]:
+            self.assertFalse(it["failed"])
+            self.assertLessEqual(abs(it["duration_ns"] / predicted_ns - 1), 0.05, (it, predicted_ns))
+
+    def test_busbw_is_8_s_over_t_times_the_bus_factor_of_the_reports_own_times(self):
+        p = self.point()
+        t = p["time_ns"]["mean"] / 1e9
+        self.assertAlmostEqual(p["algbw_bps"] / (8 * SIZE / t), 1, places=9)
+        self.assertAlmostEqual(p["busbw_bps"]["mean"] / (8 * SIZE / t * FACTOR[self.OP](self.N)), 1, places=9)
+        self.assertEqual(p["retransmitted_bytes"], 0)
+        self.assertGreater(p["s_fabric_bytes"], 0)
+
+
+def busbw_case(name, op, algorithm, n):
+    return type(name, (BusBw,), {"OP": op, "ALGORITHM": algorithm, "N": n, "PLAN_TEXT": plan(op, algorithm, n)})
+
+
+RingAllReduce4 = busbw_case("RingAllReduce4", "allreduce", "ring", 4)
+RingAllReduce8 = busbw_case("RingAllReduce8", "allreduce", "ring", 8)
+AllGather4 = busbw_case("AllGather4", "allgather", "ring", 4)
+ReduceScatter4 = busbw_case("ReduceScatter4", "reducescatter", "ring", 4)
+AllToAllParallel4 = busbw_case("AllToAllParallel4", "alltoall", "parallel", 4)
+AllToAllPairwise4 = busbw_case("AllToAllPairwise4", "alltoall", "pairwise", 4)
+HalvingDoubling4 = busbw_case("HalvingDoubling4", "allreduce", "halving_doubling", 4)
+del BusBw  # the base runs nothing of its own
+
+if __name__ == "__main__":
+    rest = labtest.setup(sys.argv)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

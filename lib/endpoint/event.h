@@ -13,7 +13,7 @@
 // (the timers' heap grows with the timers armed).
 //
 //   fg::endpoint::Mailbox box(/*senders=*/2, /*capacity=*/1024);      // lcore 1's
-//   box.From(0).Push(fg::endpoint::Event::DataArrivedAt(7, 3, {.step = 2, .bytes = 4096}, now));  // on lcore 0
+//   box.From(0).Push(fg::endpoint::Event::DataArrivedAt(7, 3, {.step = 2, .bytes = 4096, .iteration = 1}, now));  // on lcore 0
 //   box.Drain([&](const fg::endpoint::Event& e) { ranks[e.to].OnEvent(e); });                  // on lcore 1
 //   fg::endpoint::Timers t;
 //   t.Arm(now + 5'000, /*endpoint=*/7, /*tag=*/1);
@@ -35,8 +35,9 @@ namespace fg::endpoint {
 // "The data of your step has arrived": a receiving endpoint tells the one
 // whose barrier waits on it.
 struct DataArrived {  // (no member initializers: a union member; DataArrived{} is all zero)
-  uint32_t step;   // the collective's step (its index in the schedule)
-  uint64_t bytes;  // bytes of the step that arrived, checked
+  uint32_t step;       // the collective's step (its index in the schedule)
+  uint64_t bytes;      // bytes of the step that arrived, checked
+  uint32_t iteration;  // the iteration it belongs to (the receiver may not have started it yet)
 };
 
 struct Event {

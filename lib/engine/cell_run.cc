@@ -52,17 +52,20 @@ absl::Status LiveRun::SetUpCells() {
       if (rank_worker[r] == kNoOwner) return absl::InternalError(absl::StrFormat("rank %u sends on no QP", r));
     }
     CellShared& sh = cr->shared;
-    sh.iterations = options_.cell_iterations;
-    sh.timeout_ticks = clock_.FromNs(static_cast<uint64_t>(options_.cell_timeout_ns));
+    const stream::CellPlay& play = cs.play;
+    sh.iterations = play.iterations;
+    sh.timeout_ticks = clock_.FromNs(static_cast<uint64_t>(play.timeout_ns));
     sh.nworkers = nw;
-    sh.straggler_rank = options_.cell_straggler_rank;
-    sh.straggler_ns = static_cast<uint64_t>(options_.cell_straggler_delay_ns);
+    sh.straggler_rank = play.straggler_rank;
+    sh.straggler_ns = static_cast<uint64_t>(play.straggler_delay_ns);
+    sh.compute_ticks = clock_.FromNs(static_cast<uint64_t>(play.compute_ns));
+    sh.lead_ticks = clock_.FromNs(static_cast<uint64_t>(static_cast<double>(play.compute_ns) * (1 - play.overlap)));
     sh.workers = std::make_unique<CellShared::Worker[]>(nw);
     sh.recorded.reserve(sh.iterations);
     std::vector<endpoint::Mailbox*> boxes;
     for (uint32_t w = 0; w < nw; ++w) {
-      // Room for every segment the rank's QPs into this worker's ranks carry in an iteration, at most 64 Ki.
-      cr->boxes.push_back(std::make_unique<endpoint::Mailbox>(nw, 65536));
+      // 4,096 events a ring (160 KiB): more wait, in order, in the sender's CellWork.
+      cr->boxes.push_back(std::make_unique<endpoint::Mailbox>(nw, 4096));
       boxes.push_back(cr->boxes.back().get());
     }
     for (uint32_t w = 0; w < nw; ++w) {

@@ -52,12 +52,16 @@ void CellWork::Start(uint32_t iteration) {
     q.arrived = 0;
     responder_->Watch(q.slot, Psn(q, 0));
   }
-  ranks_left_ = static_cast<uint32_t>(ranks_.size());
+  ranks_left_ = static_cast<uint32_t>(ranks_.size()) + 1;  // (+1: held until every rank is started)
   for (RankRef& r : ranks_) {
     r.barrier.Start();
-    Release(r);
+    if (r.barrier.done()) {
+      RankDone();  // a rank with nothing to receive (no schedule has one today)
+    } else {
+      Release(r);
+    }
   }
-  if (ranks_.empty()) shared_.workers[self_].done.store(iteration, std::memory_order_release);
+  RankDone();
 }
 
 void CellWork::Release(RankRef& r) {
@@ -93,7 +97,7 @@ void CellWork::OnReached(uint32_t slot, uint64_t rx_ns) {
     Arrived(static_cast<uint32_t>(local_rank_[c.to]), s.step, rx_ns);
     return;
   }
-  const endpoint::Event e = endpoint::Event::DataArrivedAt(c.to, c.from, {s.step, s.bytes}, rx_ns);
+  const endpoint::Event e = endpoint::Event::DataArrivedAt(c.to, c.from, {s.step, s.bytes, iteration_}, rx_ns);
   if (!waiting_.empty() || !boxes_[owner]->From(self_).Push(e)) {
     waiting_.emplace_back(owner, e);  // kept in order; sent when the ring has room
     shared_.events_waited.fetch_add(1, std::memory_order_relaxed);
@@ -102,22 +106,27 @@ void CellWork::OnReached(uint32_t slot, uint64_t rx_ns) {
 
 void CellWork::Arrived(uint32_t local_rank, uint32_t step, uint64_t at_ns) {
   RankRef& r = ranks_[local_rank];
+  // Every arrival, not only the one that completes a rank: arrivals are not
+  // handled in receive order (rings drained one sender at a time, steps that
+  // came early), and the iteration ends at the latest.
+  last_rx_ns_ = std::max(last_rx_ns_, at_ns);
   if (!r.barrier.Arrived(step)) return;
   if (!r.barrier.done()) {
     Release(r);
     return;
   }
-  last_rx_ns_ = std::max(last_rx_ns_, at_ns);
+  RankDone();
+}
+
+void CellWork::RankDone() {
   if (--ranks_left_ != 0) return;
   // Every rank here is done: this worker's part of the iteration.
-  uint64_t first = 0, resent = 0;
+  uint64_t first = 0;
   for (auto& [task, shard] : shards_) {
     const uint64_t t = task->TakeCellFirstTx(shard);
     if (t != 0 && (first == 0 || t < first)) first = t;
-    resent += task->CellResentBytes(shard);
   }
   CellShared::Worker& w = shared_.workers[self_];
-  w.resent_bytes.store(resent, std::memory_order_relaxed);
   w.first_tx_ns.store(first, std::memory_order_relaxed);
   w.last_rx_ns.store(last_rx_ns_, std::memory_order_relaxed);
   w.done.store(iteration_, std::memory_order_release);
@@ -126,10 +135,17 @@ void CellWork::Arrived(uint32_t local_rank, uint32_t step, uint64_t at_ns) {
 void CellWork::Coordinate() {
   const uint32_t go = shared_.go.load(std::memory_order_relaxed);
   const uint64_t now = ReadTsc();
-  if (go == 0) {
+  if (go == 0 && !computing_) {
     if (now < shared_.start_tsc) return;
+    compute_tsc_ = now;
+    computing_ = true;
+  }
+  if (computing_) {
+    // The next iteration's compute: every rank idle; its communication starts lead_ticks in.
+    if (now - compute_tsc_ < shared_.lead_ticks) return;
+    computing_ = false;
     go_tsc_ = now;
-    shared_.go.store(1, std::memory_order_release);
+    shared_.go.store(go + 1, std::memory_order_release);
     return;
   }
   if (shared_.recorded_count.load(std::memory_order_relaxed) == go) return;  // finished
@@ -145,19 +161,20 @@ void CellWork::Coordinate() {
       const uint64_t l = shared_.workers[w].last_rx_ns.load(std::memory_order_relaxed);
       if (f != 0 && (it.first_tx_ns == 0 || f < it.first_tx_ns)) it.first_tx_ns = f;
       it.last_rx_ns = std::max(it.last_rx_ns, l);
-      it.resent_bytes += shared_.workers[w].resent_bytes.load(std::memory_order_relaxed);
     }
   } else if (now - go_tsc_ <= shared_.timeout_ticks) {
     return;
   }
+  it.compute_start_ns = clock_.ToNs(compute_tsc_);
   shared_.recorded.push_back(it);
   shared_.recorded_count.store(go, std::memory_order_release);
   if (!it.completed || go == shared_.iterations) {
     shared_.finished.store(true, std::memory_order_release);
     return;
   }
-  go_tsc_ = now;
-  shared_.go.store(go + 1, std::memory_order_release);
+  // The next iteration's compute starts now (its communication lead_ticks later).
+  compute_tsc_ = now;
+  computing_ = true;
 }
 
 unsigned CellWork::Poll() {
@@ -168,19 +185,23 @@ unsigned CellWork::Poll() {
     waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<ptrdiff_t>(k));
     work += static_cast<unsigned>(k);
   }
+  if (self_ == 0 && !shared_.finished.load(std::memory_order_relaxed)) Coordinate();
+  if (const uint32_t go = shared_.go.load(std::memory_order_acquire); go != iteration_ && go != 0 &&
+                                                                     !shared_.finished.load(std::memory_order_relaxed)) {
+    Start(go);
+    ++work;
+  }
   work += static_cast<unsigned>(boxes_[self_]->Drain([&](const endpoint::Event& e) {
+    // An arrival of the next iteration from a worker that started it before
+    // this one looked at `go` (it can only be that one: no worker starts
+    // i + 1 before every worker has finished i): start it first.
+    if (e.data_arrived.iteration != iteration_) Start(e.data_arrived.iteration);
     Arrived(static_cast<uint32_t>(local_rank_[e.to]), e.data_arrived.step, e.at_ns);
   }));
   if (timers_.armed() != 0) [[unlikely]] {
     work += static_cast<unsigned>(timers_.Expire(clock_.ToNs(ReadTsc()), [&](const endpoint::Timer& t) {
       ReleaseUpTo(ranks_[t.endpoint], t.tag);
     }));
-  }
-  if (self_ == 0 && !shared_.finished.load(std::memory_order_relaxed)) Coordinate();
-  if (const uint32_t go = shared_.go.load(std::memory_order_acquire); go != iteration_ && go != 0 &&
-                                                                     !shared_.finished.load(std::memory_order_relaxed)) {
-    Start(go);
-    ++work;
   }
   return work;
 }

@@ -37,6 +37,9 @@ struct CellShared {
   uint64_t start_tsc = 0;             // the run's start: the first iteration starts then
   int64_t straggler_rank = -1;        // a rank whose sends of every step start late (-1: none)
   uint64_t straggler_ns = 0;          // by this much
+  // Each iteration's compute (every rank idle) and how long after its start
+  // the communication starts (compute less the overlap), TSC ticks.
+  uint64_t compute_ticks = 0, lead_ticks = 0;
   uint64_t timeout_ticks = 0;         // an iteration not done this long after its start failed
   uint32_t nworkers = 0;
   std::atomic<uint32_t> go{0};        // the iteration started (1-based; 0: none), worker 0 writes
@@ -44,7 +47,6 @@ struct CellShared {
   struct alignas(64) Worker {
     std::atomic<uint32_t> done{0};  // the last iteration all its ranks finished
     std::atomic<uint64_t> first_tx_ns{0}, last_rx_ns{0};  // its part of it (published before `done`)
-    std::atomic<uint64_t> resent_bytes{0};                 // its QPs' resends since the start, then
   };
   std::unique_ptr<Worker[]> workers;
   std::vector<CellIteration> recorded;  // worker 0 writes; others read after the lcores stop
@@ -67,6 +69,8 @@ class CellWork : public endpoint::ArrivalSink {
   unsigned Poll();
   // The responder: a QP's segment has arrived.
   void OnReached(uint32_t slot, uint64_t rx_ns) override;
+  // The (task, shard) pairs this worker sends the cell on.
+  const std::vector<std::pair<tx::TxTask*, uint32_t>>& shards() const { return shards_; }
 
  private:
   struct QpRef {
@@ -86,6 +90,7 @@ class CellWork : public endpoint::ArrivalSink {
   void Release(RankRef& r);
   void ReleaseUpTo(RankRef& r, uint32_t step);
   void Arrived(uint32_t local_rank, uint32_t step, uint64_t at_ns);
+  void RankDone();  // a rank here finished the iteration (the last one: the worker's part published)
   void Coordinate();  // worker 0: the iteration's end, the next one's start
   uint32_t Psn(const QpRef& q, uint32_t segment) const;  // the PSN after segment `segment` this iteration
   const stream::CellStreams& cs_;
@@ -108,6 +113,8 @@ class CellWork : public endpoint::ArrivalSink {
   uint32_t ranks_left_ = 0;
   uint64_t last_rx_ns_ = 0;
   uint64_t go_tsc_ = 0;  // worker 0: when the iteration under way started
+  uint64_t compute_tsc_ = 0;  // worker 0: when the next iteration's compute began
+  bool computing_ = false;    // worker 0: the next iteration is in its compute, not started yet
 };
 
 }  // namespace fg::engine

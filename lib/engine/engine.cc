@@ -81,8 +81,21 @@ void LiveRun::Background() {
   uint64_t next_sample = start_;
   const uint64_t clock_sample_every = clock_.FromNs(10'000'000), clock_fit_every = clock_.FromNs(100'000'000);
   uint64_t next_clock_sample = ReadTsc(), next_clock_fit = next_clock_sample + clock_fit_every;
+  // A packet socket's PMD asks the kernel to send what it put in the TX ring
+  // once per burst; a refused request (the send buffer full) leaves frames
+  // there until the lcore sends again. A port that went quiet (a collective's
+  // ranks waiting at a barrier for the ACKs in that very ring: an iteration
+  // held until a 1 s retransmission timeout sent again) is asked once a
+  // millisecond, as the drain does: one empty sendto per socket.
+  std::vector<uint64_t> last_took(ports_.size(), ~uint64_t{0});
   while (!stop_background_.load(std::memory_order_acquire)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (size_t pi = 0; pi < ports_.size(); ++pi) {
+      if (ports_[pi]->options().kernel_iface.empty()) continue;
+      const uint64_t took = ports_[pi]->stats().tx_packets;
+      if (took == last_took[pi]) ports_[pi]->KickKernelTx();
+      last_took[pi] = took;
+    }
     const uint64_t now = ReadTsc();
     if (!nic_clocks.empty() && now >= next_clock_sample) {
       for (port::NicClock* c : nic_clocks) c->Sample();

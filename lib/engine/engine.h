@@ -94,14 +94,6 @@ struct TrialOptions {
   // on where missing). methods::TrialOptionsOf(plan) sets both.
   std::shared_ptr<const std::vector<endpoint::PortHosts>> hosts;
   std::vector<endpoint::AnswerSpec> answer;
-  // Collective cells among the streams (CompiledStream::cell): iterations
-  // each runs (warm-up included), and how long one may take before the
-  // cell fails (its QPs stop and the trial ends).
-  uint32_t cell_iterations = 1;
-  int64_t cell_timeout_ns = 10'000'000'000;
-  // A straggler: this rank's sends of every step start this late (-1: none).
-  int64_t cell_straggler_rank = -1;
-  int64_t cell_straggler_delay_ns = 0;
 };
 
 // One flow after the run: what TX sent and RX saw of it (report.json per_flow).
@@ -211,16 +203,20 @@ struct CellIteration {
   uint64_t first_tx_ns = 0;  // the first frame any rank sent (TX time, this host's ns)
   uint64_t last_rx_ns = 0;   // the packet that completed the last segment any rank waited for (RX time)
   bool completed = false;    // false: not done within the timeout (the cell ended there)
-  // Frame bytes the cell's QPs had resent (go-back-N) when it ended, since
-  // the run's start: an iteration's own is the difference from the one before.
-  uint64_t resent_bytes = 0;
+  // When its compute began (stream::CellPlay::compute_ns before the
+  // communication starts, overlap of it early), this host's ns: its job
+  // completes at the later of compute_start_ns + compute and last_rx_ns.
+  uint64_t compute_start_ns = 0;
   int64_t time_ns() const { return static_cast<int64_t>(last_rx_ns - first_tx_ns); }
 };
 
-// A collective cell's run (stream::CellStreams, TrialOptions::cell_*).
+// A collective cell's run (stream::CellStreams, played as its CellPlay says).
 struct CellResult {
   std::vector<size_t> streams;            // its QPs' streams, positions in TrialResult::streams
   std::vector<CellIteration> iterations;  // in order; a last one not completed: the cell failed there
+  // Frame bytes (FCS included) its QPs resent (go-back-N), by the iteration
+  // the resent packet belongs to (its sequence over the QP's packets an iteration).
+  std::vector<uint64_t> resent_bytes;
   uint64_t events_waited = 0;             // DataArrived events held back for a full mailbox ring
 };
 

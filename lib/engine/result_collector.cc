@@ -80,6 +80,13 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     cr.streams = c->streams;
     cr.iterations = c->shared.recorded;
     cr.events_waited = c->shared.events_waited.load(std::memory_order_relaxed);
+    cr.resent_bytes.assign(c->shared.iterations + 1, 0);
+    for (const auto& w : c->work) {
+      for (const auto& [task, shard] : w->shards()) {
+        const std::vector<uint64_t>& b = task->CellResentBytes(shard);
+        for (size_t i = 0; i < b.size() && i < cr.resent_bytes.size(); ++i) cr.resent_bytes[i] += b[i];
+      }
+    }
     result_.cells.push_back(std::move(cr));
   }
   // Records handed over as the lcores stopped one after another (still in a

@@ -200,8 +200,9 @@ int LcoreMain(void* arg) {
     if (w.table != nullptr) w.table->ServeRequests();
     // Collective cells: arrivals from other workers, the iterations' starts
     // and ends (one test a loop when the trial has none).
+    unsigned cell_events = 0;
     if (!w.cells.empty()) [[unlikely]] {
-      for (CellWork* c : w.cells) handed += c->Poll();
+      for (CellWork* c : w.cells) cell_events += c->Poll();
     }
     // The responder's answers (ACK, NAK, CNP), in the drain too: RX work
     // (its cycles count with RX's; AnswerPort counts the frames).
@@ -226,7 +227,7 @@ int LcoreMain(void* arg) {
         if (max_ns > w.handoff_max_ns.Read()) w.handoff_max_ns.Set(max_ns);
       }
     }
-    if (tx != 0 || rx != 0 || handed != 0 || answered != 0) {
+    if (tx != 0 || rx != 0 || handed != 0 || answered != 0 || cell_events != 0) {
       w.busy_polls.Add(1);
     } else {
       rte_pause();

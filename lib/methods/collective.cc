@@ -59,21 +59,22 @@ absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::Tes
   out.ranks = n;
   out.bus_factor = cell.schedule().bus_factor();
   out.rank_line_bps = RankLineBps(placed, n, c.ports);
-  FG_ASSIGN_OR_RETURN(std::shared_ptr<const stream::CellStreams> cs,
-                      stream::CellStreams::Make(ranks, placed, std::move(cell), 0));
   const uint32_t total = p.warmup_iterations + p.iterations;
+  stream::CellPlay play;
+  play.iterations = total;
+  play.timeout_ns = p.iteration_timeout_ns;
+  if (p.straggler) {
+    play.straggler_rank = p.straggler->rank;
+    play.straggler_delay_ns = p.straggler->delay_ns;
+  }
+  FG_ASSIGN_OR_RETURN(std::shared_ptr<const stream::CellStreams> cs,
+                      stream::CellStreams::Make(ranks, placed, std::move(cell), 0, play));
   // The TX phase's bound: every iteration at its timeout (the cell ends far sooner).
   const int64_t bound = p.iteration_timeout_ns * static_cast<int64_t>(total) + 1'000'000'000;
   FG_ASSIGN_OR_RETURN(std::vector<stream::CompiledStream> streams,
                       stream::CellStreams::Streams(cs, 0, test.name, bound));
   engine::TrialOptions opt = TrialOptionsFor(c.options);
-  opt.cell_iterations = total;
-  opt.cell_timeout_ns = p.iteration_timeout_ns;
   opt.max_duration_ns = bound + 1'000'000'000;
-  if (p.straggler) {
-    opt.cell_straggler_rank = p.straggler->rank;
-    opt.cell_straggler_delay_ns = p.straggler->delay_ns;
-  }
   // A trial the tester limited is run again (tests[].tester_limit_retries).
   std::optional<engine::TrialResult> kept;
   for (int attempt = 0; attempt <= std::max(0, test.tester_limit_retries); ++attempt) {
@@ -92,11 +93,10 @@ absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::Tes
   out.tester_limits = trials.back().tester_limits;
   if (r.cells.size() != 1) return absl::InternalError("the trial ran no collective cell");
   const std::vector<engine::CellIteration>& its = r.cells[0].iterations;
-  uint64_t prev_resent = 0;
+  const std::vector<uint64_t>& resent_by = r.cells[0].resent_bytes;
   bool failed = false;
   for (uint32_t i = 0; i < its.size(); ++i) {
-    const uint64_t resent = its[i].resent_bytes - std::min(its[i].resent_bytes, prev_resent);
-    prev_resent = its[i].resent_bytes;
+    const uint64_t resent = i < resent_by.size() ? resent_by[i] : 0;
     failed = failed || !its[i].completed;
     if (i < p.warmup_iterations) continue;
     CollectivePoint::Iteration it;
@@ -115,6 +115,8 @@ absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::Tes
   uint64_t unique = 0;
   for (const engine::StreamResult& s : r.streams) {
     unique += s.retx.unique_bytes;
+    out.retransmitted_frames += s.retx.retransmitted_packets;
+    out.discarded_frames += s.responder.out_of_sequence;
     out.ce_marks += s.responder.ce_seen;
     out.cnps += s.responder.cnp_sent;
   }
@@ -146,6 +148,10 @@ class Collective final : public TestKind {
     using config::IntIn;
     using config::Opt;
     if (!plan.ranks) return n.Error("a collective test plays the plan's ranks: the plan has no `ranks`");
+    if (!plan.ranks->go_back_n) {
+      return n.Error("a collective needs its QPs' go-back-N (ranks.retransmit): with `none` a lost packet is "
+                     "never resent and its step never completes");
+    }
     if (plan.ranks->connect_cm || plan.ranks->dcqcn) {
       return n.Error(absl::StrFormat("ranks.%s is not run by a collective test in this build (its QPs are unpaced "
                                      "and set up on fabricgen's own ports): remove it from `ranks`",
@@ -302,6 +308,8 @@ void Collective::WriteResults(report::JsonWriter& w, const config::TestSpec&, co
     w.Field("busbw_efficiency", p.rank_line_bps > 0 ? s.busbw_mean / p.rank_line_bps : 0.0);
     w.Field("s_fabric_bytes", static_cast<int64_t>(p.s_fabric_bytes));
     w.Field("retransmitted_bytes", static_cast<int64_t>(p.retransmitted_bytes));
+    w.Field("retransmitted_frames", static_cast<int64_t>(p.retransmitted_frames));
+    w.Field("discarded_frames", static_cast<int64_t>(p.discarded_frames));
     w.Field("wrong", p.wrong);
     w.Field("ce_marks", static_cast<int64_t>(p.ce_marks));
     w.Field("cnps", static_cast<int64_t>(p.cnps));

@@ -50,6 +50,10 @@ struct CollectivePoint {
   uint32_t wrong = 0;                 // counted iterations failed or not run after a failure
   uint64_t s_fabric_bytes = 0;        // per iteration: frames the tester's ports sent, resends excluded (FCS included)
   uint64_t retransmitted_bytes = 0;   // over the counted iterations
+  // Over the point's trial (warm-up included): frames resent by go-back-N,
+  // and frames the responders discarded behind a gap (out of sequence):
+  // every resend is a lost frame or one of those.
+  uint64_t retransmitted_frames = 0, discarded_frames = 0;
   uint64_t ce_marks = 0, cnps = 0, pfc_frames = 0;  // seen during the point's trial
   double rank_line_bps = 0;  // the line rate a rank has: its port's L1 rate over the ranks on it (the least)
   std::vector<engine::TesterLimit> tester_limits;  // of the trial that counted (empty: the tester kept up)

@@ -13,7 +13,7 @@ absl::StatusOr<CellFrames> CellFrames::Compile(const config::RanksSpec& ranks, c
     return absl::InvalidArgumentError(absl::StrFormat("the cell has %u ranks, the plan %u", n, placed.size()));
   }
   if (uint64_t{first_flow_id} + cell.qps().size() > (1u << 24) ||
-      kFirstQpKey + cell.qps().size() > (1u << 24)) {
+      uint64_t{kFirstQpKey} + first_flow_id + cell.qps().size() > (1u << 24)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%u QPs pass the 24-bit flow id and QP number (16,777,216)", cell.qps().size()));
   }
@@ -71,7 +71,7 @@ absl::StatusOr<CellFrames> CellFrames::Compile(const config::RanksSpec& ranks, c
         spec.roce.message = len;
         // The pair's first QP number and flow id: its group's stream counts its flows' keys from them.
         const uint32_t first = pair_first[a * f.nports_ + b];
-        spec.roce.dest_qp = kFirstQpKey + first;
+        spec.roce.dest_qp = kFirstQpKey + first_flow_id + first;
         spec.vary_src_ip = true;
         spec.vary_dst_ip = true;
         auto p = Program::Compile(spec, first_flow_id + first);

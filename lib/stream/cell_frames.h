@@ -7,8 +7,8 @@
 // The QPs in flow order: grouped by (sending port, receiving port), within
 // a group by QP index (a group is one stream of the engine's: cell_streams.h).
 // A QP's fixed fields: flow id first_flow_id + its position in that order,
-// destination QP kFirstQpKey + its position (what the responder and feedback
-// know it by), the two ranks' addresses (the last 32 bits stamped per flow)
+// destination QP kFirstQpKey + first_flow_id + its position (what the
+// responder and feedback know it by: unique across the cells of a trial), the two ranks' addresses (the last 32 bits stamped per flow)
 // and MACs (written by the sender after the stamp: no checksum or ICRC
 // covers them).
 //
@@ -50,7 +50,7 @@ class CellFrames {
   const MacAddr& answer_dst_mac(uint32_t qp) const { return answer_dst_mac_[qp]; }
   const config::Rank& rank(uint32_t r) const { return ranks_[r]; }
   uint32_t flow_id(uint32_t qp) const { return first_flow_id_ + pos_of_[qp]; }
-  uint32_t key(uint32_t qp) const { return kFirstQpKey + pos_of_[qp]; }
+  uint32_t key(uint32_t qp) const { return kFirstQpKey + first_flow_id_ + pos_of_[qp]; }
   // QP `qp`'s place in flow order, and the QP at a place.
   uint32_t position(uint32_t qp) const { return pos_of_[qp]; }
   uint32_t qp_at(uint32_t position) const { return order_[position]; }

@@ -1,5 +1,6 @@
 #include "stream/cell_streams.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_format.h"
@@ -37,10 +38,22 @@ class PairAddresses : public AnswerAddresses {
 
 absl::StatusOr<std::shared_ptr<const CellStreams>> CellStreams::Make(const config::RanksSpec& ranks,
                                                                      const std::vector<config::Rank>& placed,
-                                                                     collective::Cell cell, uint32_t first_flow_id) {
+                                                                     collective::Cell cell, uint32_t first_flow_id,
+                                                                     const CellPlay& play) {
+  // A QP's packets of every iteration are numbered by its 32-bit sequence
+  // (and the responder's PSNs, go-back-N's comparisons): kept below 2^31.
+  uint64_t most = 0;
+  for (const collective::Qp& q : cell.qps()) most = std::max(most, q.packets);
+  if (most * play.iterations >= (uint64_t{1} << 31)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%u iterations of %u packets on a QP pass the 2^31 packets one QP numbers in a run: fewer iterations, a "
+        "smaller size or more qps_per_pair",
+        play.iterations, most));
+  }
   std::shared_ptr<CellStreams> cs(new CellStreams(std::move(cell)));
   cs->ranks = ranks;
   cs->first_flow_id = first_flow_id;
+  cs->play = play;
   auto frames = CellFrames::Compile(ranks, placed, cs->cell, first_flow_id);
   if (!frames.ok()) return frames.status();
   cs->frames = std::move(*frames);
@@ -74,7 +87,7 @@ absl::StatusOr<std::vector<CompiledStream>> CellStreams::Streams(const std::shar
     // Answered as RC by the receiving rank's port, to the ranks' own addresses.
     config::FrameSpec data = config::RankQpFrame(cs->ranks, cs->frames.rank(q0.from), cs->frames.rank(q0.to));
     data.roce.message = longest;
-    data.roce.dest_qp = kFirstQpKey + pr.first;
+    data.roce.dest_qp = cs->frames.key(qp0);
     data.vary_src_ip = true;
     data.vary_dst_ip = true;
     auto answers = Answers::Compile(s.name, s.flow_id, s.program, data, config::RespondSpec{},

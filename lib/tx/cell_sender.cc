@@ -47,7 +47,7 @@ uint64_t TxTask::TakeCellFirstTx(size_t i) {
 
 bool TxTask::cell(size_t i) const { return streams_[i]->cell.enabled(); }
 
-uint64_t TxTask::CellResentBytes(size_t i) const { return streams_[i]->cell.resent_bytes; }
+const std::vector<uint64_t>& TxTask::CellResentBytes(size_t i) const { return streams_[i]->cell.resent_by_iteration; }
 
 // Points flow f's cursor at its packet `seq` of the run: which message of
 // which iteration, and that message's Program and fixed fields.
@@ -70,6 +70,8 @@ void TxTask::LocateCell(State& st, uint32_t f) {
   cur.pos = at.pos;
   cur.message = it * q.messages + at.message;
   pl.seq = cur.seq;
+  pl.pos = cur.pos;
+  pl.message = cur.message;
   pl.left = at.message_packets - at.pos;
 }
 
@@ -94,7 +96,7 @@ bool TxTask::GenerateCell(State& st, const FlowPacer::Run* runs, unsigned nruns,
     const MacAddr& dst = c.cs->frames.dst_mac(c.qp[f]);
     for (unsigned k = 0; k < runs[r].count; ++k, ++i) {
       State::CellJobs::Place& pl = c.place[f];
-      if (pl.seq != cur.seq || pl.left == 0) LocateCell(st, f);
+      if (pl.seq != cur.seq || pl.left == 0 || pl.pos != cur.pos || pl.message != cur.message) LocateCell(st, f);
       if (pl.program != timed) {
         timed = pl.program;
         ts = timed->Time(tx_ns);
@@ -117,14 +119,21 @@ bool TxTask::GenerateCell(State& st, const FlowPacer::Run* runs, unsigned nruns,
         if (tag != nullptr) *tag = key;
       }
       const bool resend = cur.seq < high;
+      const uint32_t seq = cur.seq;
       pl.program->Stamp(d, kind, cur, ts, pl.vars);
       std::memcpy(d, dst.bytes.data(), 6);
       std::memcpy(d + 6, src.bytes.data(), 6);
       ++pl.seq;
       --pl.left;
+      pl.pos = cur.pos;
+      pl.message = cur.message;
       st.pending_len[i] = len + kEthFcsLen;
       st.pending_flow[i] = f;
-      if (resend) c.resent_bytes += len + kEthFcsLen;
+      if (resend) [[unlikely]] {
+        c.resent_bytes += len + kEthFcsLen;
+        const uint64_t it = seq / c.cs->cell.qps()[c.qp[f]].packets;
+        c.resent_by_iteration[std::min<uint64_t>(it, c.resent_by_iteration.size() - 1)] += len + kEthFcsLen;
+      }
     }
   }
   if (c.first_tx_ns.Read() == 0) c.first_tx_ns.Set(tx_ns);

@@ -128,6 +128,7 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
       c.ready.assign(std::max<size_t>(nf, 1), 0);
       c.queued.assign(nf, 0);
       c.place.assign(nf, {});
+      c.resent_by_iteration.assign(s->cell->play.iterations + 1, 0);
     }
     if (s->answers != nullptr && s->answers->strict) {
       const uint64_t timeout = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(s->retransmit_timeout_ns, 1)));

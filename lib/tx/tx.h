@@ -186,8 +186,9 @@ class TxTask : public PollTask {
   // The TX time (ns) of the first frame shard i sent since the last call (0: none).
   uint64_t TakeCellFirstTx(size_t i);
   bool cell(size_t i) const;
-  // On this task's lcore: frame bytes (FCS included) shard i made as resends so far.
-  uint64_t CellResentBytes(size_t i) const;
+  // Once the lcore has stopped: frame bytes (FCS included) shard i made as
+  // resends, by the iteration of the packet resent (the last entry: beyond the cell's iterations).
+  const std::vector<uint64_t>& CellResentBytes(size_t i) const;
   // Before the launch: the cell's end (its iterations done, or failed):
   // once it is set, shard i sends nothing new and is done.
   void SetCellFinished(size_t i, const std::atomic<bool>* finished);

@@ -152,13 +152,16 @@ struct alignas(64) TxTask::State {
     // or a message's end makes TX locate the next packet again).
     struct Place {
       uint32_t seq = ~uint32_t{0};
-      uint32_t left = 0;  // packets of the message from `seq` on
+      uint32_t pos = 0;      // the cursor's place in its message at `seq`
+      uint64_t message = 0;  // and its message count (a go-back's Seek by the stream's Program changes both)
+      uint32_t left = 0;     // packets of the message from `seq` on
       uint64_t length = 0;
       const stream::Program* program = nullptr;
       stream::FlowVars vars;
     };
     std::vector<Place> place;
     uint64_t resent_bytes = 0;  // frame bytes of resends (FCS included), made
+    std::vector<uint64_t> resent_by_iteration;  // the same, by the iteration of the packet resent
     Counter first_tx_ns;        // TX time of the first frame since the engine last cleared it (0: none)
     bool enabled() const { return cs != nullptr; }
   } cell;

@@ -44,7 +44,9 @@ Cell MakeCell(collective::Op op, collective::Algorithm alg, uint32_t n, uint64_t
   EXPECT_TRUE(s.ok()) << s.status();
   auto cell = collective::Cell::Make(*s, c.plan.ranks->qps_per_pair, c.plan.ranks->message, c.plan.ranks->pmtu);
   EXPECT_TRUE(cell.ok()) << cell.status();
-  auto cs = stream::CellStreams::Make(*c.plan.ranks, config::PlaceRanks(*c.plan.ranks), std::move(*cell), 0);
+  stream::CellPlay play;
+  play.iterations = 5;
+  auto cs = stream::CellStreams::Make(*c.plan.ranks, config::PlaceRanks(*c.plan.ranks), std::move(*cell), 0, play);
   EXPECT_TRUE(cs.ok()) << cs.status();
   c.cs = *cs;
   auto streams = stream::CellStreams::Streams(c.cs, 0, "cell", 20'000'000'000);
@@ -69,7 +71,6 @@ TEST(Collective, RingAllReduceIterationsCompleteWithTheSchedulesBytes) {
   ASSERT_TRUE(path.ok()) << path.error();
   Cell c = MakeCell(collective::Op::kAllReduce, collective::Algorithm::kRing, 4, 1 << 20);
   ASSERT_EQ(c.streams.size(), 2u);  // a -> b and b -> a: every ring neighbour on the other port
-  path.tune = [](TrialOptions& o) { o.cell_iterations = 5; };
   auto res = path.Run(c.streams, Impairments{});
   ASSERT_TRUE(res.ok()) << res.status();
   ASSERT_EQ(res->cells.size(), 1u);
@@ -102,9 +103,8 @@ TEST(Collective, ADroppedFrameIsResentByGoBackNAndTheUniqueBytesStayTheSchedules
   const uint32_t qp = *c.cs->cell.QpIndex(0, 1, 0);
   const uint64_t per_iteration = c.cs->cell.qps()[qp].packets;
   Impairments imp;
-  imp.drop_first = {static_cast<uint32_t>(2 * per_iteration + per_iteration / 2)};
+  imp.drop_first = {static_cast<uint32_t>(2 * per_iteration + per_iteration / 2), static_cast<uint32_t>(3 * per_iteration + 5 * per_iteration / 6)};
   imp.drop_first_flow = c.cs->frames.flow_id(qp);
-  path.tune = [](TrialOptions& o) { o.cell_iterations = 5; };
   auto res = path.Run(c.streams, imp);
   ASSERT_TRUE(res.ok()) << res.status();
   const CellResult& cr = res->cells[0];
@@ -125,9 +125,10 @@ TEST(Collective, ADroppedFrameIsResentByGoBackNAndTheUniqueBytesStayTheSchedules
   // responder discarded behind its gap (out of sequence), nothing else.
   const StreamResult& ab = res->streams[0];
   ASSERT_EQ(ab.tx_port, 0u);
-  EXPECT_EQ(ab.retx.retransmitted_packets, 1 + ab.responder.out_of_sequence);
-  EXPECT_EQ(ab.responder.naks_sent, 1u);
-  EXPECT_EQ(ab.tx.packets - ab.rx.packets, 1u);  // the wire lost the one frame
+  EXPECT_EQ(ab.retx.retransmitted_packets, 2 + ab.responder.out_of_sequence);
+  EXPECT_EQ(ab.responder.naks_sent, 2u);
+  EXPECT_EQ(ab.retx.timeouts, 0u);  // each gap NAKed and gone back to at once
+  EXPECT_EQ(ab.tx.packets - ab.rx.packets, 2u);  // the wire lost the two frames
   EXPECT_EQ(ab.responder.delivered_packets, ab.retx.unique_packets);
   EXPECT_EQ(res->streams[1].retx.retransmitted_packets, 0u);
 }

@@ -280,7 +280,6 @@ class RingPath {
     TrialOptions opt;
     opt.drain_ns = 100'000'000;
     opt.interrupt = interrupt;
-    if (tune) tune(opt);
     auto res = RunTrial(TestEal(), {tx(), rx()}, streams, opt);
     mover_max_gap_ns_ = mover.max_gap_ns();
     if (res.ok() && !forges) {
@@ -290,8 +289,6 @@ class RingPath {
     }
     return res;
   }
-  // Changes a Run's trial options (a collective's iterations) before it starts.
-  std::function<void(TrialOptions&)> tune;
   // The last Run's Mover::max_gap_ns.
   uint64_t mover_max_gap_ns() const { return mover_max_gap_ns_; }
   // The plan `yaml` (ports a and b), compiled for two 10 G ports, in one trial.

@@ -25,7 +25,7 @@ FACTOR = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 
           "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
 
 
-def plan(op, algorithm, n):
+def plan(op, algorithm, n, iterations=ITERATIONS, warmup=WARMUP, impairments=""):
     # round_robin: ranks alternate between a and b, so a ring's neighbours sit
     # on different ports and each shaped link carries half the ring's edges.
     # tbf: a 32 KB bucket (1 % of an iteration's bytes on a link) and a queue
@@ -54,7 +54,7 @@ lab:
   impairments:
     - {{link: leaf0-a, shape: {{qdisc: tbf, rate: {rate} bps, burst: 32000 B, limit: 16000000 B}}}}
     - {{link: leaf0-b, shape: {{qdisc: tbf, rate: {rate} bps, burst: 32000 B, limit: 16000000 B}}}}
-""".format(op=op, algorithm=algorithm, n=n, size=SIZE, iterations=ITERATIONS, warmup=WARMUP, rate=RATE)
+""".format(op=op, algorithm=algorithm, n=n, size=SIZE, iterations=iterations, warmup=warmup, rate=RATE) + impairments
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
@@ -107,6 +107,56 @@ AllToAllParallel4 = busbw_case("AllToAllParallel4", "alltoall", "parallel", 4)
 AllToAllPairwise4 = busbw_case("AllToAllPairwise4", "alltoall", "pairwise", 4)
 HalvingDoubling4 = busbw_case("HalvingDoubling4", "allreduce", "halving_doubling", 4)
 del BusBw  # the base runs nothing of its own
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class Barriers(LabRun):
+    """Ring AllReduce of 4 ranks over the shaped links, and an nftables rule on
+    the leaf's link to b dropping the first copy of every 4096th packet (PSN %
+    4096 == 256) of rank 0's QP to rank 1: 1,536 packets an iteration, so the
+    drops hit iterations 0, 2, 5 and 8 and no other (no warm-up: every
+    iteration counted, the trial's resend counts are theirs). Go-back-N
+    recovers each; the iterations they hit wait for it, the others do not."""
+
+    WARMUP, ITERATIONS = 0, 10
+    PLAN_TEXT = plan("allreduce", "ring", 4, iterations=ITERATIONS, warmup=WARMUP, impairments=(
+        "    - {link: leaf0-b, match: \"ip saddr 198.18.0.1 ip daddr 198.18.16.1\",\n"
+        "       drop_psn: {mask: 0xfff, value: 0x100, once: true}}\n"))
+
+    def point(self):
+        test = self.tests["c"]
+        self.assertTrue(test["complete"], test.get("stopped_because"))
+        return test["points"][0]
+
+    def test_only_the_iterations_a_drop_hit_are_stretched(self):
+        p = self.point()
+        hit = {0, 2, 5, 8}
+        times = {it["index"]: it["duration_ns"] for it in p["iterations"]}
+        clean = sorted(t for i, t in times.items() if i not in hit)
+        median = clean[len(clean) // 2]
+        self.say("iterations (ms): %s; hit: %s; resent bytes per iteration: %s",
+                 ", ".join("%.2f" % (times[i] / 1e6) for i in sorted(times)), sorted(hit),
+                 [it["retransmitted_bytes"] for it in p["iterations"]])
+        self.assertEqual(p["wrong"], 0)
+        for i, t in times.items():
+            if i in hit:
+                self.assertGreater(t, max(clean), "iteration %d was hit by a drop" % i)
+            else:
+                self.assertLessEqual(abs(t / median - 1), 0.01, "iteration %d: no drop, off the steady state" % i)
+        for it in p["iterations"]:
+            self.assertEqual(it["retransmitted_bytes"] > 0, it["index"] in hit, it)
+
+    def test_every_drop_is_resent_and_s_fabric_is_unchanged(self):
+        p = self.point()
+        drops = self.imps[2]["counter"]["packets"]
+        self.say("nft dropped %d; resent %d frames (%d B), the responders discarded %d behind the gaps",
+                 drops, p["retransmitted_frames"], p["retransmitted_bytes"], p["discarded_frames"])
+        self.assertEqual(drops, 4)  # PSN 256, 4352, 8448, 12544 of 15,360
+        # Go-back-N: what went out again is each dropped frame and every frame
+        # the responder discarded behind its gap, nothing else.
+        self.assertEqual(p["retransmitted_frames"], drops + p["discarded_frames"])
+        # 4 QPs x 24 messages of 64 frames of 1,086 B (one with a 16 B RETH): the schedule's bytes.
+        self.assertEqual(p["s_fabric_bytes"], 4 * 24 * (64 * 1086 + 16))
+
 
 if __name__ == "__main__":
     rest = labtest.setup(sys.argv)

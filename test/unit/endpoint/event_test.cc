@@ -18,7 +18,7 @@ TEST(Events, EachSendersEventsArriveInOrderAcrossThreads) {
   for (uint32_t s = 0; s < 2; ++s) {
     senders.emplace_back([&box, s] {
       for (uint32_t i = 0; i < kPerSender;) {
-        const Event e = Event::DataArrivedAt(/*to=*/s, /*from=*/s, DataArrived{.step = i, .bytes = 4096u + i}, i);
+        const Event e = Event::DataArrivedAt(/*to=*/s, /*from=*/s, DataArrived{.step = i, .bytes = 4096u + i, .iteration = 1}, i);
         if (box.From(s).Push(e)) ++i;  // full: the receiver drains, try again
       }
     });
@@ -42,8 +42,8 @@ TEST(Events, EachSendersEventsArriveInOrderAcrossThreads) {
 TEST(Events, AFullRingRefusesAndKeepsWhatItHolds) {
   EventRing r(3);  // rounds up to 4
   ASSERT_EQ(r.capacity(), 4u);
-  for (uint32_t i = 0; i < 4; ++i) EXPECT_TRUE(r.Push(Event::DataArrivedAt(0, 0, DataArrived{.step = i, .bytes = 0}, 0))) << i;
-  EXPECT_FALSE(r.Push(Event::DataArrivedAt(0, 0, DataArrived{.step = 99, .bytes = 0}, 0)));
+  for (uint32_t i = 0; i < 4; ++i) EXPECT_TRUE(r.Push(Event::DataArrivedAt(0, 0, DataArrived{.step = i, .bytes = 0, .iteration = 1}, 0))) << i;
+  EXPECT_FALSE(r.Push(Event::DataArrivedAt(0, 0, DataArrived{.step = 99, .bytes = 0, .iteration = 1}, 0)));
   Event e;
   for (uint32_t i = 0; i < 4; ++i) {
     ASSERT_TRUE(r.Pop(e));

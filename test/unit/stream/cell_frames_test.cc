@@ -109,10 +109,10 @@ streams: [{name: s, port: a, rx_port: b, rate: 1 kpps}]
       EXPECT_EQ(placed[cell->qps()[qp].from].port, pr.from_port);
       EXPECT_EQ(placed[cell->qps()[qp].to].port, pr.to_port);
       EXPECT_EQ(frames->flow_id(qp), 100 + p);
-      EXPECT_EQ(frames->key(qp), kFirstQpKey + p);
+      EXPECT_EQ(frames->key(qp), kFirstQpKey + 100 + p);
       // The pair's programs count keys and flow ids from its first QP's.
-      EXPECT_EQ(frames->ProgramFor(qp, cell->message_lengths().front()).key_base(), kFirstQpKey + pr.first);
-      EXPECT_EQ(frames->VarsFor(qp, cell->message_lengths().front()).key, kFirstQpKey + p);
+      EXPECT_EQ(frames->ProgramFor(qp, cell->message_lengths().front()).key_base(), kFirstQpKey + 100 + pr.first);
+      EXPECT_EQ(frames->VarsFor(qp, cell->message_lengths().front()).key, kFirstQpKey + 100 + p);
     }
   }
   EXPECT_EQ(next, 60u);

@@ -10,88 +10,48 @@
 #include "collective/cell.h"
 #include "config/reader.h"
 #include "config/ranks.h"
-#include "stream/cell_streams.h"
+#include "methods/cell_trial.h"
 
 namespace fg::methods {
 
 namespace {
 
-// The point's cell: its schedule cut over the plan's ranks' QPs.
-absl::StatusOr<collective::Cell> MakeCell(const config::RanksSpec& ranks, const CollectiveParams& p, uint32_t n,
-                                          uint64_t size) {
-  FG_ASSIGN_OR_RETURN(collective::Schedule s, collective::Schedule::Make(p.op, p.algorithm, n, size));
-  return collective::Cell::Make(s, ranks.qps_per_pair, ranks.message, ranks.pmtu);
+// A point as the job it runs: the plan's first n ranks.
+CellJob PointJob(const CollectiveParams& p, uint32_t n, uint64_t size) {
+  CellJob job;
+  job.name = "collective";
+  job.rank_ids = FirstRanks(n);
+  job.op = p.op;
+  job.algorithm = p.algorithm;
+  job.size_bytes = size;
+  job.play.iterations = p.warmup_iterations + p.iterations;
+  job.play.timeout_ns = p.iteration_timeout_ns;
+  if (p.straggler) {
+    job.play.straggler_rank = p.straggler->rank;
+    job.play.straggler_delay_ns = p.straggler->delay_ns;
+  }
+  return job;
 }
 
 std::vector<uint32_t> RanksOf(const config::Plan& plan, const CollectiveParams& p) {
   return p.ranks.empty() ? std::vector<uint32_t>{plan.ranks->count} : p.ranks;
 }
 
-// Nearest-rank percentile of sorted values.
-double Pct(const std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  const size_t k = static_cast<size_t>(std::ceil(q / 100 * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
-}
-
-// The line rate each rank has: its port's L1 rate shared by the ranks on it
-// (the least over the ports the first n ranks are on; 0: a port without a speed).
-double RankLineBps(const std::vector<config::Rank>& placed, uint32_t n, const std::vector<port::Port*>& ports) {
-  std::vector<uint32_t> on(ports.size(), 0);
-  for (uint32_t r = 0; r < n; ++r) ++on[placed[r].port];
-  double least = 0;
-  for (size_t p = 0; p < ports.size(); ++p) {
-    if (on[p] == 0) continue;
-    const double each = ports[p]->capabilities().line_bps() / on[p];
-    least = least == 0 ? each : std::min(least, each);
-  }
-  return least;
-}
-
 absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::TestSpec& test, uint32_t n,
                                          uint64_t size, std::vector<TrialRecord>& trials) {
   const CollectiveParams& p = test.As<CollectiveParams>();
-  const config::RanksSpec& ranks = *c.plan.ranks;
-  const std::vector<config::Rank> placed = config::PlaceRanks(ranks);
-  FG_ASSIGN_OR_RETURN(collective::Cell cell, MakeCell(ranks, p, n, size));
+  const CellJob job = PointJob(p, n, size);
+  FG_ASSIGN_OR_RETURN(collective::Cell cell, JobCell(*c.plan.ranks, job));
   CollectivePoint out;
   out.size_bytes = size;
   out.ranks = n;
   out.bus_factor = cell.schedule().bus_factor();
-  out.rank_line_bps = RankLineBps(placed, n, c.ports);
-  const uint32_t total = p.warmup_iterations + p.iterations;
-  stream::CellPlay play;
-  play.iterations = total;
-  play.timeout_ns = p.iteration_timeout_ns;
-  if (p.straggler) {
-    play.straggler_rank = p.straggler->rank;
-    play.straggler_delay_ns = p.straggler->delay_ns;
-  }
-  FG_ASSIGN_OR_RETURN(std::shared_ptr<const stream::CellStreams> cs,
-                      stream::CellStreams::Make(ranks, placed, std::move(cell), 0, play));
-  // The TX phase's bound: every iteration at its timeout (the cell ends far sooner).
-  const int64_t bound = p.iteration_timeout_ns * static_cast<int64_t>(total) + 1'000'000'000;
-  FG_ASSIGN_OR_RETURN(std::vector<stream::CompiledStream> streams,
-                      stream::CellStreams::Streams(cs, 0, test.name, bound));
-  engine::TrialOptions opt = TrialOptionsFor(c.options);
-  opt.max_duration_ns = bound + 1'000'000'000;
-  // A trial the tester limited is run again (tests[].tester_limit_retries).
-  std::optional<engine::TrialResult> kept;
-  for (int attempt = 0; attempt <= std::max(0, test.tester_limit_retries); ++attempt) {
-    FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(c.eal, c.ports, streams, opt));
-    if (r.interrupted) return absl::CancelledError("interrupted");
-    TrialRecord t = RecordTrial(r, r.duration_ns / 1e9, "collective", static_cast<int>(trials.size()));
-    t.senders = static_cast<int>(n);
-    t.label = absl::StrFormat("%u ranks, %u B x %u iterations", n, size, total);
-    trials.push_back(t);
-    if (c.options.on_trial) c.options.on_trial(t);
-    const bool limited = !t.tester_limits.empty();
-    kept = std::move(r);
-    if (!limited) break;
-  }
-  const engine::TrialResult& r = *kept;
+  out.rank_line_bps = RankLineBps(*c.plan.ranks, job.rank_ids, c.ports);
+  FG_ASSIGN_OR_RETURN(
+      engine::TrialResult r,
+      RunCellTrial(c, test, {job}, absl::StrFormat("%u ranks, %u B x %u iterations", n, size, job.play.iterations),
+                   trials));
   out.tester_limits = trials.back().tester_limits;
-  if (r.cells.size() != 1) return absl::InternalError("the trial ran no collective cell");
   const std::vector<engine::CellIteration>& its = r.cells[0].iterations;
   const std::vector<uint64_t>& resent_by = r.cells[0].resent_bytes;
   bool failed = false;
@@ -131,9 +91,6 @@ absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::Tes
   return out;
 }
 
-constexpr std::string_view kOps[] = {"allreduce", "allgather", "reducescatter", "alltoall"};
-constexpr std::string_view kAlgorithms[] = {"ring", "halving_doubling", "parallel", "pairwise"};
-
 class Collective final : public TestKind {
  public:
   std::string_view key() const override { return "collective"; }
@@ -147,27 +104,9 @@ class Collective final : public TestKind {
                                                                   const config::TestSpec&) const override {
     using config::IntIn;
     using config::Opt;
-    if (!plan.ranks) return n.Error("a collective test plays the plan's ranks: the plan has no `ranks`");
-    if (!plan.ranks->go_back_n) {
-      return n.Error("a collective needs its QPs' go-back-N (ranks.retransmit): with `none` a lost packet is "
-                     "never resent and its step never completes");
-    }
-    if (plan.ranks->connect_cm || plan.ranks->dcqcn) {
-      return n.Error(absl::StrFormat("ranks.%s is not run by a collective test in this build (its QPs are unpaced "
-                                     "and set up on fabricgen's own ports): remove it from `ranks`",
-                                     plan.ranks->connect_cm ? "connect: cm" : "dcqcn"));
-    }
     auto t = std::make_shared<CollectiveParams>();
-    if (auto op = n.Optional("op")) {
-      FG_ASSIGN_OR_RETURN(std::string s, op->OneOf({"allreduce", "allgather", "reducescatter", "alltoall"}));
-      t->op = static_cast<collective::Op>(std::find(std::begin(kOps), std::end(kOps), s) - std::begin(kOps));
-    }
-    t->algorithm = t->op == collective::Op::kAllToAll ? collective::Algorithm::kParallel : collective::Algorithm::kRing;
-    if (auto a = n.Optional("algorithm")) {
-      FG_ASSIGN_OR_RETURN(std::string s, a->OneOf({"ring", "halving_doubling", "parallel", "pairwise"}));
-      t->algorithm = static_cast<collective::Algorithm>(std::find(std::begin(kAlgorithms), std::end(kAlgorithms), s) -
-                                                        std::begin(kAlgorithms));
-    }
+    FG_RETURN_IF_ERROR(CheckRanksForCells(plan, n));
+    FG_RETURN_IF_ERROR(ParseOpAlgorithm(n, t->op, t->algorithm));
     if (auto list = n.Optional("sizes")) {
       t->sizes.clear();
       FG_ASSIGN_OR_RETURN(std::vector<config::Node> items, list->Items());
@@ -199,7 +138,7 @@ class Collective final : public TestKind {
     // Every point as it will run: the schedule (op, algorithm, N, S) and its cut into QPs.
     for (uint32_t k : RanksOf(plan, *t)) {
       for (uint64_t size : t->sizes) {
-        if (auto cell = MakeCell(*plan.ranks, *t, k, size); !cell.ok()) {
+        if (auto cell = JobCell(*plan.ranks, PointJob(*t, k, size)); !cell.ok()) {
           return n.Error(absl::StrFormat("%u ranks, %u B: %s", k, size, cell.status().message()));
         }
       }
@@ -233,11 +172,7 @@ class Collective final : public TestKind {
     for (uint32_t n : RanksOf(c.plan, p)) {
       for (uint64_t size : p.sizes) {
         auto point = RunPoint(c, test, n, size, r->trials);
-        if (!point.ok()) {
-          r->complete = false;
-          r->stopped_because = std::string(point.status().message());
-          return std::vector<std::shared_ptr<const TestResult>>{r};
-        }
+        if (!point.ok()) return Stopped(r, point.status());
         r->points.push_back(std::move(*point));
       }
     }
@@ -368,9 +303,9 @@ CollectiveStats StatsOf(const CollectivePoint& p) {
   double sum = 0;
   for (double x : t) sum += x;
   s.mean = sum / static_cast<double>(t.size());
-  s.p50 = Pct(t, 50);
-  s.p95 = Pct(t, 95);
-  s.p99 = Pct(t, 99);
+  s.p50 = Percentile(t, 50);
+  s.p95 = Percentile(t, 95);
+  s.p99 = Percentile(t, 99);
   s.min = t.front();
   s.max = t.back();
   const double bits = 8.0 * static_cast<double>(p.size_bytes);

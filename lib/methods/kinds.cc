@@ -6,8 +6,10 @@
 #include "methods/burst.h"
 #include "methods/collective.h"
 #include "methods/dcqcn_convergence.h"
+#include "methods/jct.h"
 #include "methods/latency.h"
 #include "methods/load_balance.h"
+#include "methods/multi_tenant.h"
 #include "methods/throughput.h"
 #include "stream/stream.h"
 
@@ -22,6 +24,8 @@ const std::vector<const TestKind*>& TestKinds() {
       &LoadBalanceKind(),
       &DcqcnConvergenceKind(),
       &CollectiveKind(),
+      &JctKind(),
+      &MultiTenantKind(),
   };
   return kinds;
 }

@@ -25,7 +25,7 @@ FACTOR = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 
           "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
 
 
-def plan(op, algorithm, n, iterations=ITERATIONS, warmup=WARMUP, impairments=""):
+def lab_plan(n, tests, impairments=""):
     # round_robin: ranks alternate between a and b, so a ring's neighbours sit
     # on different ports and each shaped link carries half the ring's edges.
     # tbf: a 32 KB bucket (1 % of an iteration's bytes on a link) and a queue
@@ -35,15 +35,14 @@ def plan(op, algorithm, n, iterations=ITERATIONS, warmup=WARMUP, impairments="")
     # the default 64 ms would go back for data that was never lost.
     return """
 version: 1
-name: collective {op} {algorithm} {n}
+name: collectives behind a shaped leaf
 ports:
   - {{name: a, device: "net_af_packet0,iface=fga", gateway: 198.18.0.254}}
   - {{name: b, device: "net_af_packet1,iface=fgb", gateway: 198.18.16.254}}
 ranks: {{count: {n}, placement: round_robin, first_address: {{a: 198.18.0.1, b: 198.18.16.1}}, pmtu: 1024,
          retransmit: {{timeout: 1 s}}}}
 tests:
-  - collective: {{name: c, op: {op}, algorithm: {algorithm}, sizes: [{size}], iterations: {iterations},
-                  warmup_iterations: {warmup}, iteration_timeout: 20 s, tester_limit_retries: 2}}
+{tests}
 lab:
   spines: 1
   leaves: 1
@@ -54,7 +53,13 @@ lab:
   impairments:
     - {{link: leaf0-a, shape: {{qdisc: tbf, rate: {rate} bps, burst: 32000 B, limit: 16000000 B}}}}
     - {{link: leaf0-b, shape: {{qdisc: tbf, rate: {rate} bps, burst: 32000 B, limit: 16000000 B}}}}
-""".format(op=op, algorithm=algorithm, n=n, size=SIZE, iterations=iterations, warmup=warmup, rate=RATE) + impairments
+""".format(n=n, tests=tests, rate=RATE) + impairments
+
+
+def plan(op, algorithm, n, iterations=ITERATIONS, warmup=WARMUP, impairments=""):
+    return lab_plan(n, """  - collective: {{name: c, op: {op}, algorithm: {algorithm}, sizes: [{size}], iterations: {iterations},
+                  warmup_iterations: {warmup}, iteration_timeout: 20 s, tester_limit_retries: 2}}""".format(
+        op=op, algorithm=algorithm, size=SIZE, iterations=iterations, warmup=warmup), impairments)
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
@@ -156,6 +161,69 @@ class Barriers(LabRun):
         self.assertEqual(p["retransmitted_frames"], drops + p["discarded_frames"])
         # 4 QPs x 24 messages of 64 frames of 1,086 B (one with a 16 B RETH): the schedule's bytes.
         self.assertEqual(p["s_fabric_bytes"], 4 * 24 * (64 * 1086 + 16))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class Jct(LabRun):
+    """Ring AllReduce of 4 ranks, 1 MiB, over the shaped links (about 133 ms
+    of communication), after C = 20 ms of compute: the JCT is C plus the
+    communication time each test measured without compute; with half the
+    compute overlapped the communication starts at C / 2, so JCT = C / 2 plus
+    it."""
+
+    PLAN_TEXT = lab_plan(4, """  - jct: {{name: sequential, size: {size}, compute: [20 ms], iterations: 4, warmup_iterations: 1,
+           tester_limit_retries: 2}}
+  - jct: {{name: overlapped, size: {size}, compute: [20 ms], overlap: 50 %, iterations: 4, warmup_iterations: 1,
+           tester_limit_retries: 2}}""".format(size=SIZE))
+
+    def check(self, name, lead_ms):
+        t = self.tests[name]
+        self.assertTrue(t["complete"], t.get("stopped_because"))
+        p = t["points"][0]
+        predicted = lead_ms * 1e6 + t["comm_ns"]
+        self.say("%s: communication alone %.2f ms; JCT %.2f ms (p99 %.2f) against %.2f ms predicted; roofline %.2f ms, "
+                 "ratio %.3f, overlap %.2f", name, t["comm_ns"] / 1e6, p["jct_ns"]["mean"] / 1e6,
+                 p["jct_ns"]["p99"] / 1e6, predicted / 1e6, p["roofline_ns"] / 1e6, p["jct_ratio"],
+                 p["measured_overlap_fraction"])
+        self.assertEqual(p["wrong"], 0)
+        self.assertLessEqual(abs(p["jct_ns"]["mean"] / predicted - 1), 0.05)
+        return p
+
+    def test_jct_is_compute_plus_the_communication_measured_without_it(self):
+        p = self.check("sequential", 20)
+        self.assertEqual(p["compute_ns"], 20_000_000)
+        self.assertEqual(p["overlap_fraction"], 0)
+
+    def test_half_overlapped_compute_shortens_the_jct_by_half_of_it(self):
+        p = self.check("overlapped", 10)
+        self.assertEqual(p["overlap_fraction"], 0.5)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class MultiTenant(LabRun):
+    """Two 4-rank ring AllReduce jobs (ranks 0-3 and 4-7, alternating between
+    the ports) whose rings share both shaped links: alone, a job puts two of
+    its ring's edges on each link; together the links carry four, so each
+    job's iterations take twice as long (the links' bytes predict 2.0)."""
+
+    PLAN_TEXT = lab_plan(8, """  - multi_tenant: {{name: m, iterations: 4, warmup_iterations: 1, tester_limit_retries: 2,
+                    jobs: [{{name: a, rank_ids: [0, 1, 2, 3], size: {size}}},
+                           {{name: b, rank_ids: [4, 5, 6, 7], size: {size}}}]}}""".format(size=SIZE))
+
+    def test_each_jobs_interference_factor_is_the_links_share(self):
+        t = self.tests["m"]
+        self.assertTrue(t["complete"], t.get("stopped_because"))
+        # The links carried each job's iterations twice (alone, then shared):
+        # per job and iteration, a quarter of the busiest link's bytes.
+        busiest = max({q["kind"]: q for q in self.imps[i]["qdisc"]}["tbf"]["bytes"] for i in (0, 1))
+        per_job = busiest / (4 * 5)
+        for j in t["jobs"]:
+            self.say("job %s: isolated %.2f ms (link predicts %.2f), shared %.2f ms, interference %.3f",
+                     j["name"], j["isolated_jct_ns"] / 1e6, per_job * 8 / RATE * 1e3, j["shared_jct_ns"] / 1e6,
+                     j["interference_factor"])
+            self.assertEqual(j["wrong"], 0)
+            self.assertLessEqual(abs(j["interference_factor"] / 2.0 - 1), 0.10)
+            self.assertLessEqual(abs(j["isolated_jct_ns"] / (per_job * 8 / RATE * 1e9) - 1), 0.05)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ for. report.json stays the source of truth: every number here is read from it.
 usage: tools/report.py REPORT_JSON [--out DIR]   (default: the JSON's directory)
 
 Figures (PNG, also embedded in the HTML): throughput vs frame size, the latency
-histogram and CDF of each latency test, absorbed burst vs incast ratio.
+histogram and CDF of each latency test, absorbed burst vs incast ratio; for
+collectives busbw vs size (and vs ranks), each point's iteration times, and
+the JCT Ratio over the compute time.
 Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
 import argparse
@@ -202,11 +204,62 @@ def convergence_figure(t, index, out):
     return save(fig, out, "dcqcn-%d.png" % index)
 
 
+def busbw_figure(t, index, out, against):
+    """busbw (mean, GB/s as nccl-tests) against the size, one line per rank count, or against the ranks, one line
+    per size."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    series = {}
+    for p in t["points"]:
+        key, x = (("%d ranks" % p["ranks"], p["size_bytes"]) if against == "size"
+                  else ("%d B" % p["size_bytes"], p["ranks"]))
+        series.setdefault(key, []).append((x, p["busbw_bps"]["mean"] / 8e9))
+    for name, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=name)
+    if against == "size":
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel("size S (bytes)" if against == "size" else "ranks N")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    ax.set_title("%s: busbw vs %s" % (t["name"], "size" if against == "size" else "ranks"))
+    return save(fig, out, "busbw-%s-%d.png" % (against, index))
+
+
+def iterations_figure(t, index, out):
+    """Every counted iteration's time, one line per point (failed ones drawn at 0)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for p in t["points"]:
+        its = p["iterations"]
+        ax.plot([i["index"] for i in its], [i["duration_ns"] / 1e6 for i in its], marker=".",
+                label="%d ranks, %d B" % (p["ranks"], p["size_bytes"]))
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("time (ms)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    ax.set_title("%s: time per iteration" % t["name"])
+    return save(fig, out, "iterations-%d.png" % index)
+
+
+def jct_figure(t, index, out):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    pts = sorted((p["compute_ns"] / 1e6, p["jct_ratio"]) for p in t["points"])
+    ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o")
+    ax.axhline(1.0, color="grey", linestyle="--", label="roofline")
+    ax.set_xlabel("compute C (ms)")
+    ax.set_ylabel("JCT Ratio (JCT / roofline)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    ax.set_title("%s: JCT Ratio vs compute" % t["name"])
+    return save(fig, out, "jct-%d.png" % index)
+
+
 def render(rep, out):
     d = Doc()
     tests = rep["tests"]
     by_kind = {k: [t for t in tests if t["kind"] == k]
-               for k in ("throughput", "latency", "burst", "load_balance", "dcqcn_convergence")}
+               for k in ("throughput", "latency", "burst", "load_balance", "dcqcn_convergence", "collective", "jct",
+                         "multi_tenant")}
     d.h(1, "fabricgen report: %s" % (rep["plan"]["name"] or rep["plan"]["file"]))
     d.p("Plan %s, started %s, fabricgen %s. %s" % (
         rep["plan"]["file"], rep["started_utc"], rep["tool"]["version"],
@@ -322,6 +375,42 @@ def render(rep, out):
         if any(p["rates"]["qps"] for p in t["points"]):
             d.figure(convergence_figure(t, i, out), "QP rates over time: %s" % t["name"])
             figures += 1
+    for i, t in enumerate(by_kind["collective"]):
+        d.h(3, "Collective: %s (%s, %s)" % (t["name"], t["parameters"]["op"], t["parameters"]["algorithm"]))
+        d.p("As nccl-tests prints it: time in us, algbw = S / t and busbw = algbw x bus factor in GB/s (10^9 bytes a "
+            "second). Barriers reproduced: %s; flows schedule-driven: %s; stragglers modelled: %s."
+            % ("yes" if t["statement"]["barriers_reproduced"] else "no",
+               "yes" if t["statement"]["flows_schedule_driven"] else "no", t["statement"]["stragglers_modelled"]))
+        d.table(["ranks", "size (B)", "count (elements)", "type", "redop", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
+                 "#wrong", "busbw p99 (GB/s)", "efficiency", "S_fabric (B)", "retransmitted (B)"],
+                [(p["ranks"], p["size_bytes"], p["count"], p["type"], p["redop"], "%.1f" % (p["time_ns"]["mean"] / 1e3),
+                  "%.2f" % (p["algbw_bps"] / 8e9), "%.2f" % (p["busbw_bps"]["mean"] / 8e9), p["wrong"],
+                  "%.2f" % (p["busbw_bps"]["p99"] / 8e9), "%.1f %%" % (100 * p["busbw_efficiency"]),
+                  p["s_fabric_bytes"], p["retransmitted_bytes"]) for p in t["points"]])
+        d.figure(busbw_figure(t, i, out, "size"), "busbw vs size: %s" % t["name"])
+        figures += 1
+        if len({p["ranks"] for p in t["points"]}) > 1:
+            d.figure(busbw_figure(t, i, out, "ranks"), "busbw vs ranks: %s" % t["name"])
+            figures += 1
+        d.figure(iterations_figure(t, i, out), "Time per iteration: %s" % t["name"])
+        figures += 1
+    for i, t in enumerate(by_kind["jct"]):
+        d.h(3, "JCT: %s (%s, %d ranks, %d B)" % (t["name"], t["op"], t["ranks"], t["size_bytes"]))
+        d.p("Communication alone: %s. Roofline_seq = C + 8 S x %.3f / B_acc, B_acc = %s a rank. The JCT Ratio is "
+            "context, never a verdict." % (fmt_ns(t["comm_ns"]), t["bus_factor"], fmt_bps(t["rank_line_bps"])))
+        d.table(["compute", "JCT mean", "P50", "P99", "roofline", "JCT Ratio", "overlap set", "overlap measured",
+                 "#wrong"],
+                [(fmt_ns(p["compute_ns"]), fmt_ns(p["jct_ns"]["mean"]), fmt_ns(p["jct_ns"]["p50"]),
+                  fmt_ns(p["jct_ns"]["p99"]), fmt_ns(p["roofline_ns"]), "%.3f" % p["jct_ratio"],
+                  "%.0f %%" % (100 * p["overlap_fraction"]), "%.2f" % p["measured_overlap_fraction"], p["wrong"])
+                 for p in t["points"]])
+        d.figure(jct_figure(t, i, out), "JCT Ratio vs compute: %s" % t["name"])
+        figures += 1
+    for t in by_kind["multi_tenant"]:
+        d.h(3, "Multi-tenant: %s" % t["name"])
+        d.table(["job", "ranks", "isolated JCT", "shared JCT", "interference factor", "#wrong"],
+                [(j["name"], j["ranks"], fmt_ns(j["isolated_jct_ns"]), fmt_ns(j["shared_jct_ns"]),
+                  "%.3f" % j["interference_factor"], j["wrong"]) for j in t["jobs"]])
     # A kind this script has no section for yet: its scalar results as written.
     common = {"name", "kind", "streams", "parameters", "complete", "stopped_because", "trial_accounting", "trials"}
     for t in tests:
@@ -337,6 +426,11 @@ def render(rep, out):
         lossy = [r for r in t["runs"] if r["loss_ratio"] > 0]
         if lossy:
             anomalies.append((t["name"], "%d of %d runs lost frames" % (len(lossy), len(t["runs"]))))
+    for t in by_kind["collective"]:
+        for p in t["points"]:
+            if p["wrong"]:
+                anomalies.append((t["name"], "%d ranks, %d B: %d iteration(s) failed or not run" % (
+                    p["ranks"], p["size_bytes"], p["wrong"])))
     if anomalies:
         d.table(["test", "anomaly"], anomalies)
     else:
@@ -355,6 +449,16 @@ def render(rep, out):
             for t in by_kind["throughput"] for g in t["goals"]]
     if rows:
         d.table(["throughput test", "goal", "searches", "CV of their results"], rows)
+    rows = []
+    for t in by_kind["collective"]:
+        for p in t["points"]:
+            ts = [i["duration_ns"] for i in p["iterations"] if not i["failed"]]
+            if len(ts) > 1:
+                m = sum(ts) / len(ts)
+                sd = (sum((x - m) ** 2 for x in ts) / (len(ts) - 1)) ** 0.5
+                rows.append((t["name"], p["ranks"], p["size_bytes"], len(ts), "%.2f %%" % (100 * sd / m)))
+    if rows:
+        d.table(["collective test", "ranks", "size (B)", "iterations", "CV of their times"], rows)
     d.p("Burst searches judge every length over all its repetitions at once (one lost frame fails it). The draft "
         "names a CV of 5 % as an illustrative reference point for run-to-run variation, not a validity threshold.")
     d.h(2, SECTIONS[9])

@@ -189,7 +189,7 @@ int RunTests(session::Session& session, const std::vector<stream::CompiledStream
     opt.on_live = on_live;
     const double test_started = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     opt.on_trial = [&](const methods::TrialRecord& t) {
-      hub.SetTrial(t.index + 1, t.load);
+      hub.SetTrial(t.index + 1, t.load, t.last_iteration_ns, t.last_busbw_bps);
       if (!args.quiet && std::cout) {  // (stdout gone, a closed pipe: no more progress lines)
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         // What is left of this test's estimate, plus the tests after it.

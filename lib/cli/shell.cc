@@ -582,7 +582,7 @@ absl::Status Shell::RunTest(const Args& a, std::ostream& out) {
     out << session::TrialLine(plan.tests[index].name, t,
                               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())
         << std::flush;
-    if (o_.hub != nullptr) o_.hub->SetTrial(t.index + 1, t.load);
+    if (o_.hub != nullptr) o_.hub->SetTrial(t.index + 1, t.load, t.last_iteration_ns, t.last_busbw_bps);
   };
   if (o_.hub != nullptr) {
     opt.on_live = [this](const engine::LiveRun* r) { o_.hub->OnLive(r); };

@@ -66,8 +66,10 @@ absl::StatusOr<engine::TrialResult> RunCellTrial(const TestContext& c, const con
   std::vector<stream::CompiledStream> streams;
   int64_t bound = 0;
   uint32_t flows = 0, nranks = 0;
+  double bus_factor = 0;  // the first job's
   for (const CellJob& job : jobs) {
     FG_ASSIGN_OR_RETURN(collective::Cell cell, JobCell(ranks, job));
+    if (flows == 0) bus_factor = cell.schedule().bus_factor();
     std::vector<config::Rank> placed;
     for (uint32_t id : job.rank_ids) placed.push_back(all[id]);
     FG_ASSIGN_OR_RETURN(std::shared_ptr<const stream::CellStreams> cs,
@@ -91,6 +93,15 @@ absl::StatusOr<engine::TrialResult> RunCellTrial(const TestContext& c, const con
     FG_ASSIGN_OR_RETURN(engine::TrialResult r, engine::RunTrial(c.eal, c.ports, streams, opt));
     if (r.interrupted) return absl::CancelledError("interrupted");
     TrialRecord t = RecordTrial(r, r.duration_ns / 1e9, test.kind, static_cast<int>(trials.size()));
+    // /metrics: the first job's last completed iteration.
+    if (!r.cells.empty()) {
+      for (auto it = r.cells[0].iterations.rbegin(); it != r.cells[0].iterations.rend(); ++it) {
+        if (!it->completed || it->time_ns() <= 0) continue;
+        t.last_iteration_ns = it->time_ns();
+        t.last_busbw_bps = 8.0 * static_cast<double>(jobs[0].size_bytes) / (it->time_ns() / 1e9) * bus_factor;
+        break;
+      }
+    }
     t.senders = static_cast<int>(nranks);
     t.label = label;
     trials.push_back(t);

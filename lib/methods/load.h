@@ -35,6 +35,10 @@ struct TrialRecord {
   double load = 0;            // fraction of line rate (L1); bursts: 1 (line rate)
   uint32_t burst_frames = 0;  // burst tests: frames per burst and stream
   std::string label;          // what the trial ran when it is no load or bursts ("4 ranks, 1048576 B x 12 iterations")
+  // A collective's trial: its (first job's) last completed iteration's time
+  // and busbw (-1: none completed, or not a collective's trial).
+  int64_t last_iteration_ns = -1;
+  double last_busbw_bps = 0;
   int senders = 0;            // burst tests: streams bursting at once
   double duration_s = 0;
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)

@@ -129,10 +129,11 @@ void Hub::SetTest(const std::string& name, const std::string& kind) {
   trial_ = -1;
 }
 
-void Hub::SetTrial(int index, double load) {
+void Hub::SetTrial(int index, double load, int64_t last_iteration_ns, double last_busbw_bps) {
   std::lock_guard<std::mutex> lock(mu_);
   trial_ = index;
   trial_load_ = load;
+  if (last_iteration_ns >= 0) collectives_[test_] = LastIteration{last_iteration_ns / 1e9, last_busbw_bps};
 }
 
 void Hub::TestDone() {
@@ -203,6 +204,14 @@ std::vector<MetricFamily> Hub::Collect() {
         .samples.push_back({{}, static_cast<double>(trial_)});
     family("fabricgen_trial_load_ratio", Type::kGauge, "The current trial's load, a fraction of line rate (L1).")
         .samples.push_back({{}, trial_load_});
+  }
+  {
+    MetricFamily& t = family("fabricgen_collective_last_iteration_seconds", Type::kGauge,
+                             "A collective test's last iteration: first frame sent to the last arrival, seconds.");
+    for (const auto& [test, v] : collectives_) t.samples.push_back({{{"test", test}}, v.seconds});
+    MetricFamily& b = family("fabricgen_collective_last_busbw_bits_per_second", Type::kGauge,
+                             "A collective test's last iteration's bus bandwidth (8 S / t x the bus factor), bit/s.");
+    for (const auto& [test, v] : collectives_) b.samples.push_back({{{"test", test}}, v.busbw_bps});
   }
   // Every served counter of engine/counters.h, per port, stream and lcore.
   auto port_labels = [](const std::string& port) { return Labels{{"port", port}}; };

@@ -55,7 +55,9 @@ class Hub {
   void SetState(const std::string& state);
   // The test being run (empty: none) and its trial.
   void SetTest(const std::string& name, const std::string& kind);
-  void SetTrial(int index, double load);
+  // A collective trial also gives its last iteration's time and busbw
+  // (last_iteration_ns >= 0): kept per test until the process ends.
+  void SetTrial(int index, double load, int64_t last_iteration_ns = -1, double last_busbw_bps = 0);
   void TestDone();
   // A run started (run) or is about to be destroyed (nullptr: the one
   // attached is folded into the totals).
@@ -96,6 +98,10 @@ class Hub {
   double trial_load_ = 0;
   uint64_t runs_ = 0, tests_done_ = 0;
   std::map<std::string, Rate> rates_;  // by "port NAME" and "stream NAME"
+  struct LastIteration {
+    double seconds = 0, busbw_bps = 0;
+  };
+  std::map<std::string, LastIteration> collectives_;  // by test name
 };
 
 }  // namespace fg::metrics

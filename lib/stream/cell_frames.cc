@@ -96,6 +96,17 @@ FlowVars CellFrames::VarsFor(uint32_t qp, uint64_t length) const {
   return ProgramFor(qp, length).FlowWith(flow_id(qp), key(qp), qp, IpLow32(ranks_[q.from].ip), IpLow32(ranks_[q.to].ip));
 }
 
+uint64_t CellFrames::IterationBytes(uint32_t qp) const {
+  uint64_t bytes = 0;
+  for (const collective::Segment& seg : cell_->qps()[qp].segments) {
+    for (const collective::MessageRun& m : collective::CutMessages(seg.bytes, cell_->message(), cell_->pmtu())) {
+      const Program& p = ProgramFor(qp, m.length);
+      bytes += m.count * p.BytesOfFirst(p.packets_per_message());
+    }
+  }
+  return bytes;
+}
+
 void CellFrames::ForEachFrame(uint32_t qp, const std::function<void(std::span<const uint8_t>)>& out) const {
   const collective::Qp& q = cell_->qps()[qp];
   Cursor c = Start();

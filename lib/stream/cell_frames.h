@@ -66,6 +66,9 @@ class CellFrames {
   // in step order, each cut into its messages), stamped with TX time 0:
   // what `craft` writes and the tests decode.
   void ForEachFrame(uint32_t qp, const std::function<void(std::span<const uint8_t>)>& out) const;
+  // Frame bytes (FCS included) of QP `qp`'s iteration: what ForEachFrame
+  // writes plus 4 B a frame, from the Programs' sizes (no frame made).
+  uint64_t IterationBytes(uint32_t qp) const;
   size_t programs() const { return programs_.size(); }
 
  private:

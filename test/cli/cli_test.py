@@ -402,6 +402,40 @@ class ReportHtmlTest(Workdir):
         self.assertEqual(self.chromium_title(broken), "fabricgen report: 3 of 4 figures rendered")
 
 
+@unittest.skipUnless(os.path.exists(CHROMIUM), "needs Debian's chromium (tools/setup.sh installs it)")
+class CollectiveReportHtmlTest(ReportHtmlTest):
+    """Issue 28: the collectives' report: each collective test as an nccl-tests table with its busbw figures (vs
+    size, vs ranks) and time per iteration, the JCT Ratio figure and the tenants' table, every figure rendered in
+    headless Chromium."""
+
+    def test_every_figure_renders_in_chromium(self):
+        out = os.path.join(self.dir, "out")
+        r = run("run", os.path.join(ROOT, "configs/collectives/loopback.yaml"), "--out", out)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        # The console prints nccl-tests' table.
+        self.assertIn("#  ranks        size         count    type   redop      time   algbw   busbw  #wrong", r.stdout)
+        r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools/report.py"), os.path.join(out, "report.json")],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("with 6 figure(s)", r.stdout)
+        with open(os.path.join(out, "report.md")) as f:
+            md = f.read()
+        for text in ("### Collective: allreduce (allreduce, ring)", "| ranks | size (B) | count (elements) | type | "
+                     "redop | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong", "### JCT: jct", "### Multi-tenant: tenants",
+                     "CV of their times"):
+            self.assertIn(text, md)
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        for t in rep["tests"]:
+            for p in t.get("points", []):
+                self.assertEqual(p.get("wrong", 0), 0, (t["name"], p))
+        for png in ("busbw-size-0.png", "busbw-ranks-0.png", "iterations-0.png", "busbw-size-1.png", "iterations-1.png",
+                    "jct-0.png"):
+            self.assertGreater(os.path.getsize(os.path.join(out, png)), 5000, png)
+        self.assertEqual(self.chromium_title(os.path.join(out, "report.html")),
+                         "fabricgen report: 6 of 6 figures rendered")
+
+
 @unittest.skipUnless(os.geteuid() == 0, "needs root for a network namespace")
 class AfPacketVethTest(Workdir):
     """Two af_packet ports on a veth pair inside a namespace the test owns."""

@@ -35,7 +35,8 @@ struct Cell {
   std::vector<stream::CompiledStream> streams;
 };
 
-Cell MakeCell(collective::Op op, collective::Algorithm alg, uint32_t n, uint64_t bytes) {
+Cell MakeCell(collective::Op op, collective::Algorithm alg, uint32_t n, uint64_t bytes,
+              const stream::CellPlay& play_in = {}) {
   Cell c;
   auto plan = config::ParsePlan("c.yaml", kPlan);
   EXPECT_TRUE(plan.ok()) << plan.status();
@@ -44,8 +45,8 @@ Cell MakeCell(collective::Op op, collective::Algorithm alg, uint32_t n, uint64_t
   EXPECT_TRUE(s.ok()) << s.status();
   auto cell = collective::Cell::Make(*s, c.plan.ranks->qps_per_pair, c.plan.ranks->message, c.plan.ranks->pmtu);
   EXPECT_TRUE(cell.ok()) << cell.status();
-  stream::CellPlay play;
-  play.iterations = 5;
+  stream::CellPlay play = play_in;
+  if (play.iterations == 1) play.iterations = 5;
   auto cs = stream::CellStreams::Make(*c.plan.ranks, config::PlaceRanks(*c.plan.ranks), std::move(*cell), 0, play);
   EXPECT_TRUE(cs.ok()) << cs.status();
   c.cs = *cs;
@@ -58,11 +59,13 @@ Cell MakeCell(collective::Op op, collective::Algorithm alg, uint32_t n, uint64_t
 // Frame bytes (FCS included) of one iteration of every QP from ranks on
 // `port`: each message's packets from its own Program.
 uint64_t IterationBytes(const stream::CellStreams& cs, size_t port) {
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, sized = 0;
   for (uint32_t qp = 0; qp < cs.cell.qps().size(); ++qp) {
     if (cs.frames.rank(cs.cell.qps()[qp].from).port != port) continue;
     cs.frames.ForEachFrame(qp, [&](std::span<const uint8_t> f) { bytes += f.size() + 4; });
+    sized += cs.frames.IterationBytes(qp);
   }
+  EXPECT_EQ(sized, bytes);  // CellFrames::IterationBytes, what the scale tests count with, is the frames'
   return bytes;
 }
 
@@ -131,6 +134,31 @@ TEST(Collective, ADroppedFrameIsResentByGoBackNAndTheUniqueBytesStayTheSchedules
   EXPECT_EQ(ab.tx.packets - ab.rx.packets, 2u);  // the wire lost the two frames
   EXPECT_EQ(ab.responder.delivered_packets, ab.retx.unique_packets);
   EXPECT_EQ(res->streams[1].retx.retransmitted_packets, 0u);
+}
+
+// A straggler: rank 1's sends of every step start D = 5 ms after its
+// barrier released them. In a ring AllReduce of 4 ranks (6 steps) an
+// iteration ends with the longest chain of waits: a step's data waits for
+// the sender's previous step, one rank back per step, so the chain over 6
+// steps passes 6 consecutive ranks and rank 1 at most twice: 2 D and the
+// data's own time (tens of us for 16 KiB segments), never 3 D.
+TEST(Collective, AStragglersDelayStretchesItsStepsChains) {
+  RingPath path("collstrag");
+  ASSERT_TRUE(path.ok()) << path.error();
+  stream::CellPlay play;
+  play.iterations = 4;
+  play.straggler_rank = 1;
+  play.straggler_delay_ns = 5'000'000;
+  Cell c = MakeCell(collective::Op::kAllReduce, collective::Algorithm::kRing, 4, 64 << 10, play);
+  auto res = path.Run(c.streams, Impairments{});
+  ASSERT_TRUE(res.ok()) << res.status();
+  const CellResult& cr = res->cells[0];
+  ASSERT_EQ(cr.iterations.size(), 4u);
+  for (const CellIteration& it : cr.iterations) {
+    EXPECT_TRUE(it.completed);
+    EXPECT_GE(it.time_ns(), 2 * 5'000'000);
+    EXPECT_LT(it.time_ns(), 3 * 5'000'000);
+  }
 }
 
 }  // namespace

@@ -52,6 +52,9 @@ struct Impairments {
   // is still referenced, nor into another pool.
   std::set<uint32_t> dup_shared, dup_clone, foreign;
   rte_mempool* foreign_pool = nullptr;
+  // Every drop_every-th frame with a signature the mover takes (resends
+  // included) is dropped; 0: none. Mover::dropped_every() counts them.
+  uint32_t drop_every = 0;
   // Every frame handed on this long after the mover took it (a path's
   // delay), in the order taken; 0: at once.
   uint64_t delay_ns = 0;
@@ -100,6 +103,7 @@ class Mover {
     thread_.join();
   }
   uint64_t moved() const { return moved_.load(); }
+  uint64_t dropped_every() const { return dropped_every_.load(); }  // Impairments::drop_every's drops
   // The longest this DUT went without looking at its rings (its thread held
   // up by the host): a path that delays frames that long, whatever it was told.
   uint64_t max_gap_ns() const { return max_gap_tsc_.load() * 1'000'000'000 / rte_get_tsc_hz(); }
@@ -163,6 +167,11 @@ class Mover {
           rte_pktmbuf_free(m);
           continue;
         }
+        if (imp_.drop_every != 0 && off >= 0 && ++signed_seen_ % imp_.drop_every == 0) {
+          dropped_every_.fetch_add(1);
+          rte_pktmbuf_free(m);
+          continue;
+        }
         if (imp_.drop.count(seq) || (imp_.police && off >= 0 && imp_.police(proto::Load48(d + off + 10)))) {
           rte_pktmbuf_free(m);
           continue;
@@ -213,6 +222,8 @@ class Mover {
   std::function<void(rte_mbuf*)> on_forward_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> moved_{0};
+  std::atomic<uint64_t> dropped_every_{0};
+  uint64_t signed_seen_ = 0;  // (the mover's thread)
   std::atomic<uint64_t> max_gap_tsc_{0};
   std::thread thread_;
 };
@@ -247,17 +258,20 @@ class RingPath {
       o.dpdk_name = "net_ring_" + tag + side;
       o.lcores = 2;
       if (side == "_tx" && o.mbufs == 0) o.mbufs = 2 * kGapRing + port::MbufsNeeded(o) + 1;
-      auto p = port::Port::Open(o);
+      auto p = OpenStarted(o);
       if (!p.ok()) {
         error_ = p.status().ToString();
         return;
       }
-      if (auto st = (*p)->Start(); !st.ok()) {
-        error_ = st.ToString();
-        return;
-      }
       ports_.push_back(std::move(*p));
     }
+  }
+  // A port opened and started.
+  static absl::StatusOr<std::unique_ptr<port::Port>> OpenStarted(const port::PortOptions& o) {
+    auto p = port::Port::Open(o);
+    if (!p.ok()) return p.status();
+    if (auto st = (*p)->Start(); !st.ok()) return st;
+    return std::move(*p);
   }
   ~RingPath() {
     ports_.clear();
@@ -282,6 +296,7 @@ class RingPath {
     opt.interrupt = interrupt;
     auto res = RunTrial(TestEal(), {tx(), rx()}, streams, opt);
     mover_max_gap_ns_ = mover.max_gap_ns();
+    dropped_every_ = mover.dropped_every();
     if (res.ok() && !forges) {
       for (const fg::engine::PortResult& p : res->ports) {
         EXPECT_EQ(p.rx_invalid_packets, 0u) << "port " << p.name;
@@ -289,8 +304,9 @@ class RingPath {
     }
     return res;
   }
-  // The last Run's Mover::max_gap_ns.
+  // The last Run's Mover::max_gap_ns and Mover::dropped_every.
   uint64_t mover_max_gap_ns() const { return mover_max_gap_ns_; }
+  uint64_t dropped_every() const { return dropped_every_; }
   // The plan `yaml` (ports a and b), compiled for two 10 G ports, in one trial.
   absl::StatusOr<TrialResult> RunPlan(const std::string& yaml, Impairments imp,
                                       const std::atomic<bool>* interrupt = nullptr) {
@@ -315,8 +331,58 @@ class RingPath {
   rte_ring *in_ = nullptr, *out_ = nullptr, *sink_ = nullptr;
   std::vector<std::unique_ptr<port::Port>> ports_;
   std::string error_;
-  uint64_t mover_max_gap_ns_ = 0;
+  uint64_t mover_max_gap_ns_ = 0, dropped_every_ = 0;
   bool sink_used_ = false;
+};
+
+// One ring port whose frames come back to it through a Mover: the built-in
+// loopback with an impairing gap (every QP of a collective, whatever ports
+// its ranks would have, crosses it).
+class LoopPath {
+ public:
+  explicit LoopPath(const std::string& prefix) {
+    static int id = 0;
+    const std::string tag = prefix + std::to_string(id++);
+    in_ = rte_ring_create((tag + "_in").c_str(), RingPath::kGapRing, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    out_ = rte_ring_create((tag + "_out").c_str(), RingPath::kGapRing, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (!in_ || !out_) return;
+    if (rte_eth_from_rings((tag + "_lp").c_str(), &out_, 1, &in_, 1, SOCKET_ID_ANY) < 0) return;
+    port::PortOptions o;
+    o.name = tag;
+    o.dpdk_name = "net_ring_" + tag + "_lp";
+    o.lcores = 2;
+    o.mbufs = 2 * RingPath::kGapRing + port::MbufsNeeded(o) + 1;
+    auto p = RingPath::OpenStarted(o);
+    if (!p.ok()) {
+      error_ = p.status().ToString();
+      return;
+    }
+    port_ = std::move(*p);
+  }
+  ~LoopPath() {
+    port_.reset();
+    rte_ring_free(in_);
+    rte_ring_free(out_);
+  }
+  bool ok() const { return port_ != nullptr; }
+  const std::string& error() const { return error_; }
+  absl::StatusOr<TrialResult> Run(const std::vector<stream::CompiledStream>& streams, Impairments imp,
+                                  int64_t max_duration_ns) {
+    Mover mover(in_, out_, port_->pool(), std::move(imp));
+    TrialOptions opt;
+    opt.drain_ns = 100'000'000;
+    opt.max_duration_ns = max_duration_ns;
+    auto res = RunTrial(TestEal(), {port_.get()}, streams, opt);
+    dropped_every_ = mover.dropped_every();
+    return res;
+  }
+  uint64_t dropped_every() const { return dropped_every_; }
+
+ private:
+  rte_ring *in_ = nullptr, *out_ = nullptr;
+  std::unique_ptr<port::Port> port_;
+  std::string error_;
+  uint64_t dropped_every_ = 0;
 };
 
 }  // namespace fg::testing

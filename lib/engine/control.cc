@@ -126,8 +126,15 @@ absl::StatusOr<double> LiveRun::FlowRate(size_t stream, uint32_t flow) const {
 }
 
 // A READ's responses follow its requests: pausing or stopping them alone
-// would leave requests executed and unanswered (the tester's shortfall).
+// would leave requests executed and unanswered (the tester's shortfall). A
+// collective's QPs follow their ranks' barriers (unpaced; the cell ends them):
+// a rate, a pause or a stop of one group would stall the whole cell.
 absl::Status LiveRun::FollowsRequests(size_t stream, const char* what) const {
+  if (stream < streams_.size() && streams_[stream].cell != nullptr) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "stream %s is a collective's QPs: they send as the ranks' barriers release their data; cannot %s it",
+        streams_[stream].name, what));
+  }
   if (stream >= streams_.size() || !streams_[stream].read_response()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrFormat("stream %s: a READ's responses go as their requests come; %s "
                                                        "stream %s",

@@ -286,6 +286,14 @@ class RunTest(Workdir):
                     self.assertEqual(tr["tx_frames"], tr["burst_frames_per_sender"] * tr["senders"] *
                                      (1 if warmup else t["parameters"]["repetitions"]), plan)
                 continue
+            if t["kind"] in ("collective", "jct"):
+                for p in t["points"]:
+                    self.assertEqual(p["wrong"], 0, plan + " " + t["name"])
+                continue
+            if t["kind"] == "multi_tenant":
+                for j in t["jobs"]:
+                    self.assertEqual(j["wrong"], 0, plan + " " + t["name"])
+                continue
             if t["kind"] == "latency":
                 # Every received frame is a sample, or left out as the tester's
                 # own delay (received after an RX stall); the pool holds all counted runs.

@@ -19,6 +19,8 @@
 #include "port/port.h"
 #include "proto/signature.h"
 #include "stream/stream.h"
+#include "collective/cell.h"
+#include "stream/cell_streams.h"
 
 namespace fg::testing {
 namespace {
@@ -441,6 +443,49 @@ TEST(Workers, FeedbackOnANonOwnersQueueCountsOnTheOwningFlowOnce) {
                                    static_cast<unsigned long>(kBound));
   }
   EXPECT_LE(best, kBound);
+}
+
+// A collective over both workers (issue 28): rank r's QPs and barrier on
+// worker r % 2, so every ring neighbour's "your data has arrived" crosses
+// between the workers' mailboxes. Ring AllReduce and AllToAll of 8 ranks on a
+// two-queue loopback: every iteration completes, every frame of the schedule
+// once, nothing sent again.
+TEST(Workers, ACollectivesRanksOnBothWorkersMeetAtTheirBarriers) {
+  ASSERT_EQ(TestEal().worker_lcores().size(), 2u);
+  auto p = OpenPort(NewVdev("net_ring"), 2);
+  auto plan = config::ParsePlan("c.yaml", "ranks: {count: 8, qps_per_pair: 2}\nstreams: [{name: s, rate: 1 kpps}]\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const auto& [op, alg] : {std::pair{collective::Op::kAllReduce, collective::Algorithm::kRing},
+                                std::pair{collective::Op::kAllToAll, collective::Algorithm::kParallel}}) {
+    auto sched = collective::Schedule::Make(op, alg, 8, 1 << 20);
+    ASSERT_TRUE(sched.ok()) << sched.status();
+    auto cell = collective::Cell::Make(*sched, 2, plan->ranks->message, plan->ranks->pmtu);
+    ASSERT_TRUE(cell.ok()) << cell.status();
+    stream::CellPlay play;
+    play.iterations = 5;
+    auto cs = stream::CellStreams::Make(*plan->ranks, config::PlaceRanks(*plan->ranks), std::move(*cell), 0, play);
+    ASSERT_TRUE(cs.ok()) << cs.status();
+    auto streams = stream::CellStreams::Streams(*cs, 0, "cell", 20'000'000'000);
+    ASSERT_TRUE(streams.ok()) << streams.status();
+    TrialOptions opt;
+    opt.drain_ns = 100'000'000;
+    auto r = RunTrial(TestEal(), {p.get()}, *streams, opt);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->cells.size(), 1u);
+    ASSERT_EQ(r->cells[0].iterations.size(), 5u);
+    for (const engine::CellIteration& it : r->cells[0].iterations) EXPECT_TRUE(it.completed);
+    uint64_t expected = 0;
+    for (uint32_t qp = 0; qp < (*cs)->cell.qps().size(); ++qp) expected += 5 * (*cs)->frames.IterationBytes(qp);
+    uint64_t unique = 0, resent = 0;
+    for (const StreamResult& s : r->streams) {
+      unique += s.retx.unique_bytes;
+      resent += s.retx.retransmitted_packets;
+    }
+    EXPECT_EQ(unique, expected);
+    EXPECT_EQ(resent, 0u);
+    ASSERT_EQ(r->lcores.size(), 2u);
+    for (const engine::LcoreStats& l : r->lcores) EXPECT_EQ(l.flows, (*cs)->cell.qps().size() / 2);  // 4 ranks' QPs each
+  }
 }
 
 }  // namespace

@@ -142,8 +142,6 @@ class Responder {
   // then too, whatever ack_every says: the requester learns it at once.
   void SetArrivalSink(ArrivalSink* s) { arrivals_ = s; }
   void Watch(uint32_t slot, uint32_t psn) { qps_[slot].watch = psn; }
-  // The expected PSN of the flow in `slot` (tests, and a watch set late).
-  uint32_t expected_psn(uint32_t slot) const { return qps_[slot].epsn; }
   // The ACKs due (once per QP), into the answer queue.
   void Flush() {
     if (!due_.empty()) FlushSlow();

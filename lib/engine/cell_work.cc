@@ -100,7 +100,6 @@ void CellWork::OnReached(uint32_t slot, uint64_t rx_ns) {
   const endpoint::Event e = endpoint::Event::DataArrivedAt(c.to, c.from, {s.step, s.bytes, iteration_}, rx_ns);
   if (!waiting_.empty() || !boxes_[owner]->From(self_).Push(e)) {
     waiting_.emplace_back(owner, e);  // kept in order; sent when the ring has room
-    shared_.events_waited.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -51,7 +51,6 @@ struct CellShared {
   std::unique_ptr<Worker[]> workers;
   std::vector<CellIteration> recorded;  // worker 0 writes; others read after the lcores stop
   std::atomic<uint32_t> recorded_count{0};
-  std::atomic<uint64_t> events_waited{0};  // DataArrived events held back for a full mailbox ring
 };
 
 class CellWork : public endpoint::ArrivalSink {

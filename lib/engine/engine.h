@@ -217,7 +217,6 @@ struct CellResult {
   // Frame bytes (FCS included) its QPs resent (go-back-N), by the iteration
   // the resent packet belongs to (its sequence over the QP's packets an iteration).
   std::vector<uint64_t> resent_bytes;
-  uint64_t events_waited = 0;             // DataArrived events held back for a full mailbox ring
 };
 
 struct PortResult {

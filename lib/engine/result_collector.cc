@@ -79,7 +79,6 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     CellResult cr;
     cr.streams = c->streams;
     cr.iterations = c->shared.recorded;
-    cr.events_waited = c->shared.events_waited.load(std::memory_order_relaxed);
     cr.resent_bytes.assign(c->shared.iterations + 1, 0);
     for (const auto& w : c->work) {
       for (const auto& [task, shard] : w->shards()) {

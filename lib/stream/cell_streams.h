@@ -56,8 +56,6 @@ struct CellStreams {
   // until `duration_ns` at most (the cell ends them when its iterations are done).
   static absl::StatusOr<std::vector<CompiledStream>> Streams(const std::shared_ptr<const CellStreams>& cs, uint32_t first_index,
                                              const std::string& name, int64_t duration_ns);
-  // One iteration's packets on QP `qp` and their bytes on the wire (FCS included).
-  uint64_t packets(uint32_t qp) const { return cell.qps()[qp].packets; }
 
  private:
   explicit CellStreams(collective::Cell c) : cell(std::move(c)) {}

@@ -45,8 +45,6 @@ uint64_t TxTask::TakeCellFirstTx(size_t i) {
   return t;
 }
 
-bool TxTask::cell(size_t i) const { return streams_[i]->cell.enabled(); }
-
 const std::vector<uint64_t>& TxTask::CellResentBytes(size_t i) const { return streams_[i]->cell.resent_by_iteration; }
 
 // Points flow f's cursor at its packet `seq` of the run: which message of

@@ -185,7 +185,6 @@ class TxTask : public PollTask {
   void ReleaseCell(size_t i, uint32_t flow, uint32_t until);
   // The TX time (ns) of the first frame shard i sent since the last call (0: none).
   uint64_t TakeCellFirstTx(size_t i);
-  bool cell(size_t i) const;
   // Once the lcore has stopped: frame bytes (FCS included) shard i made as
   // resends, by the iteration of the packet resent (the last entry: beyond the cell's iterations).
   const std::vector<uint64_t>& CellResentBytes(size_t i) const;

@@ -2,6 +2,8 @@
 // up before the lcores start: each rank's barrier on the worker that owns
 // its QPs, each worker's QPs of the cell, the responders' arrivals routed
 // to them, and the cell's end to its TX shards.
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "engine/cell_work.h"
 #include "engine/engine.h"
@@ -18,6 +20,29 @@ struct ArrivalsByCell : endpoint::ArrivalSink {
 };
 
 }  // namespace
+
+void MarkTesterHoldups(std::vector<CellIteration>& iterations, const std::vector<LcoreWork>& work) {
+  for (CellIteration& it : iterations) {
+    if (it.last_rx_ns == 0) continue;  // not completed: failed anyway
+    const uint64_t from = it.compute_start_ns != 0 ? std::min(it.compute_start_ns, it.first_tx_ns) : it.first_tx_ns;
+    const uint64_t to = it.last_rx_ns;
+    for (const LcoreWork& w : work) {
+      const size_t placed = std::min<uint64_t>(w.holdup_logged, LcoreWork::kHoldupLog);
+      for (size_t k = 0; k < placed; ++k) {
+        const uint64_t a = std::max(from, w.clock.ToNs(w.holdup_log[k].from_tsc));
+        const uint64_t b = std::min(to, w.clock.ToNs(w.holdup_log[k].to_tsc));
+        if (a < b) it.tester_holdup_ns += b - a;
+      }
+      // Hold-ups past the log: any iteration after its last placed one may hold them.
+      if (w.holdup_logged > placed && (placed == 0 || to > w.clock.ToNs(w.holdup_log[placed - 1].from_tsc))) {
+        it.tester_held = true;
+      }
+    }
+    // A hold-up stretches the iteration by at most its length: held when
+    // that could be more than 1 % of the iteration's time.
+    it.tester_held = it.tester_held || it.tester_holdup_ns * 100 > to - from;
+  }
+}
 
 absl::Status LiveRun::SetUpCells() {
   const uint32_t nw = static_cast<uint32_t>(work_.size());

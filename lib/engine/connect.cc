@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "base/units.h"
 #include "proto/cm.h"
+#include "stream/cell_streams.h"
 
 namespace fg::engine {
 
@@ -106,11 +107,12 @@ class Exchange {
   }
 
   // The MAD addresses: requester to responder (REQ, RTU), or back (REP).
+  // A collective's QP: between its own two ranks (CellStreams::CmEncap).
   proto::Encap EncapOf(const Qp& p, bool back) const {
     const stream::CompiledStream& s = streams_[p.stream];
-    proto::Encap e = s.cm_encap;
+    proto::Encap e = s.cell != nullptr ? s.cell->CmEncap(s.cell_first + p.flow, back) : s.cm_encap;
     e.udp_src = static_cast<uint16_t>(0xC000 | ((s.cm_encap.udp_src + p.flow) & 0x3FFF));
-    if (back) {
+    if (back && s.cell == nullptr) {
       std::swap(e.l3.src4, e.l3.dst4);
       std::swap(e.l3.src6, e.l3.dst6);
     }
@@ -165,7 +167,7 @@ class Exchange {
     m.start_psn = s.program.psn_start();
     m.service_id = 0x0000000001060000ull + proto::roce::kUdpPort;  // RDMA CM's TCP port space, port 4791
     m.pmtu_code = proto::cm::MtuCode(s.pmtu);
-    m.local_ca_guid = proto::cm::GuidOfMac(s.cm_encap.src_mac);
+    m.local_ca_guid = proto::cm::GuidOfMac(EncapOf(p, false).src_mac);
     if (p.sends == 0) p.req_tsc = now;
     p.sent_tsc = now;
     ++p.sends;
@@ -178,7 +180,7 @@ class Exchange {
     proto::cm::Message m = Mad(proto::cm::kRep, k);
     m.local_qpn = Qpn(p);
     m.start_psn = 0;
-    m.local_ca_guid = proto::cm::GuidOfMac(s.cm_encap.dst_mac);
+    m.local_ca_guid = proto::cm::GuidOfMac(s.cell != nullptr ? EncapOf(p, true).src_mac : s.cm_encap.dst_mac);
     p.sent_tsc = now;
     ++p.sends;
     return Send(s.rx_port, proto::cm::BuildFrame(EncapOf(p, true), m, 0));

@@ -207,6 +207,15 @@ struct CellIteration {
   // communication starts, overlap of it early), this host's ns: its job
   // completes at the later of compute_start_ns + compute and last_rx_ns.
   uint64_t compute_start_ns = 0;
+  // The tester's own hold-ups within the iteration (from its compute's
+  // start, or its first frame, to its last arrival): ns the worker lcores
+  // were away (turns more than 1 ms apart, engine/worker.h), summed over
+  // the workers: its time may include up to that much of the tester's own
+  // delay. `tester_held`: more than 1 % of its time (from its compute's
+  // start or first frame to its last arrival), so its time is not the
+  // fabric's; also when the hold-up log was full and could not place one.
+  uint64_t tester_holdup_ns = 0;
+  bool tester_held = false;
   int64_t time_ns() const { return static_cast<int64_t>(last_rx_ns - first_tx_ns); }
 };
 

@@ -79,6 +79,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     CellResult cr;
     cr.streams = c->streams;
     cr.iterations = c->shared.recorded;
+    MarkTesterHoldups(cr.iterations, work_);
     cr.resent_bytes.assign(c->shared.iterations + 1, 0);
     for (const auto& w : c->work) {
       for (const auto& [task, shard] : w->shards()) {

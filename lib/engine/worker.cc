@@ -115,7 +115,10 @@ constexpr unsigned kRxBurstsPerLoop = 4;
 
 namespace {
 
-[[gnu::noinline, gnu::cold]] void NoteHoldup(LcoreWork& w, uint64_t ticks) {
+[[gnu::noinline, gnu::cold]] void NoteHoldup(LcoreWork& w, uint64_t from_tsc, uint64_t to_tsc) {
+  const uint64_t ticks = to_tsc - from_tsc;
+  if (w.holdup_logged < LcoreWork::kHoldupLog) w.holdup_log[w.holdup_logged] = {from_tsc, to_tsc};
+  ++w.holdup_logged;
   w.holdups.Add(1);
   w.holdup_ticks.Add(ticks);
   if (ticks > w.holdup_max_ticks.Read()) w.holdup_max_ticks.Set(ticks);
@@ -150,7 +153,7 @@ int LcoreMain(void* arg) {
     // a poll, not a packet; per-frame code untouched: TX 221.9, RX 235.9
     // instructions a frame, tools/count_instructions.sh; docs/benchmarks.md
     // "The lcore's hold-ups counted per poll").
-    if (t0 - last_t0 > holdup_ticks) [[unlikely]] NoteHoldup(w, t0 - last_t0);
+    if (t0 - last_t0 > holdup_ticks) [[unlikely]] NoteHoldup(w, last_t0, t0);
     last_t0 = t0;
     unsigned tx = 0;
     if (phase == kRun) {

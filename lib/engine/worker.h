@@ -75,10 +75,25 @@ struct LcoreWork {
   // lcore held up by the host, or by its own work): how many, their TSC
   // ticks in all, the longest. Whether or not they cost a slot or a sample.
   Counter holdups, holdup_ticks, holdup_max_ticks;
+  // The first kHoldupLog hold-ups, each from the turn before it to the turn
+  // after (TSC): what a collective's iterations overlapped (written by the
+  // lcore, read once it has stopped). `holdup_logged` may pass kHoldupLog:
+  // those after are counted, not placed.
+  struct HoldupSpan {
+    uint64_t from_tsc = 0, to_tsc = 0;
+  };
+  static constexpr size_t kHoldupLog = 1024;
+  std::vector<HoldupSpan> holdup_log = std::vector<HoldupSpan>(kHoldupLog);
+  uint64_t holdup_logged = 0;
   TscClock clock;
 };
 
 int LcoreMain(void* arg);
+
+// Sets each iteration's tester_holdup_ns and tester_held from the workers'
+// hold-up logs (engine/cell_run.cc), once the lcores have stopped.
+struct CellIteration;  // engine.h
+void MarkTesterHoldups(std::vector<CellIteration>& iterations, const std::vector<LcoreWork>& work);
 
 // Before the launch: each worker's CPU and that CPU's steal so far, and its
 // nice value: -20 (the most CPU weight a normal task gets) only on a CPU of

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/str_format.h"
 #include "base/status.h"
 #include "config/ranks.h"
 
@@ -21,11 +20,6 @@ absl::Status CheckRanksForCells(const config::Plan& plan, const config::Node& n)
   if (!plan.ranks->go_back_n) {
     return n.Error("a collective needs its QPs' go-back-N (ranks.retransmit): with `none` a lost packet is "
                    "never resent and its step never completes");
-  }
-  if (plan.ranks->connect_cm || plan.ranks->dcqcn) {
-    return n.Error(absl::StrFormat("ranks.%s is not run by a collective in this build (its QPs are unpaced "
-                                   "and set up on fabricgen's own ports): remove it from `ranks`",
-                                   plan.ranks->connect_cm ? "connect: cm" : "dcqcn"));
   }
   return absl::OkStatus();
 }
@@ -83,7 +77,10 @@ absl::StatusOr<engine::TrialResult> RunCellTrial(const TestContext& c, const con
     FG_ASSIGN_OR_RETURN(std::vector<stream::CompiledStream> s,
                         stream::CellStreams::Streams(cs, static_cast<uint32_t>(streams.size()),
                                                      test.name + (jobs.size() > 1 ? "/" + job.name : ""), b));
-    for (auto& x : s) streams.push_back(std::move(x));
+    for (auto& x : s) {
+      x.cell_qp_max_bps = c.ports[x.tx_port]->capabilities().line_bps();  // ranks.dcqcn: where each QP starts
+      streams.push_back(std::move(x));
+    }
   }
   engine::TrialOptions opt = TrialOptionsFor(c.options);
   opt.max_duration_ns = bound + 1'000'000'000;
@@ -147,14 +144,20 @@ double Percentile(const std::vector<double>& v, double q) {
 }
 
 std::vector<double> JobTimesNs(const engine::CellResult& cell, uint32_t warmup, int64_t compute_ns) {
-  std::vector<double> out;
+  std::vector<double> out, held;
   for (size_t i = warmup; i < cell.iterations.size(); ++i) {
     const engine::CellIteration& it = cell.iterations[i];
     if (!it.completed) continue;
     const uint64_t end = std::max(it.last_rx_ns, it.compute_start_ns + static_cast<uint64_t>(compute_ns));
-    out.push_back(static_cast<double>(end - it.compute_start_ns));
+    (it.tester_held ? held : out).push_back(static_cast<double>(end - it.compute_start_ns));
   }
-  return out;
+  return out.empty() ? held : out;
+}
+
+uint32_t WrongIterations(const engine::CellResult& cell, uint32_t warmup, uint32_t iterations) {
+  uint32_t done = 0;
+  for (size_t i = warmup; i < cell.iterations.size(); ++i) done += cell.iterations[i].completed ? 1 : 0;
+  return iterations - std::min(iterations, done);
 }
 
 }  // namespace fg::methods

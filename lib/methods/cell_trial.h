@@ -61,7 +61,11 @@ double Percentile(const std::vector<double>& sorted, double q);
 
 // A job's completion time per counted iteration (after `warmup`): from its
 // compute's start to the later of the compute's end and the last arrival;
-// failed iterations left out.
+// failed iterations left out, and those the tester held up within
+// (CellIteration::tester_held) unless every one was.
 std::vector<double> JobTimesNs(const engine::CellResult& cell, uint32_t warmup, int64_t compute_ns);
+// Of `iterations` counted (after `warmup`), those that did not complete
+// (failed, or not run after a failure): the job's #wrong.
+uint32_t WrongIterations(const engine::CellResult& cell, uint32_t warmup, uint32_t iterations);
 
 }  // namespace fg::methods

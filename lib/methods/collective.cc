@@ -64,6 +64,8 @@ absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::Tes
     it.duration_ns = its[i].completed ? its[i].time_ns() : 0;
     it.retransmitted_bytes = resent;
     it.failed = !its[i].completed;
+    it.tester_holdup_ns = its[i].tester_holdup_ns;
+    it.tester_held = its[i].tester_held;
     out.retransmitted_bytes += resent;
     out.iterations.push_back(it);
   }
@@ -79,6 +81,7 @@ absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::Tes
     out.discarded_frames += s.responder.out_of_sequence;
     out.ce_marks += s.responder.ce_seen;
     out.cnps += s.responder.cnp_sent;
+    out.rate_cuts += s.rp.cuts;
   }
   if (!failed && !its.empty()) out.s_fabric_bytes = unique / its.size();
   for (const engine::PortResult& pr : r.ports) {
@@ -248,8 +251,11 @@ void Collective::WriteResults(report::JsonWriter& w, const config::TestSpec&, co
     w.Field("wrong", p.wrong);
     w.Field("ce_marks", static_cast<int64_t>(p.ce_marks));
     w.Field("cnps", static_cast<int64_t>(p.cnps));
+    w.Field("rate_cuts", static_cast<int64_t>(p.rate_cuts));
     w.Field("pfc_frames", static_cast<int64_t>(p.pfc_frames));
-    w.Field("tester_limited", !p.tester_limits.empty());
+    w.Field("tester_limited", !p.tester_limits.empty() || s.all_held);
+    w.Field("iterations_in_figures", static_cast<int64_t>(s.n));
+    w.Field("tester_held_iterations", static_cast<int64_t>(s.held + (s.all_held ? s.n : 0)));
     w.Key("iterations");
     w.BeginArray();
     for (const auto& it : p.iterations) {
@@ -258,6 +264,8 @@ void Collective::WriteResults(report::JsonWriter& w, const config::TestSpec&, co
       w.Field("duration_ns", it.duration_ns);
       w.Field("retransmitted_bytes", static_cast<int64_t>(it.retransmitted_bytes));
       w.Field("failed", it.failed);
+      w.Field("tester_holdup_ns", static_cast<int64_t>(it.tester_holdup_ns));
+      w.Field("tester_held", it.tester_held);
       w.EndObject();
     }
     w.EndArray();
@@ -278,7 +286,17 @@ std::string Collective::Summary(const TestResult& result) const {
     const CollectiveStats s = StatsOf(p);
     out += absl::StrFormat("  %8u  %10u  %12u  %6s  %6s  %8.1f  %6.2f  %6.2f  %6u%s\n", p.ranks, p.size_bytes,
                            p.size_bytes / 4, "float", collective::RedOp(r.op), s.mean / 1e3, s.algbw_bps / 8e9,
-                           s.busbw_mean / 8e9, p.wrong, p.tester_limits.empty() ? "" : "  tester-limited");
+                           s.busbw_mean / 8e9, p.wrong,
+                           p.tester_limits.empty() && !s.all_held ? "" : "  tester-limited");
+  }
+  for (const CollectivePoint& p : r.points) {
+    const CollectiveStats s = StatsOf(p);
+    if (s.held != 0 || s.all_held) {
+      out += absl::StrFormat(
+          "  %u ranks, %u B: %s of %u iterations held up by the tester (its lcores away > 1 ms within them): %s\n",
+          p.ranks, p.size_bytes, s.all_held ? "all" : absl::StrFormat("%u", s.held), s.n + s.held,
+          s.all_held ? "the figures are over them, the tester's as much as the fabric's" : "left out of the figures");
+    }
   }
   for (const CollectivePoint& p : r.points) {
     if (p.retransmitted_bytes != 0) {
@@ -293,9 +311,18 @@ std::string Collective::Summary(const TestResult& result) const {
 
 CollectiveStats StatsOf(const CollectivePoint& p) {
   CollectiveStats s;
-  std::vector<double> t;
+  // The completed iterations the tester kept up through; all of them,
+  // flagged, when it kept up through none.
+  std::vector<double> t, held;
   for (const auto& it : p.iterations) {
-    if (!it.failed && it.duration_ns > 0) t.push_back(static_cast<double>(it.duration_ns));
+    if (it.failed || it.duration_ns <= 0) continue;
+    (it.tester_held ? held : t).push_back(static_cast<double>(it.duration_ns));
+  }
+  s.held = held.size();
+  if (t.empty() && !held.empty()) {
+    t = held;
+    s.held = 0;
+    s.all_held = true;
   }
   s.n = t.size();
   if (t.empty()) return s;

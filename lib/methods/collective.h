@@ -45,6 +45,10 @@ struct CollectivePoint {
     int64_t duration_ns = 0;
     uint64_t retransmitted_bytes = 0;
     bool failed = false;
+    // The tester's own hold-ups within it (engine::CellIteration): its time
+    // is not the fabric's, and the statistics leave it out (StatsOf).
+    uint64_t tester_holdup_ns = 0;
+    bool tester_held = false;
   };
   std::vector<Iteration> iterations;  // the counted ones that ran (a failed one ends them)
   uint32_t wrong = 0;                 // counted iterations failed or not run after a failure
@@ -55,6 +59,7 @@ struct CollectivePoint {
   // every resend is a lost frame or one of those.
   uint64_t retransmitted_frames = 0, discarded_frames = 0;
   uint64_t ce_marks = 0, cnps = 0, pfc_frames = 0;  // seen during the point's trial
+  uint64_t rate_cuts = 0;  // ranks.dcqcn: the QPs' reaction points' rate cuts over the trial
   double rank_line_bps = 0;  // the line rate a rank has: its port's L1 rate over the ranks on it (the least)
   std::vector<engine::TesterLimit> tester_limits;  // of the trial that counted (empty: the tester kept up)
 };
@@ -71,7 +76,11 @@ struct CollectiveStats {
   double mean = 0, p50 = 0, p95 = 0, p99 = 0, min = 0, max = 0;  // time, ns
   double algbw_bps = 0;                                            // 8 S / mean time
   double busbw_mean = 0, busbw_p50 = 0, busbw_p95 = 0, busbw_p99 = 0;  // bit/s, from each iteration's time
-  size_t n = 0;
+  size_t n = 0;     // iterations the figures are over
+  size_t held = 0;  // completed iterations left out: the tester held up within them
+  // Every completed iteration was held up: the figures are over them all,
+  // and they are the tester's as much as the fabric's.
+  bool all_held = false;
 };
 CollectiveStats StatsOf(const CollectivePoint& p);
 

@@ -111,7 +111,7 @@ class Jct final : public TestKind {
       pt.jct_mean = Mean(jct);
       pt.jct_p50 = Percentile(jct, 50);
       pt.jct_p99 = Percentile(jct, 99);
-      pt.wrong = p.iterations - static_cast<uint32_t>(jct.size());
+      pt.wrong = WrongIterations(t->cells[0], p.warmup_iterations, p.iterations);
       pt.tester_limited = !r->trials.back().tester_limits.empty();
       const double comm_roof =
           r->rank_line_bps > 0 ? 8.0 * static_cast<double>(p.size_bytes) * r->bus_factor / r->rank_line_bps * 1e9 : 0;

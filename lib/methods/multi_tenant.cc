@@ -92,7 +92,7 @@ class MultiTenant final : public TestKind {
       tj.ranks = static_cast<uint32_t>(job.rank_ids.size());
       const std::vector<double> v = JobTimesNs(t->cells[0], p.warmup_iterations, job.play.compute_ns);
       tj.isolated_jct_ns = Mean(v);
-      tj.wrong = p.iterations - static_cast<uint32_t>(v.size());
+      tj.wrong = WrongIterations(t->cells[0], p.warmup_iterations, p.iterations);
       r->jobs.push_back(tj);
     }
     std::vector<std::string> names;
@@ -103,7 +103,7 @@ class MultiTenant final : public TestKind {
       const std::vector<double> v = JobTimesNs(shared->cells[k], p.warmup_iterations, p.jobs[k].play.compute_ns);
       TenantJob& tj = r->jobs[k];
       tj.shared_jct_ns = Mean(v);
-      tj.wrong += p.iterations - static_cast<uint32_t>(v.size());
+      tj.wrong += WrongIterations(shared->cells[k], p.warmup_iterations, p.iterations);
       tj.interference_factor = tj.isolated_jct_ns > 0 ? tj.shared_jct_ns / tj.isolated_jct_ns : 0;
     }
     return std::vector<std::shared_ptr<const TestResult>>{r};

@@ -101,9 +101,22 @@ absl::StatusOr<std::vector<CompiledStream>> CellStreams::Streams(const std::shar
     if (!answers.ok()) return answers.status();
     (*answers)->addresses = std::make_shared<PairAddresses>(cs, pr.first);
     s.answers = std::shared_ptr<const Answers>(std::move(*answers));
+    // ranks.connect: cm: every QP set up by CM before the first iteration,
+    // each MAD between its own two ranks (CmEncap).
+    s.connect_cm = cs->ranks.connect_cm;
+    s.dcqcn = cs->ranks.dcqcn;  // each QP a reaction point (its maximum: cell_qp_max_bps)
+    s.cm_encap = data.encap;
+    s.cm_pkey = data.roce.pkey;
     out.push_back(std::move(s));
   }
   return out;
+}
+
+proto::Encap CellStreams::CmEncap(uint32_t position, bool back) const {
+  const collective::Qp& q = cell.qps()[frames.qp_at(position)];
+  const config::Rank& from = frames.rank(q.from);
+  const config::Rank& to = frames.rank(q.to);
+  return back ? config::RankQpFrame(ranks, to, from).encap : config::RankQpFrame(ranks, from, to).encap;
 }
 
 }  // namespace fg::stream

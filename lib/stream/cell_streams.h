@@ -51,6 +51,10 @@ struct CellStreams {
                                                                  collective::Cell cell, uint32_t first_flow_id,
                                                                  const CellPlay& play = {});
   uint32_t flows() const { return static_cast<uint32_t>(cell.qps().size()); }
+  // The addresses of the CM MADs setting up the QP at `position` (ranks.connect:
+  // cm, engine/connect.h): from its sending rank to its receiving rank (REQ,
+  // RTU), or `back` (REP), each to its port's next hop where it has one.
+  proto::Encap CmEncap(uint32_t position, bool back) const;
   // The engine's streams, one per pair of frames.pairs(): indices
   // first_index.., named "<name> <from port>-><to port>" (port indices), each
   // until `duration_ns` at most (the cell ends them when its iterations are done).

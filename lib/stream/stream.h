@@ -55,6 +55,10 @@ struct CompiledStream {
   // `frame.roce.dcqcn`: each flow's reaction point (its rate, from its
   // per-flow one as the maximum, follows the CNPs it receives).
   std::optional<config::DcqcnSpec> dcqcn;
+  // A collective cell's QPs with DCQCN (ranks.dcqcn): each QP's maximum, its
+  // rank's port line rate (L1, bit/s), where it starts; unpaced until a CNP
+  // cuts it (tx/cell_sender.cc). 0: 100 Gbit/s.
+  double cell_qp_max_bps = 0;
   // RC requester: go back after this long without an acknowledgement moving
   // (with answers->strict: a responder, roce.retransmit: go_back_n).
   int64_t retransmit_timeout_ns = 0;

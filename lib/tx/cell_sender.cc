@@ -45,6 +45,21 @@ uint64_t TxTask::TakeCellFirstTx(size_t i) {
   return t;
 }
 
+// DCQCN (ranks.dcqcn): QP f's next turn's earliest start once it takes
+// `frames` frames at its reaction point's rate (a QP at its maximum, the
+// port's line, stays unpaced: the port paces it).
+void TxTask::PaceCellQp(State& st, uint32_t f, unsigned frames, uint64_t now) {
+  State::CellJobs& c = st.cell;
+  if (c.next_tsc.empty()) return;
+  const double bps = st.rp.rate_bps(f);
+  if (bps >= c.max_bps) {
+    c.next_tsc[f] = 0;
+    return;
+  }
+  const double ns = static_cast<double>(frames) * st.bits_per_frame / bps * 1e9;
+  c.next_tsc[f] = std::max(c.next_tsc[f], now) + clock_.FromNs(static_cast<uint64_t>(ns));
+}
+
 const std::vector<uint64_t>& TxTask::CellResentBytes(size_t i) const { return streams_[i]->cell.resent_by_iteration; }
 
 // Points flow f's cursor at its packet `seq` of the run: which message of
@@ -154,6 +169,9 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
   if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
   if (!st.exhausted && c.finished->load(std::memory_order_acquire)) Exhaust(st, now);
   if (st.gbn.enabled() && st.gbn.TimerDue(now)) st.gbn.Tick(now, poll_tsc_);
+  if (st.rp.enabled() && now >= st.rp_next && !st.exhausted) TickDcqcn(st, now);
+  // Whether DCQCN holds QP f back now (PaceCellQp).
+  auto held = [&c, now](uint32_t f) { return !c.next_tsc.empty() && c.next_tsc[f] > now; };
   if (st.npending == 0) {
     FlowPacer::Run runs[kTxBurst];
     unsigned n = 0, nruns = 0;
@@ -164,9 +182,10 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
         const uint32_t f = qps[j];
         const uint32_t owed = st.gbn.qp(f).high - st.cursors[f].seq;
         const unsigned m = std::min<unsigned>({owed, kCellRun, kTxBurst - n});
-        if (m == 0) continue;
+        if (m == 0 || held(f)) continue;
         runs[nruns++] = FlowPacer::Run{f, m};
         n += m;
+        PaceCellQp(st, f, m, now);
       }
     }
     // New packets: a QP is in `ready` while its cursor is below what was
@@ -184,10 +203,12 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
       }
       bool mine = false;
       for (unsigned r = 0; r < nruns; ++r) mine = mine || runs[r].flow == f;
-      if (!mine) {  // (a QP resending this burst takes no new turn in it)
+      // (a QP resending this burst, or one DCQCN holds back, takes no new turn in it)
+      if (!mine && !held(f)) {
         const unsigned m = std::min<unsigned>({left, kCellRun, kTxBurst - n});
         runs[nruns++] = FlowPacer::Run{f, m};
         n += m;
+        PaceCellQp(st, f, m, now);
         if (m == left) {
           c.queued[f] = 0;
           continue;

@@ -13,6 +13,7 @@
 namespace fg::tx {
 
 void TxTask::SetQpRate(State& st, uint32_t f, uint64_t now) {
+  if (st.rates.pacer == nullptr) return;  // a cell's QP: SendCell reads its rate at each turn
   const double pps = st.rp.rate_bps(f) / st.bits_per_frame;
   const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
   st.rates.pps += pps - st.rates.pacer->rate(f);

@@ -129,6 +129,15 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
       c.queued.assign(nf, 0);
       c.place.assign(nf, {});
       c.resent_by_iteration.assign(s->cell->play.iterations + 1, 0);
+      if (s->dcqcn) {
+        // Each QP a reaction point starting at its port's line rate, its
+        // maximum: unpaced there, paced at its rate once a CNP cut it (SendCell).
+        c.max_bps = s->cell_qp_max_bps > 0 ? s->cell_qp_max_bps : 100e9;
+        c.next_tsc.assign(nf, 0);
+        st->bits_per_frame = 8 * s->frame_size;
+        st->rp = endpoint::ReactionPoints(*s->dcqcn, std::vector<double>(nf, c.max_bps), s->start_ns, s->duration_ns);
+        st->rp_tick = clock.FromNs(static_cast<uint64_t>(st->rp.tick_ns()));
+      }
     }
     if (s->answers != nullptr && s->answers->strict) {
       const uint64_t timeout = clock.FromNs(static_cast<uint64_t>(std::max<int64_t>(s->retransmit_timeout_ns, 1)));

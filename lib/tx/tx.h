@@ -260,6 +260,7 @@ class TxTask : public PollTask {
   unsigned SendPending(State& st, uint64_t now);  // pending frames to the PMD; counts what it took
   // The pacer follows flow f's rate (its reaction point's Rc, after a cut or an increase).
   static void SetQpRate(State& st, uint32_t f, uint64_t now);
+  void PaceCellQp(State& st, uint32_t f, unsigned frames, uint64_t now);
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
   // On the lcore: the stream stops generating at `t`; its due count is final.
   void Exhaust(State& st, uint64_t t);

@@ -163,6 +163,10 @@ struct alignas(64) TxTask::State {
     uint64_t resent_bytes = 0;  // frame bytes of resends (FCS included), made
     std::vector<uint64_t> resent_by_iteration;  // the same, by the iteration of the packet resent
     Counter first_tx_ns;        // TX time of the first frame since the engine last cleared it (0: none)
+    // DCQCN (ranks.dcqcn): per shard flow, the TSC before which a QP its
+    // reaction point cut may not start its next turn (empty without DCQCN).
+    std::vector<uint64_t> next_tsc;
+    double max_bps = 0;  // each QP's maximum: unpaced at it
     bool enabled() const { return cs != nullptr; }
   } cell;
 };

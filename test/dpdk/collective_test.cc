@@ -7,7 +7,14 @@
 // apart) while the unique bytes stay the schedule's.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <rte_lcore.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "absl/strings/str_format.h"
 #include "collective/cell.h"
@@ -23,9 +30,10 @@ namespace {
 using fg::testing::Impairments;
 using fg::testing::RingPath;
 
+// `%s`: more keys of `ranks` (connect, dcqcn).
 constexpr char kPlan[] = R"(
 ports: [{name: a}, {name: b}]
-ranks: {count: 4, placement: round_robin, qps_per_pair: 2, message: 16 KiB, pmtu: 1024}
+ranks: {count: 4, placement: round_robin, qps_per_pair: 2, message: 16 KiB, pmtu: 1024%s}
 streams: [{name: unused, port: a, rx_port: b, rate: 1 kpps}]
 )";
 
@@ -36,9 +44,9 @@ struct Cell {
 };
 
 Cell MakeCell(collective::Op op, collective::Algorithm alg, uint32_t n, uint64_t bytes,
-              const stream::CellPlay& play_in = {}) {
+              const stream::CellPlay& play_in = {}, const std::string& ranks_more = "") {
   Cell c;
-  auto plan = config::ParsePlan("c.yaml", kPlan);
+  auto plan = config::ParsePlan("c.yaml", absl::StrFormat(kPlan, ranks_more));
   EXPECT_TRUE(plan.ok()) << plan.status();
   c.plan = *plan;
   auto s = collective::Schedule::Make(op, alg, n, bytes);
@@ -159,6 +167,133 @@ TEST(Collective, AStragglersDelayStretchesItsStepsChains) {
     EXPECT_GE(it.time_ns(), 2 * 5'000'000);
     EXPECT_LT(it.time_ns(), 3 * 5'000'000);
   }
+}
+
+// ranks.connect: cm: every QP of the cell set up by CM MADs between its
+// own two ranks before the first iteration (a -> b through the mover, the
+// REPs back), then the iterations as without it.
+TEST(Collective, ConnectCmSetsUpEveryQpBetweenItsRanksBeforeTheData) {
+  RingPath path("collcm");
+  ASSERT_TRUE(path.ok()) << path.error();
+  Cell c = MakeCell(collective::Op::kAllReduce, collective::Algorithm::kRing, 4, 1 << 20, {}, ", connect: cm");
+  for (const auto& s : c.streams) ASSERT_TRUE(s.connect_cm) << s.name;
+  auto res = path.Run(c.streams, Impairments{});
+  ASSERT_TRUE(res.ok()) << res.status();
+  uint64_t qps = 0, delivered = 0;
+  for (const StreamResult& s : res->streams) {
+    ASSERT_TRUE(s.qp_setup.has_value()) << s.name;
+    EXPECT_EQ(s.qp_setup->setup.count(), s.qp_setup->qps) << s.name;  // each QP's set-up time, once
+    EXPECT_EQ(s.qp_setup->resent, 0u) << s.name;
+    EXPECT_GT(s.qp_setup->elapsed_ns, 0) << s.name;
+    qps += s.qp_setup->qps;
+    delivered += s.responder.delivered_packets;
+  }
+  EXPECT_EQ(qps, c.cs->cell.qps().size());
+  ASSERT_EQ(res->cells.size(), 1u);
+  for (const CellIteration& it : res->cells[0].iterations) EXPECT_TRUE(it.completed);
+  EXPECT_EQ(delivered, 5 * c.cs->cell.packets());
+}
+
+// ranks.dcqcn: every 50th frame a -> b marked CE by the mover; each mark is
+// seen by b's responder and answered by a CNP or suppressed in the QP's CNP
+// interval, each CNP reaches its QP's reaction point on a, which cuts its
+// rate (the QP then paced below its port's line), and the collective still
+// completes every iteration with every byte delivered once.
+TEST(Collective, DcqcnCutsMarkedQpsAndEveryCeMarkIsAccounted) {
+  RingPath path("colldc");
+  ASSERT_TRUE(path.ok()) << path.error();
+  Cell c = MakeCell(collective::Op::kAllReduce, collective::Algorithm::kRing, 4, 1 << 20, {}, ", dcqcn: paper");
+  for (auto& s : c.streams) {
+    ASSERT_TRUE(s.dcqcn.has_value()) << s.name;
+    s.cell_qp_max_bps = 10e9;  // the ring path's ports: 10 G
+  }
+  Impairments imp;
+  imp.ce_every = 50;
+  auto res = path.Run(c.streams, imp);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->cells.size(), 1u);
+  for (const CellIteration& it : res->cells[0].iterations) EXPECT_TRUE(it.completed);
+  const uint64_t marks = path.marked_every();
+  ASSERT_GT(marks, 0u);
+  const StreamResult& ab = res->streams[0];
+  const StreamResult& ba = res->streams[1];
+  ASSERT_EQ(ab.tx_port, 0u);
+  EXPECT_EQ(ab.responder.ce_seen, marks);  // every mark seen, on a -> b only
+  EXPECT_EQ(ba.responder.ce_seen, 0u);
+  EXPECT_EQ(ab.responder.cnp_sent + ab.responder.cnp_suppressed, marks);
+  EXPECT_EQ(ab.responder.cnp_dropped, 0u);
+  EXPECT_TRUE(ab.dcqcn);
+  EXPECT_EQ(ab.rp.cnps + ab.rp.ignored, ab.responder.cnp_sent);  // every CNP reached its QP
+  EXPECT_GT(ab.rp.cuts, 0u);
+  EXPECT_EQ(ba.rp.cnps, 0u);
+  uint64_t delivered = 0;
+  for (const StreamResult& s : res->streams) delivered += s.responder.delivered_packets;
+  EXPECT_EQ(delivered, 5 * c.cs->cell.packets());
+}
+
+// The tester held up: a thread of the test's at real-time priority on the
+// worker lcore's CPU takes it for 6 ms in the middle of 30 iterations (the
+// way a kernel thread or another process takes it on a busy host). The
+// iterations that span that time carry the hold-up (tester_held, and ns of
+// it adding up to about the 6 ms): their times are the tester's, not the
+// ring path's, and the figures leave them out (methods::StatsOf).
+TEST(Collective, IterationsTheTesterWasHeldUpWithinAreFlagged) {
+  RingPath path("collhold");
+  ASSERT_TRUE(path.ok()) << path.error();
+  stream::CellPlay play;
+  play.iterations = 30;
+  Cell c = MakeCell(collective::Op::kAllReduce, collective::Algorithm::kRing, 4, 1 << 20, play);
+  const int cpu = static_cast<int>(rte_lcore_to_cpu_id(static_cast<int>(rte_get_next_lcore(-1, 1, 0))));
+  const TscClock clock(rte_get_tsc_hz());
+  std::atomic<uint64_t> hog_from{0}, hog_to{0};
+  std::atomic<bool> realtime{true};
+  std::thread hog([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_param sp{};
+    sp.sched_priority = 1;
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0 ||
+        pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0) {
+      realtime = false;
+      return;
+    }
+    const uint64_t from = rte_rdtsc();
+    while (rte_rdtsc() - from < clock.FromNs(6'000'000)) {
+    }
+    hog_from = clock.ToNs(from);
+    hog_to = clock.ToNs(rte_rdtsc());
+    sp.sched_priority = 0;
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+  });
+  auto res = path.Run(c.streams, Impairments{});
+  hog.join();
+  if (!realtime) GTEST_SKIP() << "no SCHED_FIFO here (needs root): the hold-up cannot be made";
+  ASSERT_TRUE(res.ok()) << res.status();
+  const std::vector<CellIteration>& its = res->cells[0].iterations;
+  ASSERT_EQ(its.size(), 30u);
+  ASSERT_GT(hog_from.load(), its.front().first_tx_ns) << "the hold-up came before the iterations";
+  ASSERT_LT(hog_to.load(), its.back().last_rx_ns) << "the hold-up came after the iterations";
+  uint64_t held_ns = 0, spanning = 0;
+  for (const CellIteration& it : its) {
+    EXPECT_TRUE(it.completed);
+    if (it.tester_holdup_ns == 0) {
+      EXPECT_FALSE(it.tester_held);
+    }
+    if (it.tester_holdup_ns * 100 > it.last_rx_ns - it.first_tx_ns) {  // > 1 % of it
+      EXPECT_TRUE(it.tester_held);
+    }
+    if (it.first_tx_ns < hog_to && it.last_rx_ns > hog_from) {
+      ++spanning;
+      EXPECT_TRUE(it.tester_held) << "an iteration over the hold-up, not flagged";
+      held_ns += it.tester_holdup_ns;
+    }
+  }
+  EXPECT_GE(spanning, 1u);
+  // The lcore's loop gap covers the hog's 6 ms (from its last turn before
+  // to its first after), within the iterations that span it.
+  EXPECT_GE(held_ns, 5'000'000u);
 }
 
 }  // namespace

@@ -55,6 +55,9 @@ struct Impairments {
   // Every drop_every-th frame with a signature the mover takes (resends
   // included) is dropped; 0: none. Mover::dropped_every() counts them.
   uint32_t drop_every = 0;
+  // Every ce_every-th frame with a signature it hands on is marked CE (an
+  // ECN switch queue's marks, IPv4); Mover::marked_every() counts them.
+  uint32_t ce_every = 0;
   // Every frame handed on this long after the mover took it (a path's
   // delay), in the order taken; 0: at once.
   uint64_t delay_ns = 0;
@@ -104,6 +107,7 @@ class Mover {
   }
   uint64_t moved() const { return moved_.load(); }
   uint64_t dropped_every() const { return dropped_every_.load(); }  // Impairments::drop_every's drops
+  uint64_t marked_every() const { return marked_every_.load(); }    // Impairments::ce_every's marks
   // The longest this DUT went without looking at its rings (its thread held
   // up by the host): a path that delays frames that long, whatever it was told.
   uint64_t max_gap_ns() const { return max_gap_tsc_.load() * 1'000'000'000 / rte_get_tsc_hz(); }
@@ -183,6 +187,10 @@ class Mover {
         }
         if (imp_.corrupt.count(seq)) rte_pktmbuf_mtod(m, uint8_t*)[m->data_len - 1] ^= 0x5A;
         if (imp_.ce.count(seq)) MarkCe(rte_pktmbuf_mtod(m, uint8_t*));
+        if (imp_.ce_every != 0 && off >= 0 && ++signed_passed_ % imp_.ce_every == 0) {
+          MarkCe(rte_pktmbuf_mtod(m, uint8_t*));
+          marked_every_.fetch_add(1);
+        }
         if (imp_.hold_until.count(seq)) {
           held[seq] = m;
           continue;
@@ -222,8 +230,8 @@ class Mover {
   std::function<void(rte_mbuf*)> on_forward_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> moved_{0};
-  std::atomic<uint64_t> dropped_every_{0};
-  uint64_t signed_seen_ = 0;  // (the mover's thread)
+  std::atomic<uint64_t> dropped_every_{0}, marked_every_{0};
+  uint64_t signed_seen_ = 0, signed_passed_ = 0;  // (the mover's thread)
   std::atomic<uint64_t> max_gap_tsc_{0};
   std::thread thread_;
 };
@@ -297,6 +305,7 @@ class RingPath {
     auto res = RunTrial(TestEal(), {tx(), rx()}, streams, opt);
     mover_max_gap_ns_ = mover.max_gap_ns();
     dropped_every_ = mover.dropped_every();
+    marked_every_ = mover.marked_every();
     if (res.ok() && !forges) {
       for (const fg::engine::PortResult& p : res->ports) {
         EXPECT_EQ(p.rx_invalid_packets, 0u) << "port " << p.name;
@@ -304,9 +313,10 @@ class RingPath {
     }
     return res;
   }
-  // The last Run's Mover::max_gap_ns and Mover::dropped_every.
+  // The last Run's Mover::max_gap_ns, dropped_every and marked_every.
   uint64_t mover_max_gap_ns() const { return mover_max_gap_ns_; }
   uint64_t dropped_every() const { return dropped_every_; }
+  uint64_t marked_every() const { return marked_every_; }
   // The plan `yaml` (ports a and b), compiled for two 10 G ports, in one trial.
   absl::StatusOr<TrialResult> RunPlan(const std::string& yaml, Impairments imp,
                                       const std::atomic<bool>* interrupt = nullptr) {
@@ -331,7 +341,7 @@ class RingPath {
   rte_ring *in_ = nullptr, *out_ = nullptr, *sink_ = nullptr;
   std::vector<std::unique_ptr<port::Port>> ports_;
   std::string error_;
-  uint64_t mover_max_gap_ns_ = 0, dropped_every_ = 0;
+  uint64_t mover_max_gap_ns_ = 0, dropped_every_ = 0, marked_every_ = 0;
   bool sink_used_ = false;
 };
 

@@ -3,9 +3,9 @@
 leaf whose links to both ports are shaped by tbf at RATE: every iteration of
 a collective is bounded by the busiest shaped link, so it takes that link's
 bytes of one iteration (the kernel's qdisc counters over the run, over the
-iterations run) over RATE. The leaf resolves the ranks by ARP (the tester
-answers for each rank's address with the rank's MAC) and the ranks send to
-the ports' gateways. Needs root.
+iterations run) over RATE. The leaf resolves the ranks by ARP, or by ND for
+IPv6 ranks (the tester answers for each rank's address with the rank's MAC)
+and the ranks send to the ports' gateways. Needs root.
 
 usage: collective_test.py FABRICGEN SOURCE_ROOT [FABRICGEN_IMPAIR]
 """
@@ -25,7 +25,17 @@ FACTOR = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 
           "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
 
 
-def lab_plan(n, tests, impairments=""):
+# Each port's ranks' first address, its gateway (the leaf's address in the
+# port's prefix) and that prefix: IPv4, or IPv6 (the leaf resolves the ranks
+# by neighbour discovery then, and the ranks' port its gateway).
+ADDRESSES = {
+    4: {"a": ("198.18.0.1", "198.18.0.254", "198.18.0.0/24"), "b": ("198.18.16.1", "198.18.16.254", "198.18.16.0/24")},
+    6: {"a": ("2001:db8:a::1", "2001:db8:a::fe", "2001:db8:a::/120"),
+        "b": ("2001:db8:b::1", "2001:db8:b::fe", "2001:db8:b::/120")},
+}
+
+
+def lab_plan(n, tests, impairments="", family=4):
     # round_robin: ranks alternate between a and b, so a ring's neighbours sit
     # on different ports and each shaped link carries half the ring's edges.
     # tbf: a 32 KB bucket (1 % of an iteration's bytes on a link) and a queue
@@ -33,13 +43,14 @@ def lab_plan(n, tests, impairments=""):
     # for a go-back). Its queue holds up to 640 ms of data, so the QPs' timeout
     # is 1 s: a QP whose first packets wait behind the others' longer than
     # the default 64 ms would go back for data that was never lost.
+    a, b = ADDRESSES[family]["a"], ADDRESSES[family]["b"]
     return """
 version: 1
 name: collectives behind a shaped leaf
 ports:
-  - {{name: a, device: "net_af_packet0,iface=fga", gateway: 198.18.0.254}}
-  - {{name: b, device: "net_af_packet1,iface=fgb", gateway: 198.18.16.254}}
-ranks: {{count: {n}, placement: round_robin, first_address: {{a: 198.18.0.1, b: 198.18.16.1}}, pmtu: 1024,
+  - {{name: a, device: "net_af_packet0,iface=fga", gateway: "{a[1]}"}}
+  - {{name: b, device: "net_af_packet1,iface=fgb", gateway: "{b[1]}"}}
+ranks: {{count: {n}, placement: round_robin, first_address: {{a: "{a[0]}", b: "{b[0]}"}}, pmtu: 1024,
          retransmit: {{timeout: 1 s}}}}
 tests:
 {tests}
@@ -48,18 +59,18 @@ lab:
   leaves: 1
   resolve: true
   hosts:
-    - {{port: a, leaf: 0, prefixes: [198.18.0.0/24]}}
-    - {{port: b, leaf: 0, prefixes: [198.18.16.0/24]}}
+    - {{port: a, leaf: 0, prefixes: ["{a[2]}"]}}
+    - {{port: b, leaf: 0, prefixes: ["{b[2]}"]}}
   impairments:
     - {{link: leaf0-a, shape: {{qdisc: tbf, rate: {rate} bps, burst: 32000 B, limit: 16000000 B}}}}
     - {{link: leaf0-b, shape: {{qdisc: tbf, rate: {rate} bps, burst: 32000 B, limit: 16000000 B}}}}
-""".format(n=n, tests=tests, rate=RATE) + impairments
+""".format(n=n, tests=tests, rate=RATE, a=a, b=b) + impairments
 
 
-def plan(op, algorithm, n, iterations=ITERATIONS, warmup=WARMUP, impairments=""):
+def plan(op, algorithm, n, iterations=ITERATIONS, warmup=WARMUP, impairments="", family=4):
     return lab_plan(n, """  - collective: {{name: c, op: {op}, algorithm: {algorithm}, sizes: [{size}], iterations: {iterations},
                   warmup_iterations: {warmup}, iteration_timeout: 20 s, tester_limit_retries: 2}}""".format(
-        op=op, algorithm=algorithm, size=SIZE, iterations=iterations, warmup=warmup), impairments)
+        op=op, algorithm=algorithm, size=SIZE, iterations=iterations, warmup=warmup), impairments, family)
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
@@ -82,13 +93,25 @@ class BusBw(LabRun):
             self.assertEqual(q["drops"], 0, "the shaper dropped: the link waited for go-back-N")
         busiest = max(q["bytes"] for q in links) / (WARMUP + ITERATIONS)
         predicted_ns = busiest * 8 / RATE * 1e9
-        self.say("%s %s N=%d: busiest link %.0f B an iteration -> %.2f ms at %.0f Mbit/s; iterations %s ms",
+        self.say("%s %s N=%d: busiest link %.0f B an iteration -> %.2f ms at %.0f Mbit/s; iterations %s ms; "
+                 "the tester held up within them %s ms",
                  self.OP, self.ALGORITHM, self.N, busiest, predicted_ns / 1e6, RATE / 1e6,
-                 ", ".join("%.2f" % (it["duration_ns"] / 1e6) for it in p["iterations"]))
+                 ", ".join("%.2f" % (it["duration_ns"] / 1e6) for it in p["iterations"]),
+                 ", ".join("%.2f%s" % (it["tester_holdup_ns"] / 1e6, "*" if it["tester_held"] else "")
+                           for it in p["iterations"]))
         self.assertEqual(p["wrong"], 0)
         self.assertEqual(len(p["iterations"]), ITERATIONS)
+        judged = [it for it in p["iterations"] if not it["tester_held"]]
+        # An iteration the tester was held up within (its lcore away for
+        # more than 1 % of it: here mostly a kernel-backed port's send
+        # running the lab's veth forwarding on the worker's CPU for ~1 ms)
+        # is the tester's figure, flagged and left out of the point's; the
+        # link's truth judges the rest.
+        self.assertGreaterEqual(len(judged), 2, "the tester was held up in nearly every iteration")
+        self.assertEqual(p["iterations_in_figures"], len(judged))
         for it in p["iterations"]:
             self.assertFalse(it["failed"])
+        for it in judged:
             self.assertLessEqual(abs(it["duration_ns"] / predicted_ns - 1), 0.05, (it, predicted_ns))
 
     def test_busbw_is_8_s_over_t_times_the_bus_factor_of_the_reports_own_times(self):
@@ -100,8 +123,9 @@ class BusBw(LabRun):
         self.assertGreater(p["s_fabric_bytes"], 0)
 
 
-def busbw_case(name, op, algorithm, n):
-    return type(name, (BusBw,), {"OP": op, "ALGORITHM": algorithm, "N": n, "PLAN_TEXT": plan(op, algorithm, n)})
+def busbw_case(name, op, algorithm, n, family=4):
+    return type(name, (BusBw,), {"OP": op, "ALGORITHM": algorithm, "N": n,
+                                 "PLAN_TEXT": plan(op, algorithm, n, family=family)})
 
 
 RingAllReduce4 = busbw_case("RingAllReduce4", "allreduce", "ring", 4)
@@ -111,6 +135,10 @@ ReduceScatter4 = busbw_case("ReduceScatter4", "reducescatter", "ring", 4)
 AllToAllParallel4 = busbw_case("AllToAllParallel4", "alltoall", "parallel", 4)
 AllToAllPairwise4 = busbw_case("AllToAllPairwise4", "alltoall", "pairwise", 4)
 HalvingDoubling4 = busbw_case("HalvingDoubling4", "allreduce", "halving_doubling", 4)
+# IPv6 ranks: the leaf finds them by neighbour discovery (fabricgen answers
+# each rank's solicitations with its MAC), the ranks' ports find their
+# gateways the same way; the ICRC covers the IPv6 header the leaf forwarded.
+RingAllReduce4Ipv6 = busbw_case("RingAllReduce4Ipv6", "allreduce", "ring", 4, family=6)
 del BusBw  # the base runs nothing of its own
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
@@ -136,13 +164,16 @@ class Barriers(LabRun):
         p = self.point()
         hit = {0, 2, 5, 8}
         times = {it["index"]: it["duration_ns"] for it in p["iterations"]}
-        clean = sorted(t for i, t in times.items() if i not in hit)
+        held = {it["index"] for it in p["iterations"] if it["tester_held"]}  # the tester's hold-ups: not judged
+        clean = sorted(t for i, t in times.items() if i not in hit and i not in held)
         median = clean[len(clean) // 2]
         self.say("iterations (ms): %s; hit: %s; resent bytes per iteration: %s",
                  ", ".join("%.2f" % (times[i] / 1e6) for i in sorted(times)), sorted(hit),
                  [it["retransmitted_bytes"] for it in p["iterations"]])
         self.assertEqual(p["wrong"], 0)
         for i, t in times.items():
+            if i in held and i not in hit:
+                continue
             if i in hit:
                 self.assertGreater(t, max(clean), "iteration %d was hit by a drop" % i)
             else:

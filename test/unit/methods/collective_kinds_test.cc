@@ -64,7 +64,6 @@ TEST(CollectiveKinds, RefuseWhatCannotRunNamingThePlace) {
       {std::string(kRanks) + "  - collective: {sizes: [40 B]}\n", "each QP's part needs at least 16 B"},
       {std::string(kRanks) + "  - collective: {ranks: [9]}\n", "c.yaml:3:26: tests[0].collective.ranks[0]: 9 is out of range"},
       {"ranks: {count: 4, retransmit: none}\ntests:\n  - collective: {}\n", "needs its QPs' go-back-N"},
-      {"ranks: {count: 4, dcqcn: paper}\ntests:\n  - collective: {}\n", "ranks.dcqcn is not run"},
       {std::string(kRanks) + "  - multi_tenant: {jobs: [{rank_ids: [0, 1]}, {rank_ids: [1, 2]}]}\n",
        "rank 1 is in two jobs"},
       {std::string(kRanks) + "  - multi_tenant: {jobs: [{rank_ids: [0, 1]}]}\n", "two or more jobs"},
@@ -75,6 +74,11 @@ TEST(CollectiveKinds, RefuseWhatCannotRunNamingThePlace) {
     ASSERT_FALSE(plan.ok()) << k.text;
     EXPECT_THAT(std::string(plan.status().message()), HasSubstr(k.error)) << k.text;
   }
+  // CM set-up and DCQCN are the collective's too.
+  auto cm = ParsePlan("c.yaml", "ranks: {count: 4, connect: cm, dcqcn: paper}\ntests:\n  - collective: {}\n");
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  EXPECT_TRUE(cm->ranks->connect_cm);
+  EXPECT_TRUE(cm->ranks->dcqcn.has_value());
 }
 
 TEST(CollectiveKinds, BusbwIsEightSOverTheTimeTimesTheBusFactor) {
@@ -93,6 +97,39 @@ TEST(CollectiveKinds, BusbwIsEightSOverTheTimeTimesTheBusFactor) {
   EXPECT_DOUBLE_EQ(s.algbw_bps, 8e6 / 2.5e-3);
   EXPECT_DOUBLE_EQ(s.busbw_mean, 8e6 / 2.5e-3 * 1.5);
   EXPECT_DOUBLE_EQ(s.busbw_p99, 8e6 / 4e-3 * 1.5);  // the slow tail: what 99 % of iterations reach
+}
+
+// Iterations the tester was held up within are left out of the figures
+// (counted apart); when every one was, the figures are over them all and
+// flagged.
+TEST(CollectiveKinds, IterationsTheTesterHeldUpAreLeftOutOrFlagged) {
+  CollectivePoint p;
+  p.size_bytes = 1'000'000;
+  p.bus_factor = 1.0;
+  p.iterations = {{0, 2'000'000, 0, false, 0, false}, {1, 9'000'000, 0, false, 7'000'000, true},
+                  {2, 4'000'000, 0, false, 0, false}};
+  CollectiveStats s = StatsOf(p);
+  EXPECT_EQ(s.n, 2u);
+  EXPECT_EQ(s.held, 1u);
+  EXPECT_FALSE(s.all_held);
+  EXPECT_DOUBLE_EQ(s.mean, 3'000'000);
+  EXPECT_DOUBLE_EQ(s.max, 4'000'000);
+  for (auto& it : p.iterations) it.tester_held = true;
+  s = StatsOf(p);
+  EXPECT_TRUE(s.all_held);
+  EXPECT_EQ(s.n, 3u);
+  EXPECT_EQ(s.held, 0u);
+  EXPECT_DOUBLE_EQ(s.mean, 5'000'000);
+  // A job's times likewise.
+  engine::CellResult cell;
+  cell.iterations = {{100, 600, true, 0}, {1'100, 1'500, true, 1'000}};
+  cell.iterations[1].tester_held = true;
+  EXPECT_EQ(JobTimesNs(cell, 0, 0), (std::vector<double>{600}));  // from its compute start (0)
+  cell.iterations[0].tester_held = true;
+  EXPECT_EQ(JobTimesNs(cell, 0, 0), (std::vector<double>{600, 500}));
+  EXPECT_EQ(WrongIterations(cell, 0, 2), 0u);  // held up, not wrong
+  cell.iterations.push_back({0, 0, false, 2'000});
+  EXPECT_EQ(WrongIterations(cell, 0, 4), 2u);  // one failed, one never run
 }
 
 TEST(CollectiveKinds, AJobCompletesAtTheLaterOfItsComputeAndItsLastArrival) {

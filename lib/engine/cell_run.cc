@@ -24,7 +24,9 @@ struct ArrivalsByCell : endpoint::ArrivalSink {
 void MarkTesterHoldups(std::vector<CellIteration>& iterations, const std::vector<LcoreWork>& work) {
   for (CellIteration& it : iterations) {
     if (it.last_rx_ns == 0) continue;  // not completed: failed anyway
-    const uint64_t from = it.compute_start_ns != 0 ? std::min(it.compute_start_ns, it.first_tx_ns) : it.first_tx_ns;
+    const uint64_t from = it.compute_start_ns == 0   ? it.first_tx_ns
+                          : it.first_tx_ns == 0      ? it.compute_start_ns
+                                                     : std::min(it.compute_start_ns, it.first_tx_ns);
     const uint64_t to = it.last_rx_ns;
     for (const LcoreWork& w : work) {
       const size_t placed = std::min<uint64_t>(w.holdup_logged, LcoreWork::kHoldupLog);

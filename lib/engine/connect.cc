@@ -36,8 +36,13 @@ struct Qp {
 class Exchange {
  public:
   Exchange(const std::vector<port::Port*>& ports, const std::vector<stream::CompiledStream>& streams,
-           const TscClock& clock)
-      : ports_(ports), streams_(streams), clock_(clock) {}
+           const TscClock& clock, const std::vector<endpoint::PortContext>& neighbors)
+      : ports_(ports), streams_(streams), clock_(clock), answers_(64) {
+    for (endpoint::PortContext c : neighbors) {
+      c.answers = &answers_;
+      neighbors_.push_back(std::make_unique<endpoint::FrameHandlers>(c));
+    }
+  }
 
   absl::StatusOr<std::vector<std::optional<QpSetup>>> Run(int64_t timeout_ns) {
     std::vector<std::optional<QpSetup>> out(streams_.size());
@@ -72,7 +77,7 @@ class Exchange {
           const uint16_t n = rte_eth_rx_burst(ports_[pi]->id(), q, m, 32);
           absl::Status st;
           for (uint16_t i = 0; i < n; ++i) {
-            if (st.ok()) st = Receive(m[i], &out, &done, &first, &last);
+            if (st.ok()) st = Receive(m[i], pi, &out, &done, &first, &last);
             rte_pktmbuf_free(m[i]);
           }
           FG_RETURN_IF_ERROR(st);
@@ -186,7 +191,7 @@ class Exchange {
     return Send(s.rx_port, proto::cm::BuildFrame(EncapOf(p, true), m, 0));
   }
 
-  absl::Status Receive(rte_mbuf* mb, std::vector<std::optional<QpSetup>>* out, size_t* done,
+  absl::Status Receive(rte_mbuf* mb, size_t pi, std::vector<std::optional<QpSetup>>* out, size_t* done,
                        std::vector<uint64_t>* first, std::vector<uint64_t>* last) {
     const uint64_t now = ReadTsc();
     const auto* d = rte_pktmbuf_mtod(mb, const uint8_t*);
@@ -197,7 +202,7 @@ class Exchange {
     if (m) k = uint64_t{m->attr == proto::cm::kRep ? m->remote_comm_id : m->local_comm_id} - base_;
     if (!m || k == 0 || k > next_ || m->transaction_id != base_ + k) {
       ++other_;
-      return absl::OkStatus();
+      return Neighbor(pi, d, rte_pktmbuf_data_len(mb));
     }
     Qp& p = qps_[k - 1];
     const stream::CompiledStream& s = streams_[p.stream];
@@ -228,6 +233,18 @@ class Exchange {
     }
   }
 
+  // An ARP or ND for a host of port pi (a rank a leaf resolves before it
+  // routes a REQ there): answered as the trial's hosts answer it.
+  absl::Status Neighbor(size_t pi, const uint8_t* d, uint32_t len) {
+    if (pi >= neighbors_.size()) return absl::OkStatus();
+    neighbors_[pi]->Take(endpoint::RxFrame{d, len, 0});
+    for (; !answers_.empty(); answers_.Pop()) {
+      const endpoint::Answer& a = *answers_.Front();
+      FG_RETURN_IF_ERROR(Send(a.port, std::vector<uint8_t>(a.bytes, a.bytes + a.len)));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Failure(int64_t timeout_ns) const {
     uint64_t no_rep = 0, no_rtu = 0;
     std::string first;
@@ -247,6 +264,8 @@ class Exchange {
   const std::vector<port::Port*>& ports_;
   const std::vector<stream::CompiledStream>& streams_;
   const TscClock& clock_;
+  endpoint::AnswerQueue answers_;  // the neighbors' answers, sent at once
+  std::vector<std::unique_ptr<endpoint::FrameHandlers>> neighbors_;
   std::vector<Qp> qps_;
   size_t next_ = 0;    // REQs sent for qps_[0 .. next_)
   uint32_t base_ = 0;  // communication ids: base_ + 1 ..
@@ -255,10 +274,10 @@ class Exchange {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::optional<QpSetup>>> ConnectQps(const std::vector<port::Port*>& ports,
-                                                               const std::vector<stream::CompiledStream>& streams,
-                                                               const TscClock& clock, int64_t timeout_ns) {
-  Exchange x(ports, streams, clock);
+absl::StatusOr<std::vector<std::optional<QpSetup>>> ConnectQps(
+    const std::vector<port::Port*>& ports, const std::vector<stream::CompiledStream>& streams, const TscClock& clock,
+    int64_t timeout_ns, const std::vector<endpoint::PortContext>& neighbors) {
+  Exchange x(ports, streams, clock, neighbors);
   return x.Run(timeout_ns);
 }
 

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/tsc.h"
+#include "endpoint/frame_handler.h"
 #include "port/port.h"
 #include "stats/histogram.h"
 #include "stream/stream.h"
@@ -35,9 +36,12 @@ struct QpSetup {
 };
 
 // Sets up every QP of the streams with connect_cm; fails naming the QPs that
-// got no REP or RTU within `timeout_ns`.
-absl::StatusOr<std::vector<std::optional<QpSetup>>> ConnectQps(const std::vector<port::Port*>& ports,
-                                                               const std::vector<stream::CompiledStream>& streams,
-                                                               const TscClock& clock, int64_t timeout_ns);
+// got no REP or RTU within `timeout_ns`. `neighbors` (one per port, or
+// empty): the ports' hosts, which answer the ARP and ND that come meanwhile
+// (a leaf resolving the ranks a REQ is routed to) as they do in the trial;
+// their answers are sent on queue 0 with the MADs.
+absl::StatusOr<std::vector<std::optional<QpSetup>>> ConnectQps(
+    const std::vector<port::Port*>& ports, const std::vector<stream::CompiledStream>& streams, const TscClock& clock,
+    int64_t timeout_ns, const std::vector<endpoint::PortContext>& neighbors = {});
 
 }  // namespace fg::engine

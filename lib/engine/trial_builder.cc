@@ -176,7 +176,18 @@ absl::StatusOr<std::unique_ptr<LiveRun>> LiveRun::Start(const port::Eal& eal, co
   // QPs set up by CM MADs (frame.roce.connect: cm), here before any lcore
   // polls: nothing else is on the ports then.
   {
-    auto setups = ConnectQps(ports, streams, r->clock_, options.qp_setup_timeout_ns);
+    // The ports' hosts answer ARP and ND meanwhile (a leaf resolving the
+    // ranks or addresses a REQ is routed to: `gateway` and `lab.resolve`).
+    static const endpoint::PortHosts kNoHosts;
+    std::vector<endpoint::PortContext> neighbors(ports.size());
+    for (size_t pi = 0; pi < ports.size(); ++pi) {
+      endpoint::PortContext& c = neighbors[pi];
+      c.port = static_cast<uint16_t>(pi);
+      c.hosts = options.hosts != nullptr ? &(*options.hosts)[pi] : &kNoHosts;
+      if (pi < options.answer.size()) c.answer = options.answer[pi];
+      if (auto mac = ParseMac(ports[pi]->capabilities().mac); mac.ok()) c.port_mac = *mac;
+    }
+    auto setups = ConnectQps(ports, streams, r->clock_, options.qp_setup_timeout_ns, neighbors);
     if (!setups.ok()) {
       r->finished_ = true;
       return setups.status();

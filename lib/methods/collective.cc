@@ -293,7 +293,8 @@ std::string Collective::Summary(const TestResult& result) const {
     const CollectiveStats s = StatsOf(p);
     if (s.held != 0 || s.all_held) {
       out += absl::StrFormat(
-          "  %u ranks, %u B: %s of %u iterations held up by the tester (its lcores away > 1 ms within them): %s\n",
+          "  %u ranks, %u B: %s of %u iterations held up by the tester (its lcores away for more than 1 %% of "
+          "each): %s\n",
           p.ranks, p.size_bytes, s.all_held ? "all" : absl::StrFormat("%u", s.held), s.n + s.held,
           s.all_held ? "the figures are over them, the tester's as much as the fabric's" : "left out of the figures");
     }

@@ -185,7 +185,6 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
         if (m == 0 || held(f)) continue;
         runs[nruns++] = FlowPacer::Run{f, m};
         n += m;
-        PaceCellQp(st, f, m, now);
       }
     }
     // New packets: a QP is in `ready` while its cursor is below what was
@@ -208,7 +207,6 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
         const unsigned m = std::min<unsigned>({left, kCellRun, kTxBurst - n});
         runs[nruns++] = FlowPacer::Run{f, m};
         n += m;
-        PaceCellQp(st, f, m, now);
         if (m == left) {
           c.queued[f] = 0;
           continue;
@@ -217,7 +215,12 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
       c.ready[(c.head + c.count) % c.ready.size()] = f;
       ++c.count;
     }
-    if (n != 0 && !GenerateCell(st, runs, nruns, n, now)) {
+    const bool made = n != 0 && GenerateCell(st, runs, nruns, n, now);
+    // DCQCN: each QP's next turn after the frames it was given (none when the pool was empty).
+    if (made && !c.next_tsc.empty()) {
+      for (unsigned r = 0; r < nruns; ++r) PaceCellQp(st, runs[r].flow, runs[r].count, now);
+    }
+    if (n != 0 && !made) {
       // The pool was empty: the turns given come back (their QPs go on from their cursors).
       for (unsigned r = 0; r < nruns; ++r) {
         const uint32_t f = runs[r].flow;

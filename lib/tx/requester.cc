@@ -28,10 +28,14 @@ void TxTask::OnFeedback(size_t i, uint32_t flow, const endpoint::Feedback& fb) {
     st.gbn.OnAnswer(flow, fb, poll_tsc_);  // the go-back-N clock at this lcore's last poll (within a loop of now)
     return;
   }
-  if (fb.kind != proto::RxKind::kRoceCnp || !st.rp.enabled() || st.exhausted) return;
+  if (fb.kind != proto::RxKind::kRoceCnp || !st.rp.enabled()) return;
   const uint64_t now = ReadTsc();
-  // Stopped or past its end (the drain, before Exhaust): TX has ended, no cut.
-  if (now >= st.end_tsc || st.ctl_mode.load(std::memory_order_relaxed) == State::kStopped) return;
+  // Exhausted, stopped or past its end (the drain, before Exhaust): TX has
+  // ended, no cut; counted, so every CNP sent is one handed or late.
+  if (st.exhausted || now >= st.end_tsc || st.ctl_mode.load(std::memory_order_relaxed) == State::kStopped) {
+    ++st.cnps_late;
+    return;
+  }
   const int64_t t_ns = now > st.run_start_tsc ? static_cast<int64_t>(clock_.ToNs(now - st.run_start_tsc)) : 0;
   if (st.rp.OnCnp(flow, t_ns, st.flow_sent[flow].bytes)) {
     SetQpRate(st, flow, now);
@@ -56,6 +60,7 @@ DcqcnCounters TxTask::dcqcn(size_t i) const {
   c.cnps = st.rp.cnps();
   c.cuts = st.rp.cuts();
   c.ignored = st.rp.ignored();
+  c.late = st.cnps_late;
   c.reaction = st.rp.reaction();
   c.timeline_truncated = st.rp.truncated();
   return c;
@@ -65,6 +70,7 @@ DcqcnCounters& DcqcnCounters::operator+=(const DcqcnCounters& o) {
   cnps += o.cnps;
   cuts += o.cuts;
   ignored += o.ignored;
+  late += o.late;
   reaction.Merge(o.reaction);
   timeline_truncated = timeline_truncated || o.timeline_truncated;
   return *this;

@@ -79,6 +79,7 @@ struct alignas(64) TxTask::State {
   // DCQCN (frame.roce.dcqcn): each shard flow's reaction point and rate
   // timeline; TickDcqcn runs every rp_tick TSC ticks.
   endpoint::ReactionPoints rp;
+  uint64_t cnps_late = 0;  // DcqcnCounters::late (lcore)
   double bits_per_frame = 0;
   uint64_t rp_tick = 0, rp_next = 0;
   uint64_t run_start_tsc = 0;  // the run's start (a `start` offset makes start_tsc later): timelines count from it

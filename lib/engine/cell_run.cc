@@ -22,15 +22,22 @@ struct ArrivalsByCell : endpoint::ArrivalSink {
 }  // namespace
 
 void MarkTesterHoldups(std::vector<CellIteration>& iterations, const std::vector<LcoreWork>& work) {
+  // Iterations and each lcore's hold-ups both come in time order: one
+  // sweep per lcore (`next`: its first hold-up that may still reach an
+  // iteration), not every hold-up for every iteration.
+  std::vector<size_t> next(work.size(), 0);
   for (CellIteration& it : iterations) {
     if (it.last_rx_ns == 0) continue;  // not completed: failed anyway
     const uint64_t from = it.compute_start_ns == 0   ? it.first_tx_ns
                           : it.first_tx_ns == 0      ? it.compute_start_ns
                                                      : std::min(it.compute_start_ns, it.first_tx_ns);
     const uint64_t to = it.last_rx_ns;
-    for (const LcoreWork& w : work) {
+    for (size_t wi = 0; wi < work.size(); ++wi) {
+      const LcoreWork& w = work[wi];
       const size_t placed = std::min<uint64_t>(w.holdup_logged, LcoreWork::kHoldupLog);
-      for (size_t k = 0; k < placed; ++k) {
+      size_t& k0 = next[wi];
+      while (k0 < placed && w.clock.ToNs(w.holdup_log[k0].to_tsc) <= from) ++k0;
+      for (size_t k = k0; k < placed && w.clock.ToNs(w.holdup_log[k].from_tsc) < to; ++k) {
         const uint64_t a = std::max(from, w.clock.ToNs(w.holdup_log[k].from_tsc));
         const uint64_t b = std::min(to, w.clock.ToNs(w.holdup_log[k].to_tsc));
         if (a < b) it.tester_holdup_ns += b - a;

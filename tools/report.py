@@ -452,7 +452,10 @@ def render(rep, out):
     rows = []
     for t in by_kind["collective"]:
         for p in t["points"]:
-            ts = [i["duration_ns"] for i in p["iterations"] if not i["failed"]]
+            # The iterations the point's figures are over: completed, and not held up by the tester
+            # (all completed ones when every one was).
+            done = [i for i in p["iterations"] if not i["failed"]]
+            ts = [i["duration_ns"] for i in done if not i.get("tester_held")] or [i["duration_ns"] for i in done]
             if len(ts) > 1:
                 m = sum(ts) / len(ts)
                 sd = (sum((x - m) ** 2 for x in ts) / (len(ts) - 1)) ** 0.5

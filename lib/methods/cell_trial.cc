@@ -154,6 +154,17 @@ std::vector<double> JobTimesNs(const engine::CellResult& cell, uint32_t warmup, 
   return out.empty() ? held : out;
 }
 
+bool EveryIterationHeld(const engine::CellResult& cell, uint32_t warmup) {
+  bool any = false;
+  for (size_t i = warmup; i < cell.iterations.size(); ++i) {
+    const engine::CellIteration& it = cell.iterations[i];
+    if (!it.completed) continue;
+    if (!it.tester_held) return false;
+    any = true;
+  }
+  return any;
+}
+
 uint32_t WrongIterations(const engine::CellResult& cell, uint32_t warmup, uint32_t iterations) {
   uint32_t done = 0;
   for (size_t i = warmup; i < cell.iterations.size(); ++i) done += cell.iterations[i].completed ? 1 : 0;

@@ -67,5 +67,9 @@ std::vector<double> JobTimesNs(const engine::CellResult& cell, uint32_t warmup, 
 // Of `iterations` counted (after `warmup`), those that did not complete
 // (failed, or not run after a failure): the job's #wrong.
 uint32_t WrongIterations(const engine::CellResult& cell, uint32_t warmup, uint32_t iterations);
+// Whether the tester was held up within every completed counted iteration
+// (JobTimesNs then gives them all: the figures are the tester's as much as
+// the fabric's, a point's tester_limited).
+bool EveryIterationHeld(const engine::CellResult& cell, uint32_t warmup);
 
 }  // namespace fg::methods

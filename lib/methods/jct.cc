@@ -112,7 +112,7 @@ class Jct final : public TestKind {
       pt.jct_p50 = Percentile(jct, 50);
       pt.jct_p99 = Percentile(jct, 99);
       pt.wrong = WrongIterations(t->cells[0], p.warmup_iterations, p.iterations);
-      pt.tester_limited = !r->trials.back().tester_limits.empty();
+      pt.tester_limited = !r->trials.back().tester_limits.empty() || EveryIterationHeld(t->cells[0], p.warmup_iterations);
       const double comm_roof =
           r->rank_line_bps > 0 ? 8.0 * static_cast<double>(p.size_bytes) * r->bus_factor / r->rank_line_bps * 1e9 : 0;
       pt.roofline_ns = static_cast<double>(compute) + comm_roof;

@@ -171,7 +171,11 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
   if (st.gbn.enabled() && st.gbn.TimerDue(now)) st.gbn.Tick(now, poll_tsc_);
   if (st.rp.enabled() && now >= st.rp_next && !st.exhausted) TickDcqcn(st, now);
   // Whether DCQCN holds QP f back now (PaceCellQp).
-  auto held = [&c, now](uint32_t f) { return !c.next_tsc.empty() && c.next_tsc[f] > now; };
+  auto held = [&c, now](uint32_t f) {
+    const bool h = !c.next_tsc.empty() && c.next_tsc[f] > now;
+    c.held_turns += h ? 1 : 0;
+    return h;
+  };
   if (st.npending == 0) {
     FlowPacer::Run runs[kTxBurst];
     unsigned n = 0, nruns = 0;

@@ -61,6 +61,7 @@ DcqcnCounters TxTask::dcqcn(size_t i) const {
   c.cuts = st.rp.cuts();
   c.ignored = st.rp.ignored();
   c.late = st.cnps_late;
+  c.held_turns = st.cell.held_turns;
   c.reaction = st.rp.reaction();
   c.timeline_truncated = st.rp.truncated();
   return c;
@@ -71,6 +72,7 @@ DcqcnCounters& DcqcnCounters::operator+=(const DcqcnCounters& o) {
   cuts += o.cuts;
   ignored += o.ignored;
   late += o.late;
+  held_turns += o.held_turns;
   reaction.Merge(o.reaction);
   timeline_truncated = timeline_truncated || o.timeline_truncated;
   return *this;

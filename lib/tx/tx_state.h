@@ -167,6 +167,7 @@ struct alignas(64) TxTask::State {
     // DCQCN (ranks.dcqcn): per shard flow, the TSC before which a QP its
     // reaction point cut may not start its next turn (empty without DCQCN).
     std::vector<uint64_t> next_tsc;
+    uint64_t held_turns = 0;  // DcqcnCounters::held_turns
     double max_bps = 0;  // each QP's maximum: unpaced at it
     bool enabled() const { return cs != nullptr; }
   } cell;

@@ -128,6 +128,8 @@ TEST(CollectiveKinds, IterationsTheTesterHeldUpAreLeftOutOrFlagged) {
   cell.iterations[0].tester_held = true;
   EXPECT_EQ(JobTimesNs(cell, 0, 0), (std::vector<double>{600, 500}));
   EXPECT_EQ(WrongIterations(cell, 0, 2), 0u);  // held up, not wrong
+  EXPECT_TRUE(EveryIterationHeld(cell, 0));
+  EXPECT_FALSE(EveryIterationHeld(cell, 2));  // none counted
   cell.iterations.push_back({0, 0, false, 2'000});
   EXPECT_EQ(WrongIterations(cell, 0, 4), 2u);  // one failed, one never run
 }

@@ -329,7 +329,9 @@ absl::Status LiveRun::Launch() {
   for (auto& ref : rxs_) {
     if (!ReplaysCapture(*ports_[ref.port])) ref.task->SetRunStart(clock_.ToNs(start));
   }
-  PlaceOnCpus(work_);  // each worker's CPU, its steal from here, its nice value
+  // Each worker's CPU, its steal from here, its nice value.
+  PlaceOnCpus(work_, std::any_of(ports_.begin(), ports_.end(),
+                                 [](const port::Port* p) { return !p->options().kernel_iface.empty(); }));
   for (uint32_t i = 0; i < work_.size(); ++i) {
     // Every worker runs: one with no queue of its own may still own flows
     // whose frames others hand it.

@@ -64,7 +64,7 @@ unsigned SendAnswers(endpoint::AnswerQueue& q, std::vector<AnswerPort>& ports, i
 // handed it for the flows it owns, then control requests. Three TSC reads a
 // loop give VPP-style cycles per frame for TX and RX apart (about 2 cycles a
 // frame at full bursts).
-void PlaceOnCpus(std::vector<LcoreWork>& work) {
+void PlaceOnCpus(std::vector<LcoreWork>& work, bool kernel_io) {
   const std::vector<int64_t> steal = port::HostStealNs();
   for (LcoreWork& w : work) {
     w.cpu = rte_lcore_to_cpu_id(static_cast<int>(w.lcore));
@@ -75,7 +75,7 @@ void PlaceOnCpus(std::vector<LcoreWork>& work) {
   for (LcoreWork& w : work) {
     const auto same = [&](const LcoreWork& o) { return o.cpu == w.cpu; };
     const bool shared = w.cpu == main_cpu || std::count_if(work.begin(), work.end(), same) > 1;
-    w.nice = shared ? 0 : -20;
+    w.nice = shared || kernel_io ? 0 : -20;
   }
 }
 

@@ -98,8 +98,13 @@ void MarkTesterHoldups(std::vector<CellIteration>& iterations, const std::vector
 // Before the launch: each worker's CPU and that CPU's steal so far, and its
 // nice value: -20 (the most CPU weight a normal task gets) only on a CPU of
 // its own; beside the main lcore (the run's control) or another lcore it
-// would take their time instead of a stranger's.
-void PlaceOnCpus(std::vector<LcoreWork>& work);
+// would take their time instead of a stranger's. With `kernel_io` (a port
+// whose frames pass through the kernel: af_packet) 0: the kernel's network
+// work that lands on the worker's CPU (softirqs run by ksoftirqd, a tbf's
+// timer) is then part of the tester's own I/O, and a worker at -20 starved
+// it: collective iterations in the lab stretched by 16-99 ms with no
+// hold-up of the worker's (2 of 2 runs of lab-collective; at 0, 3 of 3 clean).
+void PlaceOnCpus(std::vector<LcoreWork>& work, bool kernel_io);
 // The worker's counters so far (any thread may read them), with its CPU, its
 // thread's waits for it (guest_wait_ns) and the hypervisor's steal of it
 // (host_steal_ns) since the launch; `steal` is HostStealNs() now.

@@ -282,6 +282,11 @@ struct TrialResult {
   std::string timestamp_source = "tsc: software, TX before rte_eth_tx_burst, RX after rte_eth_rx_burst";
   // What a reader of the figures must know (e.g. RX stamps that do not follow the fitted NIC clock).
   std::vector<std::string> warnings;
+  // This host's ns (TscClock, the unit of every *_ns time above) plus this
+  // is UNIX time (CLOCK_REALTIME ns): read once as the trial launched, so
+  // the times of events (a collective's iterations) can be set against
+  // other logs; off by the TSC's drift from the system clock since (ppm).
+  int64_t unix_minus_host_ns = 0;
   // Frames the host kernel dropped at its input backlog during the trial; -1: not read (no kernel-backed port).
   int64_t host_backlog_drops = -1;
   // The drain (TrialOptions::drain_ns, from the last frame an lcore sent):

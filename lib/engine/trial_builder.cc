@@ -7,6 +7,7 @@
 #include <rte_lcore.h>
 
 #include <algorithm>
+#include <ctime>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -322,6 +323,10 @@ absl::Status LiveRun::Launch() {
   // Launch, then start every stream at the same instant a little ahead.
   const uint64_t start = ReadTsc() + clock_.FromNs(2'000'000);
   start_ = start;
+  timespec unix_now{};
+  clock_gettime(CLOCK_REALTIME, &unix_now);
+  result_.unix_minus_host_ns = unix_now.tv_sec * 1'000'000'000LL + unix_now.tv_nsec -
+                               static_cast<int64_t>(clock_.ToNs(ReadTsc()));
   for (auto& t : txs_) t->Arm(start);
   for (auto& c : cells_) c->shared.start_tsc = start;  // the first iteration starts with the streams
   // No signature of this run carries a TX time before its start (RX counts

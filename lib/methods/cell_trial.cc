@@ -143,13 +143,45 @@ double Percentile(const std::vector<double>& v, double q) {
   return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
 }
 
-std::vector<double> JobTimesNs(const engine::CellResult& cell, uint32_t warmup, int64_t compute_ns) {
+std::vector<JobIteration> JobIterations(const engine::TrialResult& r, size_t cell, uint32_t warmup,
+                                        int64_t compute_ns) {
+  std::vector<JobIteration> out;
+  const std::vector<engine::CellIteration>& its = r.cells[cell].iterations;
+  for (size_t i = warmup; i < its.size(); ++i) {
+    const engine::CellIteration& it = its[i];
+    JobIteration j;
+    j.index = static_cast<uint32_t>(i - warmup);
+    j.start_unix_ns = static_cast<int64_t>(it.compute_start_ns) + r.unix_minus_host_ns;
+    if (it.completed) {
+      const uint64_t end = std::max(it.last_rx_ns, it.compute_start_ns + static_cast<uint64_t>(compute_ns));
+      j.jct_ns = static_cast<int64_t>(end - it.compute_start_ns);
+    }
+    j.tester_holdup_ns = it.tester_holdup_ns;
+    j.tester_held = it.tester_held;
+    out.push_back(j);
+  }
+  return out;
+}
+
+void WriteJobIterations(report::JsonWriter& w, std::string_view key, const std::vector<JobIteration>& its) {
+  w.Key(key);
+  w.BeginArray();
+  for (const JobIteration& it : its) {
+    w.BeginObject();
+    w.Field("index", it.index);
+    w.Field("start_unix_ns", it.start_unix_ns);
+    w.Field("jct_ns", it.jct_ns);
+    w.Field("tester_holdup_ns", static_cast<int64_t>(it.tester_holdup_ns));
+    w.Field("tester_held", it.tester_held);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+std::vector<double> JobTimesNs(const std::vector<JobIteration>& its) {
   std::vector<double> out, held;
-  for (size_t i = warmup; i < cell.iterations.size(); ++i) {
-    const engine::CellIteration& it = cell.iterations[i];
-    if (!it.completed) continue;
-    const uint64_t end = std::max(it.last_rx_ns, it.compute_start_ns + static_cast<uint64_t>(compute_ns));
-    (it.tester_held ? held : out).push_back(static_cast<double>(end - it.compute_start_ns));
+  for (const JobIteration& it : its) {
+    if (it.jct_ns > 0) (it.tester_held ? held : out).push_back(static_cast<double>(it.jct_ns));
   }
   return out.empty() ? held : out;
 }

@@ -14,6 +14,7 @@
 #include "config/reader.h"
 #include "engine/engine.h"
 #include "methods/test_kind.h"
+#include "report/json.h"
 #include "stream/cell_streams.h"
 
 namespace fg::methods {
@@ -59,11 +60,26 @@ std::vector<std::shared_ptr<const TestResult>> Stopped(std::shared_ptr<TestResul
 // Nearest-rank percentile of sorted values.
 double Percentile(const std::vector<double>& sorted, double q);
 
-// A job's completion time per counted iteration (after `warmup`): from its
-// compute's start to the later of the compute's end and the last arrival;
-// failed iterations left out, and those the tester held up within
-// (CellIteration::tester_held) unless every one was.
-std::vector<double> JobTimesNs(const engine::CellResult& cell, uint32_t warmup, int64_t compute_ns);
+// A job's counted iteration (after the warm-up) as reports list it: its
+// completion time from its compute's start to the later of the compute's end
+// and the last arrival, when that start was, and the tester's hold-ups in it.
+struct JobIteration {
+  uint32_t index = 0;         // among the counted iterations
+  int64_t start_unix_ns = 0;  // its compute's start (UNIX ns, engine::TrialResult::unix_minus_host_ns)
+  int64_t jct_ns = 0;         // 0: it failed
+  uint64_t tester_holdup_ns = 0;
+  bool tester_held = false;
+};
+// Cell `cell` of `r`'s counted iterations (after `warmup`), each compute_ns
+// of compute; up to the first failed one.
+std::vector<JobIteration> JobIterations(const engine::TrialResult& r, size_t cell, uint32_t warmup,
+                                        int64_t compute_ns);
+// `key`: [{index, start_unix_ns, jct_ns, tester_holdup_ns, tester_held}].
+void WriteJobIterations(report::JsonWriter& w, std::string_view key, const std::vector<JobIteration>& its);
+// The completion times a job's figures are made of: those of its completed
+// iterations but the ones the tester held up within (tester_held), unless
+// every one was.
+std::vector<double> JobTimesNs(const std::vector<JobIteration>& its);
 // Of `iterations` counted (after `warmup`), those that did not complete
 // (failed, or not run after a failure): the job's #wrong.
 uint32_t WrongIterations(const engine::CellResult& cell, uint32_t warmup, uint32_t iterations);

@@ -66,6 +66,7 @@ absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::Tes
     it.failed = !its[i].completed;
     it.tester_holdup_ns = its[i].tester_holdup_ns;
     it.tester_held = its[i].tester_held;
+    it.start_unix_ns = static_cast<int64_t>(its[i].first_tx_ns) + r.unix_minus_host_ns;
     out.retransmitted_bytes += resent;
     out.iterations.push_back(it);
   }
@@ -261,6 +262,7 @@ void Collective::WriteResults(report::JsonWriter& w, const config::TestSpec&, co
     for (const auto& it : p.iterations) {
       w.BeginObject();
       w.Field("index", it.index);
+      w.Field("start_unix_ns", it.start_unix_ns);
       w.Field("duration_ns", it.duration_ns);
       w.Field("retransmitted_bytes", static_cast<int64_t>(it.retransmitted_bytes));
       w.Field("failed", it.failed);

@@ -49,6 +49,7 @@ struct CollectivePoint {
     // is not the fabric's, and the statistics leave it out (StatsOf).
     uint64_t tester_holdup_ns = 0;
     bool tester_held = false;
+    int64_t start_unix_ns = 0;  // its first send (UNIX ns, engine::TrialResult::unix_minus_host_ns)
   };
   std::vector<Iteration> iterations;  // the counted ones that ran (a failed one ends them)
   uint32_t wrong = 0;                 // counted iterations failed or not run after a failure

@@ -97,16 +97,18 @@ class Jct final : public TestKind {
     auto comm = RunCellTrial(c, test, {base}, absl::StrFormat("%u ranks, %u B, no compute", r->ranks, p.size_bytes),
                              r->trials);
     if (!comm.ok()) return fail(comm.status());
-    r->comm_ns = Mean(JobTimesNs(comm->cells[0], p.warmup_iterations, 0));
+    r->comm_iterations = JobIterations(*comm, 0, p.warmup_iterations, 0);
+    r->comm_ns = Mean(JobTimesNs(r->comm_iterations));
     for (int64_t compute : p.compute_ns) {
       const CellJob job = JctJob(c.plan, p, compute);
       auto t = RunCellTrial(c, test, {job},
                             absl::StrFormat("%u ranks, %u B, compute %.3f ms", r->ranks, p.size_bytes, compute / 1e6),
                             r->trials);
       if (!t.ok()) return fail(t.status());
-      std::vector<double> jct = JobTimesNs(t->cells[0], p.warmup_iterations, compute);
-      std::sort(jct.begin(), jct.end());
       JctPoint pt;
+      pt.iterations = JobIterations(*t, 0, p.warmup_iterations, compute);
+      std::vector<double> jct = JobTimesNs(pt.iterations);
+      std::sort(jct.begin(), jct.end());
       pt.compute_ns = compute;
       pt.jct_mean = Mean(jct);
       pt.jct_p50 = Percentile(jct, 50);
@@ -152,6 +154,7 @@ class Jct final : public TestKind {
     w.Field("bus_factor", r.bus_factor);
     w.Field("rank_line_bps", r.rank_line_bps);
     w.Field("comm_ns", r.comm_ns);
+    WriteJobIterations(w, "comm_iterations", r.comm_iterations);
     w.Key("points");
     w.BeginArray();
     for (const JctPoint& p : r.points) {
@@ -169,6 +172,7 @@ class Jct final : public TestKind {
       w.Field("measured_overlap_fraction", p.measured_overlap);
       w.Field("wrong", p.wrong);
       w.Field("tester_limited", p.tester_limited);
+      WriteJobIterations(w, "iterations", p.iterations);
       w.EndObject();
     }
     w.EndArray();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collective/schedule.h"
+#include "methods/cell_trial.h"
 #include "methods/test_kind.h"
 
 namespace fg::methods {
@@ -38,6 +39,7 @@ struct JctPoint {
   double measured_overlap = 0;  // (C + T_comm - JCT) / min(C, T_comm): the share of the shorter one hidden
   uint32_t wrong = 0;       // iterations failed or not run
   bool tester_limited = false;
+  std::vector<JobIteration> iterations;  // the counted ones, as run
 };
 
 struct JctResult : TestResult {
@@ -47,6 +49,7 @@ struct JctResult : TestResult {
   uint32_t ranks = 0;
   double bus_factor = 0, rank_line_bps = 0, overlap = 0;
   double comm_ns = 0;  // T_comm: the collective's mean time without compute, measured first
+  std::vector<JobIteration> comm_iterations;  // T_comm's run's counted iterations
   std::vector<JctPoint> points;
 };
 

@@ -90,8 +90,8 @@ class MultiTenant final : public TestKind {
       TenantJob tj;
       tj.name = job.name;
       tj.ranks = static_cast<uint32_t>(job.rank_ids.size());
-      const std::vector<double> v = JobTimesNs(t->cells[0], p.warmup_iterations, job.play.compute_ns);
-      tj.isolated_jct_ns = Mean(v);
+      tj.isolated_iterations = JobIterations(*t, 0, p.warmup_iterations, job.play.compute_ns);
+      tj.isolated_jct_ns = Mean(JobTimesNs(tj.isolated_iterations));
       tj.wrong = WrongIterations(t->cells[0], p.warmup_iterations, p.iterations);
       r->jobs.push_back(tj);
     }
@@ -100,9 +100,9 @@ class MultiTenant final : public TestKind {
     auto shared = RunCellTrial(c, test, p.jobs, "jobs " + absl::StrJoin(names, ", ") + " at once", r->trials);
     if (!shared.ok()) return fail(shared.status());
     for (size_t k = 0; k < p.jobs.size(); ++k) {
-      const std::vector<double> v = JobTimesNs(shared->cells[k], p.warmup_iterations, p.jobs[k].play.compute_ns);
       TenantJob& tj = r->jobs[k];
-      tj.shared_jct_ns = Mean(v);
+      tj.shared_iterations = JobIterations(*shared, k, p.warmup_iterations, p.jobs[k].play.compute_ns);
+      tj.shared_jct_ns = Mean(JobTimesNs(tj.shared_iterations));
       tj.wrong += WrongIterations(shared->cells[k], p.warmup_iterations, p.iterations);
       tj.interference_factor = tj.isolated_jct_ns > 0 ? tj.shared_jct_ns / tj.isolated_jct_ns : 0;
     }
@@ -146,6 +146,8 @@ class MultiTenant final : public TestKind {
       w.Field("shared_jct_ns", j.shared_jct_ns);
       w.Field("interference_factor", j.interference_factor);
       w.Field("wrong", j.wrong);
+      WriteJobIterations(w, "isolated_iterations", j.isolated_iterations);
+      WriteJobIterations(w, "shared_iterations", j.shared_iterations);
       w.EndObject();
     }
     w.EndArray();

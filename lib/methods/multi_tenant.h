@@ -29,6 +29,7 @@ struct TenantJob {
   double isolated_jct_ns = 0, shared_jct_ns = 0;  // means over the counted iterations
   double interference_factor = 0;                 // shared / isolated
   uint32_t wrong = 0;                             // iterations failed or not run, both trials
+  std::vector<JobIteration> isolated_iterations, shared_iterations;  // the counted ones of each trial
 };
 
 struct MultiTenantResult : TestResult {

@@ -11,6 +11,7 @@ import tempfile
 import time
 
 from .spec import INNER4, INNER6, LabError
+from .stalls import CpuStallWatch
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tools/: lab.py, and ../build
 
@@ -388,7 +389,9 @@ class Lab:
         af_packet's transmissions bypass the taps, so capture what a port sends
         on the leaf's end). Returns (CompletedProcess, truth dict);
         truth["captures"]["NODE-DEV"] holds the pcap file and the frames
-        tcpdump's kernel buffer dropped."""
+        tcpdump's kernel buffer dropped; truth["cpu_stalls"] the times a CPU
+        of the host stood still meanwhile (fglab/stalls.py: the lab's links
+        stood still with it)."""
         # (node, device) or (node, device, snaplen): 128 bytes of each frame unless asked.
         dumps = [Capture(self.ns(c[0]), c[1], os.path.join(self.workdir, "%s-%s.pcap" % (c[0], c[1])), *c[2:])
                  for c in captures]
@@ -408,9 +411,11 @@ class Lab:
                 flaps.append((imp, subprocess.Popen(["ip", "netns", "exec", ns, sys.executable,
                                                      os.path.join(TOOLS, "lab.py"), "_flap", arg],
                                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        watch = CpuStallWatch()
         try:
-            result = subprocess.run(["ip", "netns", "exec", self.tester] + list(command), env=env,
-                                    capture_output=True, text=True, timeout=timeout)
+            with watch:
+                result = subprocess.run(["ip", "netns", "exec", self.tester] + list(command), env=env,
+                                        capture_output=True, text=True, timeout=timeout)
         finally:
             for _, p in flaps:
                 try:
@@ -418,7 +423,8 @@ class Lab:
                 except subprocess.TimeoutExpired:
                     p.kill()
         after = self.counters()
-        truth = {"lab": self.name, "impairments": [], "captures": {c.name: c.stop() for c in dumps}}
+        truth = {"lab": self.name, "impairments": [], "captures": {c.name: c.stop() for c in dumps},
+                 "cpu_stalls": watch.stalls}
         nft = self.nft_counters()
         flap_out = {imp.index: p for imp, p in flaps}
         stage_logs = {imp.index: log for imp, _, log in self.stages}

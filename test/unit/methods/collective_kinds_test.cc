@@ -121,12 +121,14 @@ TEST(CollectiveKinds, IterationsTheTesterHeldUpAreLeftOutOrFlagged) {
   EXPECT_EQ(s.held, 0u);
   EXPECT_DOUBLE_EQ(s.mean, 5'000'000);
   // A job's times likewise.
-  engine::CellResult cell;
+  engine::TrialResult r;
+  r.cells.resize(1);
+  engine::CellResult& cell = r.cells[0];
   cell.iterations = {{100, 600, true, 0}, {1'100, 1'500, true, 1'000}};
   cell.iterations[1].tester_held = true;
-  EXPECT_EQ(JobTimesNs(cell, 0, 0), (std::vector<double>{600}));  // from its compute start (0)
+  EXPECT_EQ(JobTimesNs(JobIterations(r, 0, 0, 0)), (std::vector<double>{600}));  // from its compute start (0)
   cell.iterations[0].tester_held = true;
-  EXPECT_EQ(JobTimesNs(cell, 0, 0), (std::vector<double>{600, 500}));
+  EXPECT_EQ(JobTimesNs(JobIterations(r, 0, 0, 0)), (std::vector<double>{600, 500}));
   EXPECT_EQ(WrongIterations(cell, 0, 2), 0u);  // held up, not wrong
   EXPECT_TRUE(EveryIterationHeld(cell, 0));
   EXPECT_FALSE(EveryIterationHeld(cell, 2));  // none counted
@@ -135,12 +137,20 @@ TEST(CollectiveKinds, IterationsTheTesterHeldUpAreLeftOutOrFlagged) {
 }
 
 TEST(CollectiveKinds, AJobCompletesAtTheLaterOfItsComputeAndItsLastArrival) {
-  engine::CellResult cell;
-  cell.iterations = {{100, 900, true, 0},         // warm-up: left out
-                     {1'100, 1'500, true, 1'000},  // communication ends at 1,500: JCT 500
-                     {2'100, 2'150, true, 2'000},  // compute (300) ends later: JCT 300
-                     {0, 0, false, 3'000}};        // failed: left out
-  EXPECT_EQ(JobTimesNs(cell, 1, 300), (std::vector<double>{500, 300}));
+  engine::TrialResult r;
+  r.unix_minus_host_ns = 1'700'000'000'000'000'000;
+  r.cells.resize(1);
+  r.cells[0].iterations = {{100, 900, true, 0},         // warm-up: left out
+                           {1'100, 1'500, true, 1'000},  // communication ends at 1,500: JCT 500
+                           {2'100, 2'150, true, 2'000},  // compute (300) ends later: JCT 300
+                           {0, 0, false, 3'000}};        // failed: left out
+  const std::vector<JobIteration> its = JobIterations(r, 0, 1, 300);
+  ASSERT_EQ(its.size(), 3u);
+  EXPECT_EQ(its[0].index, 0u);
+  EXPECT_EQ(its[0].start_unix_ns, 1'700'000'000'000'001'000);  // its compute's start on the UNIX clock
+  EXPECT_EQ(its[1].jct_ns, 300);
+  EXPECT_EQ(its[2].jct_ns, 0);  // listed, as failed
+  EXPECT_EQ(JobTimesNs(its), (std::vector<double>{500, 300}));
   EXPECT_EQ(Percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 95), 10);
   EXPECT_EQ(Percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 50), 5);
 }

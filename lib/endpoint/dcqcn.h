@@ -51,6 +51,9 @@ class DcqcnQp {
 
   double rate_bps() const { return rc_; }
   double target_bps() const { return rt_; }
+  // Cut and not yet back at its maximum (rate and target): only such a QP
+  // has increase events to apply (Advance changes nothing for the others).
+  bool recovering() const { return cut_ && (rc_ < max_ || rt_ < max_); }
   double max_bps() const { return max_; }
   // alpha as of `now_ns` (decayed over the periods without a CNP).
   double alpha(uint64_t now_ns) const;

@@ -134,6 +134,8 @@ ReactionPoints::ReactionPoints(const config::DcqcnSpec& p, const std::vector<dou
   const uint64_t cap = std::max<uint64_t>(4, std::min<uint64_t>(points, kRateTimelinePoints / std::max<size_t>(n, 1)));
   timeline_.resize(n);
   last_point_cut_.assign(n, 0);
+  in_recovering_.assign(n, 0);
+  recovering_.reserve(n);
   for (size_t q = 0; q < n; ++q) {
     timeline_[q].reserve(cap);
     timeline_[q].push_back(RatePoint{start_ns, max_bps[q]});  // each QP at its maximum from its start
@@ -143,7 +145,12 @@ ReactionPoints::ReactionPoints(const config::DcqcnSpec& p, const std::vector<dou
 
 bool ReactionPoints::OnCnp(uint32_t q, int64_t t_ns, uint64_t bytes) {
   ++cnps_;
-  if (!rp_[q].OnCnp(static_cast<uint64_t>(t_ns), bytes)) return false;
+  const bool cut = rp_[q].OnCnp(static_cast<uint64_t>(t_ns), bytes);
+  if (rp_[q].recovering() && in_recovering_[q] == 0) {
+    in_recovering_[q] = 1;
+    recovering_.push_back(q);
+  }
+  if (!cut) return false;
   Record(q, t_ns, true);
   return true;
 }

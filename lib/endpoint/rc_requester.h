@@ -167,14 +167,25 @@ class ReactionPoints {
   // far: true when its rate was cut (rate_bps(qp)), recorded in its timeline.
   bool OnCnp(uint32_t qp, int64_t t_ns, uint64_t bytes);
   // Timers and byte counters at `t_ns`; bytes(qp): the QP's bytes sent.
-  // Calls changed(qp) for each QP whose rate rose. Two compares a QP when
-  // nothing is due (the usual case).
+  // Calls changed(qp) for each QP whose rate rose. Walks only the QPs that
+  // are recovering from a cut (a QP joins at its first cut, leaves when back
+  // at its maximum): an AllToAll's 65,280 QPs with a few cut cost a few
+  // compares a tick, not a walk of 6.5 MB. Two compares a QP when nothing is
+  // due (the usual case).
   template <class Bytes, class Changed>
   void Advance(int64_t t_ns, Bytes bytes, Changed changed) {
-    for (uint32_t q = 0; q < rp_.size(); ++q) {
+    for (size_t i = 0; i < recovering_.size();) {
+      const uint32_t q = recovering_[i];
       if (rp_[q].Advance(static_cast<uint64_t>(t_ns), bytes(q))) {
         Record(q, t_ns, false);
         changed(q);
+      }
+      if (rp_[q].recovering()) {
+        ++i;
+      } else {
+        in_recovering_[q] = 0;
+        recovering_[i] = recovering_.back();
+        recovering_.pop_back();
       }
     }
   }
@@ -193,6 +204,8 @@ class ReactionPoints {
   std::vector<DcqcnQp> rp_;
   std::vector<std::vector<RatePoint>> timeline_;
   std::vector<uint8_t> last_point_cut_;  // per QP: its timeline's last point is a cut
+  std::vector<uint32_t> recovering_;      // the QPs Advance walks (DcqcnQp::recovering)
+  std::vector<uint8_t> in_recovering_;    // per QP: in recovering_
   int64_t tick_ns_ = 0;
   uint64_t cnps_ = 0;
   stats::LatencyHistogram reaction_;

@@ -285,8 +285,10 @@ struct TrialResult {
   // This host's ns (TscClock, the unit of every *_ns time above) plus this
   // is UNIX time (CLOCK_REALTIME ns): read once as the trial launched, so
   // the times of events (a collective's iterations) can be set against
-  // other logs; off by the TSC's drift from the system clock since (ppm).
+  // other logs; off by the TSC's rate against the system clock's since (the
+  // EAL's TSC calibration: up to some hundred ppm on a VM, 0.1 ms a second).
   int64_t unix_minus_host_ns = 0;
+  int64_t start_unix_ns = 0;  // when the streams started, on that clock
   // Frames the host kernel dropped at its input backlog during the trial; -1: not read (no kernel-backed port).
   int64_t host_backlog_drops = -1;
   // The drain (TrialOptions::drain_ns, from the last frame an lcore sent):

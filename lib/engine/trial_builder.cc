@@ -327,6 +327,7 @@ absl::Status LiveRun::Launch() {
   clock_gettime(CLOCK_REALTIME, &unix_now);
   result_.unix_minus_host_ns = unix_now.tv_sec * 1'000'000'000LL + unix_now.tv_nsec -
                                static_cast<int64_t>(clock_.ToNs(ReadTsc()));
+  result_.start_unix_ns = result_.unix_minus_host_ns + static_cast<int64_t>(clock_.ToNs(start));
   for (auto& t : txs_) t->Arm(start);
   for (auto& c : cells_) c->shared.start_tsc = start;  // the first iteration starts with the streams
   // No signature of this run carries a TX time before its start (RX counts

@@ -66,7 +66,9 @@ absl::StatusOr<CollectivePoint> RunPoint(const TestContext& c, const config::Tes
     it.failed = !its[i].completed;
     it.tester_holdup_ns = its[i].tester_holdup_ns;
     it.tester_held = its[i].tester_held;
-    it.start_unix_ns = static_cast<int64_t>(its[i].first_tx_ns) + r.unix_minus_host_ns;
+    // (a failed iteration has no first send recorded: its compute's start, when it began)
+    const uint64_t first = its[i].first_tx_ns != 0 ? its[i].first_tx_ns : its[i].compute_start_ns;
+    it.start_unix_ns = static_cast<int64_t>(first) + r.unix_minus_host_ns;
     out.retransmitted_bytes += resent;
     out.iterations.push_back(it);
   }

@@ -147,6 +147,7 @@ TrialRecord RecordTrial(const engine::TrialResult& r, double duration_s, const s
   TrialRecord t;
   t.index = index;
   t.phase = phase;
+  t.start_unix_ns = r.start_unix_ns;
   for (const engine::StreamResult& s : r.streams) {
     if (!s.qp_setup) continue;
     if (!t.qp_setup) t.qp_setup.emplace();

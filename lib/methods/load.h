@@ -41,6 +41,7 @@ struct TrialRecord {
   double last_busbw_bps = 0;
   int senders = 0;            // burst tests: streams bursting at once
   double duration_s = 0;
+  int64_t start_unix_ns = 0;  // when its streams started (UNIX ns: engine::TrialResult::start_unix_ns)
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
   uint64_t rx_other_frames = 0;           // received without a signature of the test (ARP, LLDP, ...)
   double loss_ratio = 0;

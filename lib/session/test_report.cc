@@ -23,6 +23,7 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   }
   if (!t.label.empty()) w.Field("label", t.label);
   w.Field("duration_s", t.duration_s);
+  w.Field("start_unix_ns", t.start_unix_ns);
   w.Field("tx_frames", t.tx_frames);
   w.Field("rx_frames_unique", t.rx_frames);
   w.Field("rx_frames_other", t.rx_other_frames);

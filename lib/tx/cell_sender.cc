@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "tx/flow_pacer.h"
 #include "tx/tx.h"
@@ -176,6 +177,13 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
     c.held_turns += h ? 1 : 0;
     return h;
   };
+  // The held QPs whose time came: back to the end of the ready ring.
+  while (!c.held.empty() && c.held.front().first <= now) {
+    std::pop_heap(c.held.begin(), c.held.end(), std::greater<>());
+    c.ready[(c.head + c.count) % c.ready.size()] = c.held.back().second;
+    ++c.count;
+    c.held.pop_back();
+  }
   if (st.npending == 0) {
     FlowPacer::Run runs[kTxBurst];
     unsigned n = 0, nruns = 0;
@@ -206,8 +214,14 @@ unsigned TxTask::SendCell(State& st, uint64_t now, bool fresh) {
       }
       bool mine = false;
       for (unsigned r = 0; r < nruns; ++r) mine = mine || runs[r].flow == f;
-      // (a QP resending this burst, or one DCQCN holds back, takes no new turn in it)
-      if (!mine && !held(f)) {
+      // (a QP resending this burst takes no new turn in it; one DCQCN holds
+      // back waits out of the ring until its time)
+      if (!mine && held(f)) {
+        c.held.emplace_back(c.next_tsc[f], f);
+        std::push_heap(c.held.begin(), c.held.end(), std::greater<>());
+        continue;
+      }
+      if (!mine) {
         const unsigned m = std::min<unsigned>({left, kCellRun, kTxBurst - n});
         runs[nruns++] = FlowPacer::Run{f, m};
         n += m;

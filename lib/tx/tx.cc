@@ -134,6 +134,7 @@ TxTask::TxTask(uint16_t port_id, uint16_t queue, rte_mempool* pool, const std::v
         // maximum: unpaced there, paced at its rate once a CNP cut it (SendCell).
         c.max_bps = s->cell_qp_max_bps > 0 ? s->cell_qp_max_bps : 100e9;
         c.next_tsc.assign(nf, 0);
+        c.held.reserve(nf);  // never more than the shard's QPs: no allocation on the lcore
         st->bits_per_frame = 8 * (s->frame_size + kEthL1Overhead);  // the rate is L1's, as the line it starts at
         st->rp = endpoint::ReactionPoints(*s->dcqcn, std::vector<double>(nf, c.max_bps), s->start_ns, s->duration_ns);
         st->rp_tick = clock.FromNs(static_cast<uint64_t>(st->rp.tick_ns()));

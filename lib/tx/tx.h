@@ -90,7 +90,9 @@ using endpoint::RatePoint;
 struct DcqcnCounters {
   uint64_t cnps = 0, cuts = 0, ignored = 0;  // CNPs handed to them, rate cuts, CNPs within rate_reduce_period
   uint64_t late = 0;  // CNPs that came after the stream's TX had ended (stopped, past its end, or exhausted): no cut
-  uint64_t held_turns = 0;  // a collective's QPs (ranks.dcqcn): turns a QP let pass, its rate not yet allowing one
+  // A collective's QPs (ranks.dcqcn): turns that came while a QP's rate held
+  // it back (once per wait out of the ready ring; a go-back's resend, once a poll).
+  uint64_t held_turns = 0;
   stats::LatencyHistogram reaction;          // CNP received -> its cut in the pacer, ns
   bool timeline_truncated = false;
   DcqcnCounters& operator+=(const DcqcnCounters& o);  // another shard's

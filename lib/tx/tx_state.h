@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "base/counter.h"
@@ -167,7 +168,13 @@ struct alignas(64) TxTask::State {
     // DCQCN (ranks.dcqcn): per shard flow, the TSC before which a QP its
     // reaction point cut may not start its next turn (empty without DCQCN).
     std::vector<uint64_t> next_tsc;
-    uint64_t held_turns = 0;  // DcqcnCounters::held_turns
+    // QPs whose turn came while their rate held them back, out of `ready`
+    // until their next_tsc: a min-heap on it (std::push_heap with greater),
+    // so a poll looks at the earliest only, however many QPs wait (a ready
+    // ring they stayed in was walked whole every poll: 65,280 QPs of an
+    // AllToAll). Still `queued` while in it.
+    std::vector<std::pair<uint64_t, uint32_t>> held;
+    uint64_t held_turns = 0;  // DcqcnCounters::held_turns: turns that came while held back
     double max_bps = 0;  // each QP's maximum: unpaced at it
     bool enabled() const { return cs != nullptr; }
   } cell;

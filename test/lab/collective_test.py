@@ -111,8 +111,11 @@ class BusBw(LabRun):
         links = [self.tbf(0), self.tbf(1)]
         for q in links:
             self.assertEqual(q["drops"], 0, "the shaper dropped: the link waited for go-back-N")
-        # Every attempt of the trial (tester_limit_retries) ran every iteration over the links.
-        busiest = max(q["bytes"] for q in links) / (WARMUP + ITERATIONS) / len(self.tests["c"]["trials"])
+        # The links carried every attempt of the trial (tester_limit_retries):
+        # the kept one's share of them is its share of the frames sent.
+        trials = self.tests["c"]["trials"]
+        kept = trials[-1]["tx_frames"] / sum(tr["tx_frames"] for tr in trials)
+        busiest = max(q["bytes"] for q in links) * kept / (WARMUP + ITERATIONS)
         predicted_ns = busiest * 8 / RATE * 1e9
         self.say("%s %s N=%d: busiest link %.0f B an iteration -> %.2f ms at %.0f Mbit/s; iterations %s ms; "
                  "the tester held up within them %s ms; the host's CPUs stood still within them %s ms",
@@ -203,25 +206,25 @@ class Barriers(LabRun):
         p = self.point()
         hit = {0, 2, 5, 8}
         times = {it["index"]: it["duration_ns"] for it in p["iterations"]}
-        # Not judged against the steady state: iterations the tester was held
-        # up in, or the host stopped the lab's CPU in, for over 1 % of them.
-        held = {it["index"] for it in p["iterations"]
-                if it["tester_held"] or lab_stalled_ns(self.truth, it) > 0.01 * it["duration_ns"]}
-        clean = sorted(t for i, t in times.items() if i not in hit and i not in held)
-        self.assertGreaterEqual(len(clean), 3, "too few iterations left to judge: held %s; the lab's CPU stalls %s"
-                                % (sorted(held), self.truth["cpu_stalls"]))
+        # The steady state: the median of the iterations no drop hit. Each
+        # is judged within 1 % of it plus what the tester's hold-ups and the
+        # host's stops of the lab's CPU in it may add; a hit one must stretch
+        # past the 1 %.
+        its = {it["index"]: it for it in p["iterations"]}
+        allowance = {i: its[i]["tester_holdup_ns"] + lab_stalled_ns(self.truth, its[i]) for i in its}
+        clean = sorted(t for i, t in times.items() if i not in hit)
         median = clean[len(clean) // 2]
         self.say("iterations (ms): %s; hit: %s; resent bytes per iteration: %s",
                  ", ".join("%.2f" % (times[i] / 1e6) for i in sorted(times)), sorted(hit),
                  [it["retransmitted_bytes"] for it in p["iterations"]])
         self.assertEqual(p["wrong"], 0)
         for i, t in times.items():
-            if i in held and i not in hit:
-                continue
             if i in hit:
-                self.assertGreater(t, max(clean), "iteration %d was hit by a drop" % i)
+                self.assertGreater(t, 1.01 * median, "iteration %d was hit by a drop" % i)
             else:
-                self.assertLessEqual(abs(t / median - 1), 0.01, "iteration %d: no drop, off the steady state" % i)
+                self.assertLessEqual(abs(t - median), 0.01 * median + allowance[i],
+                                     "iteration %d: no drop, off the steady state (allowance %.2f ms)"
+                                     % (i, allowance[i] / 1e6))
         for it in p["iterations"]:
             self.assertEqual(it["retransmitted_bytes"] > 0, it["index"] in hit, it)
 
@@ -299,12 +302,13 @@ class MultiTenant(LabRun):
         t = self.tests["m"]
         self.assertTrue(t["complete"], t.get("stopped_because"))
         # The links carried each job's iterations twice (alone, then shared),
-        # in every attempt of each trial (tester_limit_retries): per job and
-        # iteration, the busiest link's bytes over the job-runs it carried.
+        # in every attempt of each trial (tester_limit_retries): a job alone
+        # took the kept attempt's share of the frames sent.
         busiest = max({q["kind"]: q for q in self.imps[i]["qdisc"]}["tbf"]["bytes"] for i in (0, 1))
-        job_runs = sum(2 if tr["label"].endswith("at once") else 1 for tr in t["trials"])
-        predicted = busiest / (job_runs * 5) * 8 / RATE * 1e9
+        frames = sum(tr["tx_frames"] for tr in t["trials"])
         for j in t["jobs"]:
+            alone = [tr for tr in t["trials"] if tr["label"] == "job %s alone" % j["name"]][-1]
+            predicted = busiest * alone["tx_frames"] / frames / 5 * 8 / RATE * 1e9
             self.say("job %s: isolated %.2f ms (link predicts %.2f), shared %.2f ms, interference %.3f; the host's "
                      "CPUs stood still within its iterations %s ms alone, %s ms shared",
                      j["name"], j["isolated_jct_ns"] / 1e6, predicted / 1e6, j["shared_jct_ns"] / 1e6,

@@ -157,6 +157,12 @@ class StageTest(LabRun):
     # is made again all the same (LabRun.CLEAN_LATENCY_STREAMS: the host held
     # the lab's own path up too).
     CLEAN_LATENCY_STREAMS = ("delayed", "baseline")
+    # A stop of the host's CPU under the lab holds the frames the kernel
+    # carries from the stage to port b for its length: the delayed stream's
+    # P99 moves by up to it (a run with one of 19 ms: P99 - P50 23.0 ms
+    # against the log's 3.8). Up to 5 ms the jitter's bound allows for the
+    # run's longest; a run with a longer one is made again.
+    MAX_LAB_STOP_NS = 5_000_000
 
     def log(self, link):
         path = next(i["log"] for i in self.imps if i["link"] == link)
@@ -198,11 +204,12 @@ class StageTest(LabRun):
         truth = self.pct(held, 0.99) - self.pct(held, 0.5)
         path = base["p99_ns"] - base["p50_ns"]
         got = s["p99_ns"] - s["p50_ns"]
-        self.say("jitter: stage log P99 - P50 %.0f ns; fabricgen %.0f ns (%+.2f %%); baseline path P99 - P50 %.0f ns",
-                 truth, got, (got / truth - 1) * 100, path)
+        stop = self.longest_lab_stop_ns()
+        self.say("jitter: stage log P99 - P50 %.0f ns; fabricgen %.0f ns (%+.2f %%); baseline path P99 - P50 %.0f ns; "
+                 "the host's longest stop of the lab's CPU %.0f ns", truth, got, (got / truth - 1) * 100, path, stop)
         self.assertGreater(truth, 3.5e6)  # the +/-4 ms draw is there (P99 - P50 of it: 3.92 ms)
         self.assertGreater(got, truth * 0.95)
-        self.assertLess(got, truth * 1.05 + path)
+        self.assertLess(got, truth * 1.05 + path + stop)
 
     def test_reordering_count_and_extent_are_exact(self):
         rows = self.log("leaf0-c")

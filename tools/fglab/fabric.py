@@ -424,7 +424,7 @@ class Lab:
                     p.kill()
         after = self.counters()
         truth = {"lab": self.name, "impairments": [], "captures": {c.name: c.stop() for c in dumps},
-                 "cpu_stalls": watch.stalls}
+                 "cpu_stalls": watch.stalls, "cpu_stall_watch_errors": watch.errors}
         nft = self.nft_counters()
         flap_out = {imp.index: p for imp, p in flaps}
         stage_logs = {imp.index: log for imp, _, log in self.stages}
@@ -501,6 +501,7 @@ def truth_gaps(truth):
         feed = truth.get("links", {}).get(t["link"], {}).get("tx_dropped", 0)
         if feed:
             gaps.append("impairment stage on %s: the veth feeding it dropped %d frames (tx_dropped)" % (t["link"], feed))
+    gaps.extend(truth.get("cpu_stall_watch_errors", []))
     for name, c in truth.get("captures", {}).items():
         if c.get("kernel_dropped") != 0:
             gaps.append("tcpdump capture %s: %s frames dropped by kernel" % (name, c.get("kernel_dropped", "unknown")))

@@ -16,10 +16,10 @@ sees it only when the stopped CPU is its worker's (its hold-up log, report.json'
 not hold over that time.
 
 So the lab watches the CPUs fabricgen's workers do not poll on: by default
-the first CPU it may use (fabricgen's main lcore and the kernel's
-housekeeping CPU, tools/isolate_cpus.sh; its workers take the others), where
-a watcher costs the tester nothing; a worker's CPU stopping is the worker's
-own hold-up.
+the first CPU the lab's own process may use, which is fabricgen's main lcore
+and the kernel's housekeeping CPU when fabricgen takes its default lcores
+(tools/isolate_cpus.sh; its workers take the others), where a watcher costs
+the tester nothing; a worker's CPU stopping is the worker's own hold-up.
 
 Each watcher is a process pinned to its CPU at SCHED_FIFO priority 1 (above
 every normal task and ksoftirqd) that sleeps 1 ms at a time and logs every
@@ -32,17 +32,19 @@ second of some 10 us each (1 % of its CPU).
     with CpuStallWatch() as w:
         run(...)
     w.stalls  # [{"cpu": 0, "from_unix_ns": ..., "to_unix_ns": ..., "ns": ...}]
+    w.errors  # [] unless a watcher failed: then the list is not the whole truth
 """
 import json
 import os
 import subprocess
 import sys
 
-# Gaps of 4-6 ms the kernel does not explain come by the dozen a minute on
-# the lab's CPU under load and leave the shaped links' times alone (the
-# iterations they fall in are on time to 0.1 ms); the stops that matter are
-# ~100 ms (below).
-THRESHOLD_NS = 10_000_000
+# Beyond the ~100 ms stops, stops of 3-5 ms come by the dozen a minute on the
+# lab's CPU under load; most leave the shaped links' times alone (a tbf's
+# bucket catches up 1.3 ms of them), some stretch a collective's iteration by
+# a millisecond or two, more than the 1 % a steady state is judged to. Every
+# stop over 2 ms is listed: a test allows each what it overlaps.
+THRESHOLD_NS = 2_000_000
 
 _WATCH = r"""
 import json, os, select, sys, time
@@ -62,11 +64,13 @@ last_m, last_r, last_w = mono(), real(), waited()
 while True:
     r, _, _ = select.select([sys.stdin], [], [], 0.001)
     m, t, w = mono(), real(), waited()
-    # Late by more than its 1 ms sleep and the time it waited runnable (a
-    # busy kernel not yielding the CPU: the CPU was working): the CPU itself
-    # did not run (its timer interrupt did not come).
-    if m - last_m - (w - last_w) > threshold:
-        stalls.append([last_r, t, m - last_m - (w - last_w)])
+    # Late beyond its 1 ms sleep and the time it waited runnable (a busy
+    # kernel not yielding the CPU: the CPU was working): the CPU itself did
+    # not run (its timer interrupt did not come). The stall: from when it
+    # was due to wake to when it did, less what it waited runnable.
+    late = m - last_m - 1_000_000 - (w - last_w)
+    if late > threshold:
+        stalls.append([last_r + 1_000_000, t, late])
     last_m, last_r, last_w = m, t, w
     if r:
         break
@@ -79,24 +83,31 @@ class CpuStallWatch:
         self.cpus = sorted(os.sched_getaffinity(0))[:1] if cpus is None else list(cpus)
         self.threshold_ns = threshold_ns
         self.procs, self.stalls = [], []
+        # Why the watch is incomplete (a watcher that did not start or did
+        # not report): a truth gap (fabric.truth_gaps), never "no stalls".
+        self.errors = []
 
     def __enter__(self):
         for cpu in self.cpus:
             p = subprocess.Popen([sys.executable, "-c", _WATCH, str(cpu), str(self.threshold_ns)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            p.stdout.readline()  # "ready": watching before the command starts
             self.procs.append((cpu, p))
+            if p.stdout.readline() != "ready\n":  # watching before the command starts
+                self.errors.append("the stall watcher of CPU %d did not start" % cpu)
         return self
 
     def __exit__(self, *exc):
         for cpu, p in self.procs:
             try:
                 out, _ = p.communicate("stop\n", timeout=10)
-                for a, b, ns in json.loads(out or "[]"):
+                if p.returncode != 0:
+                    raise ValueError("exit status %d" % p.returncode)
+                for a, b, ns in json.loads(out):
                     self.stalls.append({"cpu": cpu, "from_unix_ns": a, "to_unix_ns": b, "ns": ns})
-            except (subprocess.TimeoutExpired, ValueError):
+            except (subprocess.TimeoutExpired, ValueError) as e:
                 p.kill()
                 p.wait()
+                self.errors.append("the stall watcher of CPU %d gave no report (%s)" % (cpu, e or "timed out"))
         self.stalls.sort(key=lambda s: s["from_unix_ns"])
         return False
 

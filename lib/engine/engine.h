@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -261,6 +262,11 @@ struct PortResult {
   uint64_t rx_stalls = 0, rx_stall_max_ns = 0;
   uint64_t rx_stall_frames = 0;  // frames drained in the catch-ups after those stalls
   bool software_rx_stamps = true;  // RX times from the TSC after rx_burst (a stall delays them)
+  // A responding port's RX checked the ICRC of every RoCEv2 data frame (its
+  // responder drops a bad one); false where RX takes TX's own mbufs (the
+  // built-in loopback: nothing but this process touched them). null in the
+  // report on a port that responds to nothing.
+  std::optional<bool> rx_icrc_checked;
   std::string kernel_iface;
   std::vector<TesterLimit> tester_limits;  // where this port's tester side was the limit
 };

@@ -255,12 +255,27 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     result_.ports[pi].xstats = ports_[pi]->xstats();
     result_.ports[pi].kernel_iface = ports_[pi]->options().kernel_iface;
     result_.ports[pi].software_rx_stamps = ports_[pi]->rx_timestamp().unit == port::RxTimestamp::Unit::kNone;
+    for (const auto& s : streams_) {  // as DispatchOf decided (trial_builder.cc)
+      if (s.answers == nullptr || s.rx_port != pi) continue;
+      result_.ports[pi].rx_icrc_checked =
+          result_.ports[pi].rx_icrc_checked.value_or(false) || !ports_[pi]->options().rx_is_own_tx || s.bad_icrc;
+    }
     if (pi < kernel_end_.size()) {
       result_.ports[pi].kernel = kernel_end_[pi];
       result_.ports[pi].kernel_read_pmd_tx = kernel_pmd_tx_[pi];
     }
   }
   AssessTesterLimits(result_);
+  // Said in every report, a run's (ports[].rx_icrc_checked) or a test's
+  // (its trials' warnings): RX did not read the ICRCs again on such a port.
+  for (size_t pi = 0; pi < result_.ports.size(); ++pi) {
+    if (result_.ports[pi].rx_icrc_checked == std::optional<bool>(false)) {
+      result_.warnings.push_back(absl::StrFormat(
+          "port %s: the ICRCs of the RoCEv2 data its responders took were not read again on RX: the built-in "
+          "loopback hands RX the very mbufs TX built (no wire between them)",
+          ports_[pi]->name()));
+    }
+  }
   // A responder drops RoCEv2 data with a bad ICRC, as a RoCE NIC does: the
   // stream counts those frames received (the device delivered them), and
   // its requesters see no ACK for them.

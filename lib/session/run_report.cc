@@ -310,6 +310,12 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     w.Field("mac", c.mac);  // the port's own MAC (its hosts' for the destinations it receives)
     w.Field("link_speed_bps", static_cast<uint64_t>(c.link_speed_mbps) * 1'000'000);
     w.Field("rx_distribution", ports[i]->rx_spread().description);
+    w.Key("rx_icrc_checked");  // a responding port: RoCEv2 ICRCs checked on RX (not on the built-in loopback)
+    if (p.rx_icrc_checked) {
+      w.Bool(*p.rx_icrc_checked);
+    } else {
+      w.Null();
+    }
     WriteCounters(w, engine::PortCounters(), p);
     const bool gateway = i < session.gateways().size() && session.gateways()[i].has_value();
     WriteHandled(w, p, gateway ? FormatMac(session.gateways()[i]->mac) : "");

@@ -397,6 +397,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     c.flow_id = next_flow;
     c.flows = s.flows;
     c.verify_payload = s.verify_payload;
+    c.bad_icrc = s.frame.kind == config::FrameKind::kRoce && s.frame.roce.bad_icrc;
     next_flow += s.flows;
     FG_ASSIGN_OR_RETURN(c.program, CompileProgram(plan, i, c.flow_id, nullptr));
     c.frame_size = c.program.mean_frame_size();

@@ -35,6 +35,7 @@ struct CompiledStream {
   uint32_t flow_id = 0;  // first flow id (the signature carries flow_id .. flow_id + flows - 1)
   uint32_t flows = 1;
   bool verify_payload = false;
+  bool bad_icrc = false;  // frame.roce.icrc: bad (every packet's ICRC wrong: a negative test)
   Program program;
   double frame_size = 0;        // mean bytes per frame on the wire, FCS included
   double pps = 0;               // resolved rate (with a burst schedule: the average)

@@ -248,6 +248,8 @@ streams: [{name: s, port: a, rx_port: b, rate: 100 kpps, count: 1000,
   EXPECT_EQ(s.responder.delivered_packets, 0u);
   EXPECT_EQ(s.analysis.ack, 0u);
   EXPECT_EQ(res->ports[1].rx_invalid_packets, 0u);
+  EXPECT_EQ(res->ports[1].rx_icrc_checked, std::optional<bool>(true));  // a ring path: the frames crossed a mover
+  EXPECT_EQ(res->ports[0].rx_icrc_checked, std::nullopt);                // responds to nothing
   bool warned = false;
   for (const std::string& w : res->warnings) warned = warned || w.find("with a bad ICRC") != std::string::npos;
   EXPECT_TRUE(warned);

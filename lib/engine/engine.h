@@ -516,6 +516,7 @@ class LiveRun {
   std::atomic<bool> stop_background_{false};
   std::mutex sample_mu_;                          // the samples: the background thread and Finish (never an lcore)
   bool tx_ended_ = false;                         // under sample_mu_
+  std::vector<std::optional<bool>> rx_icrc_checked_;  // per port: PortResult::rx_icrc_checked, set by BuildRx
   int64_t backlog_drops_start_ = -1;              // HostBacklogDrops() at start, with a kernel-backed port
   std::vector<port::KernelCounters> kernel_end_;  // per port, read at the end of the drain
   std::vector<uint64_t> kernel_pmd_tx_;           // per port, the PMD's tx_packets at that reading

@@ -255,11 +255,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     result_.ports[pi].xstats = ports_[pi]->xstats();
     result_.ports[pi].kernel_iface = ports_[pi]->options().kernel_iface;
     result_.ports[pi].software_rx_stamps = ports_[pi]->rx_timestamp().unit == port::RxTimestamp::Unit::kNone;
-    for (const auto& s : streams_) {  // as DispatchOf decided (trial_builder.cc)
-      if (s.answers == nullptr || s.rx_port != pi) continue;
-      result_.ports[pi].rx_icrc_checked =
-          result_.ports[pi].rx_icrc_checked.value_or(false) || !ports_[pi]->options().rx_is_own_tx || s.bad_icrc;
-    }
+    if (pi < rx_icrc_checked_.size()) result_.ports[pi].rx_icrc_checked = rx_icrc_checked_[pi];
     if (pi < kernel_end_.size()) {
       result_.ports[pi].kernel = kernel_end_[pi];
       result_.ports[pi].kernel_read_pmd_tx = kernel_pmd_tx_[pi];

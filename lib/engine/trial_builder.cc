@@ -283,6 +283,12 @@ void LiveRun::BuildRx(int tag_off) {
     const port::Port& port = *ports_[pi];
     const std::shared_ptr<const rx::PortDispatch> d =
         DispatchOf(streams_, placement_, pi, nw, port.options().rx_is_own_tx);
+    // The report says what RX did (PortResult::rx_icrc_checked): on a port a responder receives on, as decided.
+    rx_icrc_checked_.resize(ports_.size());
+    if (std::any_of(streams_.begin(), streams_.end(),
+                    [pi](const stream::CompiledStream& s) { return s.answers != nullptr && s.rx_port == pi; })) {
+      rx_icrc_checked_[pi] = d->check_icrc;
+    }
     for (uint16_t q = 0; q < port.options().rx_queues; ++q) {
       const uint32_t w = q % nw;
       std::vector<rx::HandoffRing*> out(nw, nullptr);

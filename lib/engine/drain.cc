@@ -65,6 +65,25 @@ LiveRun::DrainEnd LiveRun::Drain() {
   };
   std::vector<Seen> seen{{0, FramesSent(), FramesReceived()}};
   std::vector<uint64_t> waited(ports_.size(), 0);  // most frames a port's TX ring held
+  // Quiet is `drain` of time the lcores ran in, not of the clock's: the host
+  // can stop a worker's vCPU for ~100 ms (docs/lab.md "The host stopping
+  // the lab's CPU"), and a requester that sent nothing then was stopped, not
+  // done (a dead-path resend chain ended 0.68 s into its 1.1 s bound so).
+  // So the time since the last frame sent counts less the longest hold-up a
+  // worker noted since (LcoreMain notes a turn of its loop more than 1 ms
+  // after the one before), and only once every worker turned its loop in
+  // each of the last two samples: one stopped now has not noted its hold-up
+  // yet; one that turned before the last sample has noted any before that.
+  const size_t nw = work_.size();
+  auto held_ns = [&](size_t i) { return static_cast<int64_t>(work_[i].clock.ToNs(work_[i].holdup_ticks.Read())); };
+  std::vector<uint64_t> polls(nw);
+  std::vector<int64_t> held_at_sent(nw);
+  auto mark_sent = [&] {
+    for (size_t i = 0; i < nw; ++i) held_at_sent[i] = held_ns(i);
+  };
+  for (size_t i = 0; i < nw; ++i) polls[i] = work_[i].polls.Read();
+  mark_sent();
+  int turned = 0;  // samples in a row in which every worker turned its loop
   int64_t last_sent = 0;
   bool quiet = false, in_ring = false;
   for (;;) {
@@ -77,16 +96,32 @@ LiveRun::DrainEnd LiveRun::Drain() {
       }
     }
     const int64_t now = since();
-    if (in_ring) last_sent = now;
-    if (now >= drain && now - last_sent >= drain) {
+    if (in_ring) {
+      last_sent = now;
+      mark_sent();
+    }
+    int64_t held = 0;
+    for (size_t i = 0; i < nw; ++i) held = std::max(held, held_ns(i) - held_at_sent[i]);
+    if (now >= drain && now - last_sent - held >= drain && turned >= 2) {
       quiet = true;
       break;
     }
     if (now >= bound) break;
-    const int64_t wait = std::min<int64_t>(1'000'000, std::max(drain, last_sent + drain) - now);
+    const int64_t wait =
+        turned < 2 ? 1'000'000 : std::min<int64_t>(1'000'000, std::max(drain, last_sent + held + drain) - now);
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(wait, 1)));
     const Seen x{since(), FramesSent(), FramesReceived()};
-    if (x.sent != seen.back().sent) last_sent = x.t;
+    bool all = true;
+    for (size_t i = 0; i < nw; ++i) {
+      const uint64_t p = work_[i].polls.Read();
+      all = all && p != polls[i];
+      polls[i] = p;
+    }
+    turned = all ? turned + 1 : 0;
+    if (x.sent != seen.back().sent) {
+      last_sent = x.t;
+      mark_sent();
+    }
     seen.push_back(x);
   }
   const int64_t took = since();

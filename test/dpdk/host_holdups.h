@@ -16,6 +16,12 @@
 //     (schedstat) plus the hypervisor's steal (/proc/stat) are at least half
 //     the sum of their longest hold-ups (steal is counted in 10 ms ticks). A
 //     pacer that saw stalls the kernel never counted still fails.
+// The tests' DUT (a Mover thread between ring ports, ring_path.h) runs on
+// the same host: when the host stops its CPU, the TX port's ring fills and
+// the PMD refuses bursts, which the product rightly calls the tester's limit
+// (TX short of the set rate). A caller passing the DUT's stops (UNIX ns)
+// has the part of each limited trial they overlap counted as the host's
+// time too, as the kernel's CPU wait is.
 // tools/host_noise.py makes such an hour on demand.
 #pragma once
 
@@ -34,8 +40,22 @@
 
 namespace fg::testing {
 
+// A span in which the tests' DUT thread did not run (UNIX ns).
+struct DutStop {
+  int64_t from_unix_ns = 0, to_unix_ns = 0;
+};
+
+// ns of `stops` within trial t (its start to its set duration's end).
+inline double DutStoppedWithin(const methods::TrialRecord& t, const std::vector<DutStop>& stops) {
+  const int64_t from = t.start_unix_ns, to = from + static_cast<int64_t>(t.duration_s * 1e9);
+  double ns = 0;
+  for (const DutStop& s : stops) ns += static_cast<double>(std::max<int64_t>(0, std::min(to, s.to_unix_ns) - std::max(from, s.from_unix_ns)));
+  return ns;
+}
+
 inline std::string HostHeldUpEveryAttempt(bool complete, const std::string& stopped_because,
-                                          const std::vector<methods::TrialRecord>& trials) {
+                                          const std::vector<methods::TrialRecord>& trials,
+                                          const std::vector<DutStop>& dut_stops = {}) {
   constexpr char kStop[] = "the tester itself was the limit in ";
   if (complete || !absl::StartsWith(stopped_because, kStop)) return "";
   // As many limited attempts as the product says it made (a retry loop that
@@ -46,6 +66,7 @@ inline std::string HostHeldUpEveryAttempt(bool complete, const std::string& stop
   for (const methods::TrialRecord& t : trials) {
     if (t.tester_limits.empty()) continue;
     ++limited;
+    const double dut = DutStoppedWithin(t, dut_stops);
     double trial_longest = 0, trial_counted = -1;
     for (const engine::TesterLimit& l : t.tester_limits) {
       if (l.kind != engine::kPacingStall && l.kind != engine::kRxStall) continue;
@@ -69,9 +90,13 @@ inline std::string HostHeldUpEveryAttempt(bool complete, const std::string& stop
       }
       const double due_fps = (static_cast<double>(t.tx_frames) + short_frames) / std::max(t.duration_s, 1e-9);
       const double short_ns = short_frames / std::max(due_fps, 1e-9) * 1e9;
+      if (trial_wait == -1) trial_wait = 0;  // (unreadable: the DUT's stops may still explain it)
+      if (trial_wait >= 0) trial_wait += dut;
       if (trial_wait < 0 || trial_wait < short_ns) {
-        std::fprintf(stderr, "not a host hold-up: trial %d was limited with no hold-up the kernel explains: %s\n",
-                     t.index, t.tester_limits.front().detail.c_str());
+        std::fprintf(stderr,
+                     "not a host hold-up: trial %d was limited with no hold-up the kernel or the DUT's stops "
+                     "(%.3f ms) explain: %s\n",
+                     t.index, dut / 1e6, t.tester_limits.front().detail.c_str());
         return "";
       }
       longest += short_ns;
@@ -79,7 +104,7 @@ inline std::string HostHeldUpEveryAttempt(bool complete, const std::string& stop
       continue;
     }
     longest += trial_longest;
-    counted += std::max(0.0, trial_counted);
+    counted += std::max(0.0, trial_counted) + dut;
   }
   if (limited < attempts || limited == 0 || counted < longest / 2) {
     std::fprintf(stderr, "not a host hold-up: %d limited trials of %d attempts; hold-ups %.1f ms, counted %.1f ms\n",
@@ -88,7 +113,7 @@ inline std::string HostHeldUpEveryAttempt(bool complete, const std::string& stop
   }
   return absl::StrFormat(
       "the host held the tester up in every attempt (%d limited trials; longest hold-ups %.1f ms in all, the kernel "
-      "counted %.1f ms of CPU wait and steal): the device cannot be judged in this hour: %s",
+      "counted %.1f ms of CPU wait and steal, with the DUT's own stops): the device cannot be judged in this hour: %s",
       limited, longest / 1e6, counted / 1e6, stopped_because);
 }
 
@@ -96,11 +121,11 @@ inline std::string HostHeldUpEveryAttempt(bool complete, const std::string& stop
 
 // Skips the running test (GTEST_SKIP, with the reason) when HostHeldUpEveryAttempt says so.
 // (switch: a statement an `else` after it cannot bind into, as gtest's own macros.)
-#define FG_SKIP_IF_HOST_HELD_UP(complete, stopped_because, trials)                                         \
+#define FG_SKIP_IF_HOST_HELD_UP(complete, stopped_because, trials, ...)                                    \
   switch (0)                                                                                               \
   case 0:                                                                                                  \
   default:                                                                                                 \
-    if (const std::string fg_held_up = ::fg::testing::HostHeldUpEveryAttempt(complete, stopped_because, trials); \
+    if (const std::string fg_held_up = ::fg::testing::HostHeldUpEveryAttempt(complete, stopped_because, trials __VA_OPT__(,) __VA_ARGS__); \
         fg_held_up.empty()) {                                                                              \
     } else                                                                                                 \
       GTEST_SKIP() << fg_held_up

@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +24,7 @@
 #include "base/tsc.h"
 #include "config/plan.h"
 #include "dpdk_test_env.h"
+#include "host_holdups.h"
 #include "engine/engine.h"
 #include "port/port.h"
 #include "proto/signature.h"
@@ -111,6 +113,14 @@ class Mover {
   // The longest this DUT went without looking at its rings (its thread held
   // up by the host): a path that delays frames that long, whatever it was told.
   uint64_t max_gap_ns() const { return max_gap_tsc_.load() * 1'000'000'000 / rte_get_tsc_hz(); }
+  // Each time it went more than kStopNs without looking (UNIX ns): a DUT
+  // the host stopped fills the TX port's ring, whose refusals the product
+  // rightly calls the tester's limit (HostHeldUpEveryAttempt takes these).
+  static constexpr uint64_t kStopNs = 100'000;
+  std::vector<DutStop> stops() const {
+    std::lock_guard<std::mutex> lock(stops_mu_);
+    return stops_;
+  }
 
  private:
   // An untagged IPv4 frame: ECN bits to CE, the header checksum recomputed.
@@ -137,6 +147,14 @@ class Mover {
     }
     moved_.fetch_add(1);
   }
+  void NoteStop(uint64_t ticks) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    const int64_t to = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+    const auto ns = static_cast<int64_t>(ticks * 1'000'000'000 / rte_get_tsc_hz());
+    std::lock_guard<std::mutex> lock(stops_mu_);
+    stops_.push_back(DutStop{to - ns, to});
+  }
   void ReleaseDue() {
     const uint64_t now = rte_rdtsc();
     while (!delayed_.empty() && delayed_.front().first <= now) {
@@ -154,9 +172,11 @@ class Mover {
     rte_mbuf* burst[32];
     std::map<uint32_t, rte_mbuf*> held;
     uint64_t last = rte_rdtsc();
+    const uint64_t stop_tsc = kStopNs * rte_get_tsc_hz() / 1'000'000'000;
     while (!stop_.load()) {
       const uint64_t t = rte_rdtsc();
       if (t - last > max_gap_tsc_.load(std::memory_order_relaxed)) max_gap_tsc_.store(t - last, std::memory_order_relaxed);
+      if (t - last > stop_tsc) [[unlikely]] NoteStop(t - last);
       last = t;
       ReleaseDue();
       const unsigned n = rte_ring_dequeue_burst(in_, reinterpret_cast<void**>(burst), 32, nullptr);
@@ -233,6 +253,8 @@ class Mover {
   std::atomic<uint64_t> dropped_every_{0}, marked_every_{0};
   uint64_t signed_seen_ = 0, signed_passed_ = 0;  // (the mover's thread)
   std::atomic<uint64_t> max_gap_tsc_{0};
+  mutable std::mutex stops_mu_;
+  std::vector<DutStop> stops_;
   std::thread thread_;
 };
 

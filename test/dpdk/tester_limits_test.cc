@@ -563,6 +563,18 @@ TEST(HostHeldUp, OnlyAStopByHoldUpsTheKernelCountedIsASkip) {
   trials[1].tester_limits[0] = holdup(8'000'000, 0, 30'000'000);
   trials[2].tester_limits = {{engine::kTxShortfall, 5000, "stream s: ...", 0}};
   EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, stop, trials), "");
+  // Unless the tests' DUT (their Mover) was stopped within it for as long as
+  // the missing frames' time (5,000 of 100,000 due in 1 s: 50 ms), its ring
+  // full meanwhile: the host's. The same stop before the trial: judged.
+  trials[2].tx_frames = 95'000;
+  trials[2].duration_s = 1.0;
+  trials[2].start_unix_ns = 1'000'000'000'000;
+  const std::vector<fg::testing::DutStop> within = {{1'000'200'000'000, 1'000'260'000'000}};
+  EXPECT_NE(fg::testing::HostHeldUpEveryAttempt(false, stop, trials, within).find("2 limited trials"), std::string::npos);
+  const std::vector<fg::testing::DutStop> short_one = {{1'000'200'000'000, 1'000'240'000'000}};  // 40 ms
+  EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, stop, trials, short_one), "");
+  const std::vector<fg::testing::DutStop> before = {{999'900'000'000, 999'960'000'000}};
+  EXPECT_EQ(fg::testing::HostHeldUpEveryAttempt(false, stop, trials, before), "");
 }
 
 }  // namespace

@@ -267,13 +267,23 @@ class DcqcnTest(LabRun):
         trial = next(t for t in self.tests["dcqcn_convergence"]["trials"] if t["index"] == run["trial"])
         away = trial["lcore_holdups"]["total_ns"] / 1e9
         away_share = away / trial["duration_s"]
+        # Stops of the lab's CPU in the last fifth idle the link as well: for
+        # their length nothing reaches the stage, and the burst after them
+        # fills its queue (marks, drops: the drain above) that DCQCN answers
+        # by cutting (CI of 2026-12-07: 30 stops in 12 s, 18-100 ms, 61.6 %
+        # busy). Each stop's time plus that drain, within the span, is the
+        # host's share as the lcores' is.
+        lo, hi = int(last[0]["due_ns"]), int(last[-1]["due_ns"])
+        lab_stopped = sum(max(0, min(hi, s["to_unix_ns"] + drain_ns) - max(lo, s["from_unix_ns"])) for s in stalls)
+        lab_share = lab_stopped / 1e9 / span
         p = self.runs()[self.PAPER][0]
         self.say("DCQCN: after t0 + 1 s, %d drops (and %d within the host's stops of the lab's CPU %s), queue at "
                  "most %d B (limit %d); the stage sent %.3f Mbit/s over "
-                 "the last fifth (%.3f s; the tester's lcores away %.1f ms of the trial's 12 s: %.2f %%); %s, QPs ended within %.1f %% of the fair "
+                 "the last fifth (%.3f s; the tester's lcores away %.1f ms of the trial's 12 s: %.2f %%; the lab's CPU "
+                 "stopped, with each stop's drain, %.2f %% of it); %s, QPs ended within %.1f %% of the fair "
                  "share %.3f Mbit/s; without DCQCN: %d of %d frames dropped", drops_after, excused,
                  ["%.1f ms" % (s["ns"] / 1e6) for s in stalls], depth, self.LIMIT,
-                 busy / 1e6, span, away * 1e3, 100 * away_share,
+                 busy / 1e6, span, away * 1e3, 100 * away_share, 100 * lab_share,
                  "converged in %.3f s" % (p["convergence_ns"] / 1e9) if p["converged"] else "not converged within "
                  "10 % for 400 ms", 100 * run["final_deviation"], p["fair_share_bps"] / 1e6, open_run["lost_packets"],
                  open_run["tx_packets"])
@@ -285,7 +295,7 @@ class DcqcnTest(LabRun):
         # needs to converge) the paper's QPs back off further than with the
         # 20 ms the paper's 50 us slowed to this link gives: 88.8 Mbit/s over
         # the last fifth on 2026-12-04 (11 % under; within 2 % at 20 ms).
-        self.assertLess(1 - busy / 100e6, 0.15 + away_share)
+        self.assertLess(1 - busy / 100e6, 0.15 + away_share + lab_share)
         # Every QP got a share: none starved (deviation 1: a QP at 0), none at its maximum (4 x the fair share:
         # deviation 3). The paper's DCQCN is fair only on average over long windows: its final deviation here
         # was 0.27, 0.40 and 0.61 in three runs (the fifth the judge above compares with the stage's log).

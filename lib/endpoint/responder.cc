@@ -52,10 +52,17 @@ bool Responder::Emit(const stream::Answers& g, proto::RxKind kind, uint32_t slot
       ack_vars_[slot] = g.Vars(p, index);
       q.ack_vars = true;
     }
-    // ACKs are most of the answers: the ACK shape's own stamp (no per-field tests).
-    a->len = static_cast<uint16_t>(p.shape() == stream::shape::kRoceAnswer
-                                       ? p.EmitUntimed<stream::shape::kRoceAnswer>(a->bytes, c, ack_vars_[slot])
-                                       : p.Emit(a->bytes, c, 0, ack_vars_[slot]));
+    // ACKs are most of the answers: the ACK shape's own stamp (no per-field
+    // tests); a collective's with the ranks' addresses per QP.
+    switch (p.shape()) {
+      case stream::shape::kRoceAnswer:
+        a->len = static_cast<uint16_t>(p.EmitUntimed<stream::shape::kRoceAnswer>(a->bytes, c, ack_vars_[slot]));
+        break;
+      case stream::shape::kRoceCellAnswer:
+        a->len = static_cast<uint16_t>(p.EmitUntimed<stream::shape::kRoceCellAnswer>(a->bytes, c, ack_vars_[slot]));
+        break;
+      default: a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, ack_vars_[slot])); break;
+    }
   } else {
     a->len = static_cast<uint16_t>(p.Emit(a->bytes, c, 0, g.Vars(p, index)));
   }

@@ -267,8 +267,8 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
   for (size_t pi = 0; pi < result_.ports.size(); ++pi) {
     if (result_.ports[pi].rx_icrc_checked == std::optional<bool>(false)) {
       result_.warnings.push_back(absl::StrFormat(
-          "port %s: the ICRCs of the RoCEv2 data its responders took were not read again on RX: the built-in "
-          "loopback hands RX the very mbufs TX built (no wire between them)",
+          "port %s: the ICRCs of the RoCEv2 frames its responders and requesters took (data; ACKs, NAKs, CNPs) were "
+          "not read again on RX: the built-in loopback hands RX the very mbufs TX built (no wire between them)",
           ports_[pi]->name()));
     }
   }

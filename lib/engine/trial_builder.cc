@@ -89,6 +89,11 @@ std::shared_ptr<rx::PortDispatch> DispatchOf(const std::vector<stream::CompiledS
     // on purpose (icrc: bad) keeps the check: its negative test is the point.
     if (s.answers != nullptr && s.rx_port == pi) d->check_icrc = d->check_icrc || !rx_is_own_tx || s.bad_icrc;
   }
+  // The answers and READ requests coming back: ICRCs our responder and TX
+  // made, read again only off the built-in loopback (3 % of a collective's
+  // lcore time, an ACK every 8 frames), or when a stream sends bad ones.
+  d->check_feedback_icrc =
+      !rx_is_own_tx || std::any_of(streams.begin(), streams.end(), [](const auto& s) { return s.bad_icrc; });
   bool contiguous = !ranges.empty();
   for (size_t i = 1; i < ranges.size(); ++i) contiguous = contiguous && ranges[i].first == ranges[i - 1].second;
   if (pl.modulo && contiguous) {
@@ -283,11 +288,17 @@ void LiveRun::BuildRx(int tag_off) {
     const port::Port& port = *ports_[pi];
     const std::shared_ptr<const rx::PortDispatch> d =
         DispatchOf(streams_, placement_, pi, nw, port.options().rx_is_own_tx);
-    // The report says what RX did (PortResult::rx_icrc_checked): on a port a responder receives on, as decided.
+    // The report says what RX did (PortResult::rx_icrc_checked): on a port a
+    // responder receives data on, or its answers come back to, as decided.
     rx_icrc_checked_.resize(ports_.size());
-    if (std::any_of(streams_.begin(), streams_.end(),
-                    [pi](const stream::CompiledStream& s) { return s.answers != nullptr && s.rx_port == pi; })) {
-      rx_icrc_checked_[pi] = d->check_icrc;
+    const bool responds = std::any_of(streams_.begin(), streams_.end(), [pi](const stream::CompiledStream& s) {
+      return s.answers != nullptr && s.rx_port == pi;
+    });
+    const bool answered = std::any_of(streams_.begin(), streams_.end(), [pi](const stream::CompiledStream& s) {
+      return s.answers != nullptr && s.tx_port == pi;
+    });
+    if (responds || answered) {
+      rx_icrc_checked_[pi] = (!responds || d->check_icrc) && (!answered || d->check_feedback_icrc);
     }
     for (uint16_t q = 0; q < port.options().rx_queues; ++q) {
       const uint32_t w = q % nw;

@@ -61,9 +61,9 @@ unsigned SendAnswers(endpoint::AnswerQueue& q, std::vector<AnswerPort>& ports, i
 }  // namespace
 
 // A worker's loop: its TX tasks, its RX queues, then what other lcores
-// handed it for the flows it owns, then control requests. Three TSC reads a
-// loop give VPP-style cycles per frame for TX and RX apart (about 2 cycles a
-// frame at full bursts).
+// handed it for the flows it owns, then control requests. The loop's TSC
+// reads (its end, between TX and RX) give VPP-style cycles per frame for TX
+// and RX apart and serve as TX's and RX's poll times too.
 void PlaceOnCpus(std::vector<LcoreWork>& work, bool kernel_io) {
   const std::vector<int64_t> steal = port::HostStealNs();
   for (LcoreWork& w : work) {
@@ -143,12 +143,20 @@ int LcoreMain(void* arg) {
   uint64_t max_lag = 0, max_ns = 0;
   const uint64_t holdup_ticks = w.clock.hz() / 1000;  // 1 ms
   uint64_t last_t0 = ReadTsc();
+  // The TSC is read three times a turn: at its end (t0 of the next turn, the
+  // first TX queue's `now`), between TX and RX (t1, RX's poll time), and by
+  // RX after each burst that brought frames (their RX time). A read costs
+  // ~40 cycles here (perf: 6.6 % of a collective's lcore time on LcoreMain's
+  // two reads and 4.2 % on RX's own, when TX, RX and the loop each read
+  // their own: ~6 a turn). Three fewer a turn: loopback 1.04-1.07x, closed
+  // loop 1.01-1.06x (tools/bench_vs_testpmd.sh ab, with the changes of
+  // docs/benchmarks.md "Issue 28: the cell's stamp by shape, fewer TSC reads").
+  uint64_t t0 = last_t0;
   for (;;) {
     const int phase = w.phase.load(std::memory_order_acquire);
     if (phase == kStop) break;
     const uint64_t poll = w.polls.Read() + 1;
     w.polls.Set(poll);
-    const uint64_t t0 = ReadTsc();
     // A turn more than 1 ms after the last: the lcore was away (one compare
     // a poll, not a packet; per-frame code untouched: TX 221.9, RX 235.9
     // instructions a frame, tools/count_instructions.sh; docs/benchmarks.md
@@ -156,10 +164,13 @@ int LcoreMain(void* arg) {
     if (t0 - last_t0 > holdup_ticks) [[unlikely]] NoteHoldup(w, last_t0, t0);
     last_t0 = t0;
     unsigned tx = 0;
+    // The first TX queue at t0; any other at its own time (a frame's TX
+    // time is its burst's `now`: the queues before it took theirs).
     if (phase == kRun) {
-      for (tx::TxTask* t : w.tx) tx += t->Poll();
+      for (size_t i = 0; i < w.tx.size(); ++i) tx += i == 0 ? w.tx[i]->PollAt(t0) : w.tx[i]->Poll();
     } else {
-      for (tx::TxTask* t : w.tx) tx += t->PollRecovery();  // the drain: RC requesters still recover
+      // The drain: RC requesters still recover.
+      for (size_t i = 0; i < w.tx.size(); ++i) tx += i == 0 ? w.tx[i]->PollRecoveryAt(t0) : w.tx[i]->PollRecovery();
     }
     const uint64_t t1 = ReadTsc();
     unsigned rx = 0;
@@ -176,7 +187,7 @@ int LcoreMain(void* arg) {
       // (docs/benchmarks.md "Issue 14: the closed loop's ring stood full").
       unsigned got, k = 0;
       do {
-        got = t->Poll();
+        got = t->PollAt(t1);
         rx += got;
       } while (got == rx::kRxBurst && ++k < kRxBurstsPerLoop);
     }
@@ -217,13 +228,14 @@ int LcoreMain(void* arg) {
     if (w.host_answers != nullptr && !w.host_answers->empty()) [[unlikely]] {
       answered += SendAnswers(*w.host_answers, w.host_answer_ports, w.tag_off);
     }
+    const uint64_t t2 = ReadTsc();
     if (tx != 0) {
       w.tx_packets.Add(tx);
       w.tx_cycles.Add(t1 - t0);
     }
     if (rx != 0 || handed != 0 || answered != 0) {
       w.rx_packets.Add(rx);
-      w.rx_cycles.Add(ReadTsc() - t1);
+      w.rx_cycles.Add(t2 - t1);
       if (handed != 0) {
         w.handoff_in.Add(handed);
         if (max_lag > w.handoff_max_polls.Read()) w.handoff_max_polls.Set(max_lag);
@@ -235,6 +247,7 @@ int LcoreMain(void* arg) {
     } else {
       rte_pause();
     }
+    t0 = t2;
   }
   for (tx::TxTask* t : w.tx) t->Finish();
   for (rx::RxTask* t : w.rx) t->Finish();

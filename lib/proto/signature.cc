@@ -157,7 +157,7 @@ Feedback ClassifyRoce(const uint8_t* frame, size_t len, const Headers& h, const 
   const uint8_t op = frame[bth];
   const bool plain = (frame[bth + 1] & 0x3F) == 0;  // no pad, TVer 0
   auto checked = [&](size_t want, Feedback::Kind kind) {
-    fb.kind = n == want && plain && IcrcMatches(frame, h) ? kind : Feedback::Kind::kInvalid;
+    fb.kind = n == want && plain && (!opt.feedback_icrc || IcrcMatches(frame, h)) ? kind : Feedback::Kind::kInvalid;
     fb.key = Load24(frame + bth + 5);
     fb.psn = Load24(frame + bth + 9);
     return fb.kind != Feedback::Kind::kInvalid;

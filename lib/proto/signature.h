@@ -76,6 +76,10 @@ struct SignatureParse {
   uint16_t uet_port = 4793;
   uint8_t uet_ip_protocol = 253;  // UET native-IP mode
   uint8_t uet_resp_data_small_len = 12;
+  // ClassifyFeedback: a RoCEv2 CNP, ACK, NAK or READ request is taken only
+  // with a valid ICRC. False: not read (frames this process built itself,
+  // on the built-in loopback: rx::PortDispatch::check_feedback_icrc).
+  bool feedback_icrc = true;
 };
 
 // Walks Ethernet / up to two VLAN tags / IPv4 (unfragmented) or IPv6 / UDP

@@ -76,7 +76,9 @@ bool RxTask::FlushWaiting() {
 
 // Off the fast path: control frames are few.
 RxTask::Apart RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t rx_ns, uint32_t bytes) {
-  const proto::Feedback fb = proto::ClassifyFeedback(frame, len);
+  proto::SignatureParse parse;
+  parse.feedback_icrc = dispatch_->check_feedback_icrc;
+  const proto::Feedback fb = proto::ClassifyFeedback(frame, len, parse);
   using K = proto::Feedback::Kind;
   if (fb.kind == K::kNone) {
     if (handlers_ == nullptr) return Apart::kUnknown;
@@ -131,7 +133,7 @@ RxTask::Apart RxTask::CountFeedback(const uint8_t* frame, uint32_t len, uint64_t
   return Apart::kUnknown;
 }
 
-unsigned RxTask::Poll() { return ts_offset_ >= 0 ? PollImpl<true>() : PollImpl<false>(); }
+unsigned RxTask::PollAt(uint64_t now) { return ts_offset_ >= 0 ? PollImpl<true>(now) : PollImpl<false>(now); }
 
 void RxTask::Post(RxRequest& r) {
   if (r.kind == RxRequest::Kind::kCapture) {
@@ -215,7 +217,7 @@ void RxTask::CaptureFrames(rte_mbuf** pkts, uint16_t n, uint64_t rx_ns) {
 // it, the second builds the records, so the cache misses of a million-flow
 // table overlap instead of stalling one after another.
 template <bool kPerPacketTs>
-unsigned RxTask::PollImpl() {
+unsigned RxTask::PollImpl(uint64_t before) {
   ServeRequest();
   // Records an owner's full ring held back go first; until they are out, the
   // queue is left to fill (its drops are the PMD's imissed: a tester limit).
@@ -224,7 +226,6 @@ unsigned RxTask::PollImpl() {
     return 0;
   }
   rte_mbuf* pkts[kRxBurst];
-  const uint64_t before = ReadTsc();
   const uint64_t since = before - last_poll_tsc_;
   const bool polled_before = last_poll_tsc_ != 0;
   last_poll_tsc_ = before;

@@ -107,6 +107,10 @@ struct PortDispatch {
   // The port responds (`respond`): the ICRC of RoCEv2 data is checked, so
   // the responder takes nothing from a frame with a bad one.
   bool check_icrc = false;
+  // Feedback (CNP, ACK, NAK) and READ requests: taken only with a valid
+  // ICRC, unless RX takes the very mbufs TX built (the built-in loopback,
+  // as check_icrc) and no stream sends bad ICRCs on purpose.
+  bool check_feedback_icrc = true;
   // Groups (streams) whose payload is checked byte by byte.
   std::vector<uint8_t> verify;  // by stream
   std::vector<uint32_t> group_of;  // by flow id (payload checks only)
@@ -153,7 +157,11 @@ class RxTask : public PollTask {
          const clock::SharedClockLine* ts_shared = nullptr);
   ~RxTask() override;
 
-  unsigned Poll() override;
+  unsigned Poll() override { return PollAt(ReadTsc()); }
+  // Poll with the loop's TSC read just before (engine/worker.cc), the time
+  // since the last poll is judged by (an RX stall); the frames' RX time is
+  // read after the burst arrives, as in Poll.
+  unsigned PollAt(uint64_t now);
   bool Done() const override { return false; }  // RX runs until the engine stops it
 
   // Thread-safe, during the run.
@@ -249,7 +257,7 @@ class RxTask : public PollTask {
   uint64_t capture_seq_ = 0;
   // The loop, compiled once with and once without per-packet timestamps.
   template <bool kPerPacketTs>
-  unsigned PollImpl();
+  unsigned PollImpl(uint64_t before);
   int ts_offset_;
   uint64_t ts_flag_;
   int tag_off_;  // TX template tag: cleared on every received mbuf (its data may be a NIC's)

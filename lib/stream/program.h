@@ -122,9 +122,14 @@ inline constexpr uint32_t kSig = 1u << 0, kKey3 = 1u << 1, kKey2 = 1u << 2, kPsn
 // message has the same shape); sprayed: the entropy changes per packet.
 inline constexpr uint32_t kRoceEntropy = kSig | kKey3 | kPsn3 | kEntropy | kIcrc | kIcrcSeq | kIcrcPsn;
 inline constexpr uint32_t kRoceSprayed = kRoceEntropy | kIcrcEntropy;
+// A collective's QPs (stream/cell_frames.h): the same with the ranks'
+// addresses stamped per QP.
+inline constexpr uint32_t kRoceCell = kRoceEntropy | kVary;
+inline constexpr uint32_t kRoceCellSprayed = kRoceSprayed | kVary;
 // A responder's ACK or NAK (stream/answers.h): no signature, the requester's
 // QP, PSN and MSN (AETH) per answer.
 inline constexpr uint32_t kRoceAnswer = kKey3 | kPsn3 | kMsn | kEntropy | kIcrc | kIcrcPsn | kIcrcMsn;
+inline constexpr uint32_t kRoceCellAnswer = kRoceAnswer | kVary;  // a collective's (the ranks' addresses per QP)
 inline constexpr uint32_t kAnyShape = ~0u;  // test each field at run time
 }  // namespace shape
 

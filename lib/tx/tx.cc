@@ -434,9 +434,8 @@ bool TxTask::Generate(State& st, unsigned n, uint64_t now, uint64_t due, const F
 // The history (356 -> 275 -> 223 -> 222: shape-specialised loops, stamps
 // from locals, static DPDK, catch-up runs) is in docs/benchmarks.md, "Issue
 // 13, stage 2" to "The longest hold-up, kept where TX skips".
-unsigned TxTask::Poll() {
+unsigned TxTask::PollAt(uint64_t now) {
   unsigned sent_total = 0;
-  const uint64_t now = ReadTsc();
   if (gbn_) Clock(now);  // (only go-back-N reads it)
   // Streams sharing this queue take turns at going first, so when the PMD's
   // ring is the limit (several `max` streams) each gets an even share.
@@ -614,9 +613,8 @@ unsigned TxTask::SendPending(State& st, uint64_t now) {
   return sent;
 }
 
-unsigned TxTask::PollRecovery() {
+unsigned TxTask::PollRecoveryAt(uint64_t now) {
   unsigned sent = 0;
-  const uint64_t now = ReadTsc();
   Clock(now);
   for (auto& st : streams_) {
     if (st->reads.enabled()) {

@@ -132,12 +132,16 @@ class TxTask : public PollTask {
 
   // Sets the start time; streams begin sending from `start_tsc`.
   void Arm(uint64_t start_tsc);
-  unsigned Poll() override;
+  unsigned Poll() override { return PollAt(ReadTsc()); }
+  // Poll with the loop's TSC, read by the caller just before (engine/worker.cc:
+  // one read a loop serves its TX and its RX, not one each).
+  unsigned PollAt(uint64_t now);
   // In the engine's drain (TX polled no more): a stream stopped as the run
   // ended takes the stop and sends the frames it had made; RC requesters go
   // on recovering what they sent before their end (NAK go-backs, timeouts);
   // nothing new is made. Returns the frames handed to the PMD.
-  unsigned PollRecovery();
+  unsigned PollRecovery() { return PollRecoveryAt(ReadTsc()); }
+  unsigned PollRecoveryAt(uint64_t now);
   bool Done() const override;
   void Finish() override;
 

@@ -349,6 +349,15 @@ TEST(Hostile, AcksAndNaksMustBeWholeWithAValidIcrc) {
   EXPECT_EQ(KindOf(build(0, true, Trailer::kBadIcrc)), Feedback::Kind::kInvalid);
   EXPECT_EQ(KindOf(build(0, false, Trailer::kIcrc)), Feedback::Kind::kInvalid);  // no AETH: lengths agree, too short
   EXPECT_EQ(ClassifyFeedback(ack.data(), ack.size() - 6).kind, Feedback::Kind::kInvalid);  // cut short
+  // Frames this process built (the built-in loopback): the ICRC is not
+  // read, the shape still is.
+  SignatureParse own;
+  own.feedback_icrc = false;
+  const std::vector<uint8_t> bad = build(0, true, Trailer::kBadIcrc);
+  EXPECT_EQ(ClassifyFeedback(bad.data(), bad.size(), own).kind, Feedback::Kind::kRoceAck);
+  EXPECT_EQ(ClassifyFeedback(ack.data(), ack.size() - 6, own).kind, Feedback::Kind::kInvalid);
+  const std::vector<uint8_t> short_one = build(0, false, Trailer::kIcrc);
+  EXPECT_EQ(ClassifyFeedback(short_one.data(), short_one.size(), own).kind, Feedback::Kind::kInvalid);
 }
 
 TEST(Hostile, ReadRequestsMustBeWholeWithAValidIcrc) {

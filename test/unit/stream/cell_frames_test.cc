@@ -35,6 +35,10 @@ streams: [{name: s, port: a, rx_port: b, rate: 1 kpps}]
   EXPECT_EQ(frames->programs(), 2u * 2 * 2);  // (a, b) x (a, b) x {212, 4096}
   // QP 1 -> 2, q 1: from a to b (ranks 0-1 on a at 198.18.0.1-2, 2-3 on b at 198.18.16.1-2).
   const uint32_t qp = *cell->QpIndex(1, 2, 1);
+  // The shape TX stamps them with (GenerateCell: Stamp<kRoceCell>, checked
+  // against the generic stamp in program_test.cc).
+  EXPECT_EQ(frames->ProgramFor(qp, 4096).shape(), shape::kRoceCell);
+  EXPECT_EQ(frames->ProgramFor(qp, 212).shape(), shape::kRoceCell);
   std::vector<uint8_t> opcodes;
   uint64_t payload = 0, frames_seen = 0;
   uint32_t expect_psn = 0;

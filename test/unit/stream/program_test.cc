@@ -543,7 +543,8 @@ TEST(Program, PfcAndLbnFramesAreFixed) {
   EXPECT_EQ(lbn->kinds()[0].t.bytes[18], 0xE0);  // Leaf1 = 111 leads the bitmap
 }
 
-// TX stamps through Stamp<shape> for the common shapes (tx.cc's Fill) and
+// TX stamps through Stamp<shape> for the common shapes (tx.cc's Fill, a
+// collective's GenerateCell: kRoceCell) and
 // Stamp<kAnyShape> for the others: frame by frame the same bytes as the
 // reference (the offset-testing Stamp of before), and the shapes expected.
 TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
@@ -559,13 +560,19 @@ TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
       {"{entropy: {mode: round_robin, values: 8}, roce: {op: WRITE, message: 8 KiB, pmtu: 4096}}", "",
        shape::kRoceSprayed},
       {"{entropy: {mode: random, values: 16}, l3: ipv6, roce: {op: SEND, message: 100}}", "", shape::kRoceSprayed},
-      {"{roce: {op: SEND, message: 16}}", ", vary: [src_ip, dst_ip]", 0},
+      {"{roce: {op: SEND, message: 16}}", ", vary: [src_ip, dst_ip]", shape::kRoceCell},
+      {"{roce: {op: WRITE, message: 64 KiB, pmtu: 1024}}", ", vary: [dst_ip]", shape::kRoceCell},
+      {"{l3: ipv6, roce: {op: WRITE, message: 8 KiB, pmtu: 1024}}", ", vary: [src_ip, dst_ip]", shape::kRoceCell},
+      {"{entropy: {mode: round_robin, values: 8}, roce: {op: WRITE, message: 8 KiB, pmtu: 1024}}",
+       ", vary: [src_ip, dst_ip]", shape::kRoceCellSprayed},
       {"{uet: {service: ROD, message: 16 KiB, max_payload: 4096}}", "", 0},
       {"{udp_checksum: computed, uet: {service: ROD, message: 100}}", "", 0},
       {"{size: 128, udp_checksum: computed}", ", vary: [dst_ip]", 0},
       {"{size: 128}", "", 0},
       {"{roce: {op: ACK, dest_qp: 7}}", "", shape::kRoceAnswer},
       {"{l3: ipv6, roce: {op: NAK, dest_qp: 7}}", "", shape::kRoceAnswer},
+      {"{roce: {op: ACK, dest_qp: 7}}", ", vary: [src_ip, dst_ip]", shape::kRoceCellAnswer},
+      {"{l3: ipv6, roce: {op: ACK, dest_qp: 7}}", ", vary: [dst_ip]", shape::kRoceCellAnswer},
   };
   for (const Case& cs : cases) {
     auto plan = config::ParsePlan("t.yaml", std::string("ports: [{name: p, mtu: 9000}]\nstreams:\n  - {name: s, rate: 1 kpps") +
@@ -579,6 +586,9 @@ TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
       EXPECT_NE(p->shape(), shape::kRoceEntropy) << cs.frame;
       EXPECT_NE(p->shape(), shape::kRoceSprayed) << cs.frame;
       EXPECT_NE(p->shape(), shape::kRoceAnswer) << cs.frame;
+      EXPECT_NE(p->shape(), shape::kRoceCell) << cs.frame;
+      EXPECT_NE(p->shape(), shape::kRoceCellSprayed) << cs.frame;
+      EXPECT_NE(p->shape(), shape::kRoceCellAnswer) << cs.frame;
     }
     const FlowVars v = p->Flow(3, 5);
     Cursor a = p->Start(), b = p->Start(), r = p->Start();
@@ -593,6 +603,9 @@ TEST(Program, AFixedShapeStampsExactlyWhatTheGenericStampDoes) {
         case shape::kRoceEntropy: p->Stamp<shape::kRoceEntropy>(fb.data(), k, b, t, v); break;
         case shape::kRoceSprayed: p->Stamp<shape::kRoceSprayed>(fb.data(), k, b, t, v); break;
         case shape::kRoceAnswer: p->Stamp<shape::kRoceAnswer>(fb.data(), k, b, t, v); break;
+        case shape::kRoceCell: p->Stamp<shape::kRoceCell>(fb.data(), k, b, t, v); break;
+        case shape::kRoceCellSprayed: p->Stamp<shape::kRoceCellSprayed>(fb.data(), k, b, t, v); break;
+        case shape::kRoceCellAnswer: p->Stamp<shape::kRoceCellAnswer>(fb.data(), k, b, t, v); break;
         default: p->Stamp<shape::kAnyShape>(fb.data(), k, b, t, v); break;
       }
       ASSERT_EQ(fa, fr) << cs.frame << " packet " << i << " (Stamp<kAnyShape>)";

@@ -162,6 +162,9 @@ class LabRun(unittest.TestCase):
         if not self.held_up:
             return
         why = "the host held the tester (or the lab) up in all %d runs (last: %s)" % (self.attempts, "; ".join(self.held_up))
+        if all(h.startswith("the host stopped CPU") for h in self.held_up):
+            # Measured by the lab's own watch (tools/fglab/stalls.py): its truth, not the product's figure.
+            self.skipTest(why + ": the lab cannot be judged in this hour")
         longest = counted = 0
         for s in self.report.get("streams", []):
             stalls = [l for l in s.get("tester_limits", []) if l["kind"] in holdups.HOLDUP_KINDS]

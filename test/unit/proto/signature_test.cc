@@ -67,17 +67,40 @@ TEST(Signature, FoundAtThePayloadOfEveryFrameKind) {
 // a stream of frames of every kind (IPv4/IPv6, VLAN or not, RoCEv2 with
 // several opcodes and pads, UDP, UET), most of them copies of a few
 // templates and the rest with 1-3 random bytes changed (in the headers
-// mostly, so layouts change, and in the magic), or cut short. Every answer
-// (offset, ECN bits, payload end) must be the walk's. Both compares: the
-// SSE4.1 one the build uses, and the 64-bit word one of targets without it.
+// mostly, so layouts change, and in the magic), or cut short, with frames
+// that have no room for a signature (ACKs, NAKs, CNPs, READ requests: the
+// finder keeps their layout too) every 9th, as a closed loop's queue sees
+// them. Every answer (offset, ECN bits, payload end) must be the walk's.
+// Both compares: the SSE4.1 one the build uses, and the 64-bit word one of
+// targets without it.
 template <class Finder>
 void ExpectTheLayoutCacheAnswersAsTheWalk() {
-  std::vector<std::vector<uint8_t>> templates;
+  std::vector<std::vector<uint8_t>> templates, unsigned_templates;
   for (bool v6 : {false, true}) {
     for (bool vlan : {false, true}) {
       Encap e;
       e.l3.ipv6 = v6;
       if (vlan) e.vlan = VlanTag{.id = 5};
+      {
+        Encap a = e;
+        a.udp_dst = roce::kUdpPort;
+        a.l3.ecn = 1;
+        uint8_t hdr[64] = {};
+        // ACK (BTH + AETH), CNP (BTH + 16 zero bytes), READ request (BTH + RETH).
+        const size_t ack = roce::WriteBth(hdr, roce::Bth{.opcode = 0x11, .dest_qp = 0x123, .psn = 5});
+        roce::WriteAeth(hdr + ack, roce::Aeth{roce::AckSyndrome(31), 9});
+        unsigned_templates.push_back(
+            BuildFrame(a, std::span<const uint8_t>(hdr, ack + roce::kAethLen), 0, 0, Trailer::kIcrc).bytes);
+        uint8_t cnp[64] = {};
+        const size_t c = roce::WriteBth(cnp, roce::Bth{.opcode = roce::kOpcodeCnp, .dest_qp = 0x77});
+        unsigned_templates.push_back(
+            BuildFrame(a, std::span<const uint8_t>(cnp, c + roce::kCnpReservedLen), 0, 0, Trailer::kIcrc).bytes);
+        uint8_t rd[64] = {};
+        const size_t r = roce::WriteBth(rd, roce::Bth{.opcode = 0x0C, .dest_qp = 0x300, .psn = 7});
+        roce::WriteReth(rd + r, roce::Reth{});
+        unsigned_templates.push_back(
+            BuildFrame(a, std::span<const uint8_t>(rd, r + roce::kRethLen), 0, 0, Trailer::kIcrc).bytes);
+      }
       templates.push_back(BuildFrame(e, {}, 40, 0, Trailer::kNone).bytes);
       e.udp_dst = roce::kUdpPort;
       for (uint8_t op : {uint8_t{0x04}, uint8_t{0x0A}, uint8_t{0x0B}}) {  // SEND_ONLY, WRITE_ONLY, WRITE_ONLY_IMM
@@ -106,8 +129,11 @@ void ExpectTheLayoutCacheAnswersAsTheWalk() {
   };
   size_t found = 0, mutated = 0;
   for (int i = 0; i < 200000; ++i) {
-    // Runs of one template, as a queue sees them, then another.
-    const std::vector<uint8_t>& t = templates[(i / 16) % templates.size()];
+    // Runs of one template, as a queue sees them, then another; every 9th
+    // frame one without room for a signature, of the run's family mostly.
+    const std::vector<uint8_t>& t =
+        i % 9 == 8 ? unsigned_templates[(i / 16 + (i / 9) % 2) % unsigned_templates.size()]
+                   : templates[(i / 16) % templates.size()];
     std::vector<uint8_t> f = t;
     const uint64_t r = rnd();
     if (r % 4 == 0) {
@@ -128,9 +154,9 @@ void ExpectTheLayoutCacheAnswersAsTheWalk() {
     ecn_cache = at.ecn;
     end_cache = at.payload_end;
     ASSERT_EQ(cache, walk) << "frame " << i;
+    ASSERT_EQ(ecn_cache, ecn_walk) << "frame " << i;
     if (walk >= 0) {
       ++found;
-      ASSERT_EQ(ecn_cache, ecn_walk) << "frame " << i;
       ASSERT_EQ(end_cache, end_walk) << "frame " << i;
     }
   }
@@ -144,6 +170,40 @@ TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFrames) {
 
 TEST(Signature, TheLayoutCacheAnswersAsTheWalkOnMutatedFramesInItsScalarCompare) {
   ExpectTheLayoutCacheAnswersAsTheWalk<BasicSignatureFinder<false>>();
+}
+
+// A closed loop's queue: its data and, between them, its ACKs. The finder
+// keeps both layouts, so only the first of each walks; an ACK of another
+// QP (bytes the walk did not decide on) does not walk either, while a CNP
+// (another opcode) and a frame of another length do.
+TEST(Signature, TheLayoutOfFramesWithoutASignatureIsKeptBesideTheDatas) {
+  Encap e;
+  e.udp_dst = roce::kUdpPort;
+  uint8_t hdr[64] = {};
+  size_t n = roce::WriteBth(hdr, roce::Bth{.opcode = 0x04, .dest_qp = 0x100});
+  const std::vector<uint8_t> data = BuildFrame(e, std::span<const uint8_t>(hdr, n), 64, 0, Trailer::kIcrc).bytes;
+  auto ack = [&e](uint32_t qp) {
+    uint8_t a[64] = {};
+    const size_t k = roce::WriteBth(a, roce::Bth{.opcode = 0x11, .dest_qp = qp, .psn = qp});
+    roce::WriteAeth(a + k, roce::Aeth{roce::AckSyndrome(31), qp});
+    return BuildFrame(e, std::span<const uint8_t>(a, k + roce::kAethLen), 0, 0, Trailer::kIcrc).bytes;
+  };
+  const std::vector<uint8_t> ack1 = ack(0x100), ack2 = ack(0x101);
+  SignatureFinder f;
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_GE(f.Find(data.data(), data.size()).offset, 0);
+    EXPECT_EQ(f.Find(ack1.data(), ack1.size()).offset, -1);
+    EXPECT_EQ(f.Find(ack2.data(), ack2.size()).offset, -1);
+  }
+  EXPECT_EQ(f.walks(), 2u);
+  uint8_t c[64] = {};
+  const size_t k = roce::WriteBth(c, roce::Bth{.opcode = roce::kOpcodeCnp, .dest_qp = 0x100});
+  const std::vector<uint8_t> cnp =
+      BuildFrame(e, std::span<const uint8_t>(c, k + roce::kCnpReservedLen), 0, 0, Trailer::kIcrc).bytes;
+  EXPECT_EQ(f.Find(cnp.data(), cnp.size()).offset, -1);
+  EXPECT_EQ(f.walks(), 3u);
+  EXPECT_EQ(f.Find(ack1.data(), ack1.size() - 1).offset, -1);  // another length
+  EXPECT_EQ(f.walks(), 4u);
 }
 
 TEST(Signature, PayloadCheckCoversThePayloadOnly) {

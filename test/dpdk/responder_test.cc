@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "config/plan.h"
 #include "dpdk_test_env.h"
+#include "hog.h"
 #include "engine/engine.h"
 #include "port/driver_registry.h"
 #include "proto/signature.h"
@@ -326,6 +327,33 @@ TEST(Responder, ResendsIntoADeadPathEndAtTheDrainsBound) {
   EXPECT_TRUE(said) << absl::StrJoin(res->warnings, "\n");
   for (const TesterLimit& l : s.tester_limits) EXPECT_NE(l.kind, kDrainShort) << l.detail;
   if (HasFailure()) std::cout << GbnTrace(*res, s);
+}
+
+// The same dead path with the worker held up for 150 ms in the drain (a
+// real-time hog on its CPU, 300 ms after the run starts: TX ends at ~100 ms,
+// the bound at ~1.2 s): a worker that sent nothing because it did not run
+// is not quiet, so the drain still runs to its bound. Until 2026-12-07 the
+// drain took such a stop (the host's, ~100 ms) for quiet and ended at 0.68 s.
+TEST(Responder, AWorkerHeldUpInTheDrainIsNotQuiet) {
+  if (!fg::testing::CanHog()) GTEST_SKIP() << "needs SCHED_FIFO (CAP_SYS_NICE) to hold an lcore up";
+  RingPath path("gbnheld");
+  ASSERT_TRUE(path.ok()) << path.error();
+  Impairments imp;
+  for (uint32_t q = 900; q < 1000; ++q) imp.drop.insert(q);  // every copy of each QP's last 100
+  std::thread hog([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    fg::testing::HogCpuOf(TestEal().worker_lcores().back(), 150);
+  });
+  auto res = path.RunPlan(FourQpWrites("10 ms"), imp);
+  hog.join();
+  ASSERT_TRUE(res.ok()) << res.status();
+  uint64_t longest = 0;
+  for (const fg::engine::LcoreStats& l : res->lcores) longest = std::max(longest, l.holdup_max_ns);
+  EXPECT_GE(longest, 140'000'000u);  // the hog's stop, noted by the worker
+  EXPECT_EQ(res->streams[0].responder.delivered_packets, 3600u);
+  EXPECT_GE(res->drain_ns, 1'100'000'000);  // its bound, not the stop's end
+  EXPECT_EQ(res->drain_late_frames, 0u);
+  for (const TesterLimit& l : res->streams[0].tester_limits) EXPECT_NE(l.kind, kDrainShort) << l.detail;
 }
 
 // Interrupted, an RC requester still recovers what it sent: from its

@@ -21,6 +21,7 @@
 
 #include "config/plan.h"
 #include "dpdk_test_env.h"
+#include "hog.h"
 #include "host_holdups.h"
 #include "engine/engine.h"
 #include "methods/kinds.h"
@@ -376,34 +377,8 @@ TEST(KernelInterface, PacketSocketsAreFoundByTheInterfaceTheyAreBoundTo) {
   EXPECT_TRUE(port::PacketSocketsOf("lo").empty());
 }
 
-// Holds the CPU of worker lcore `lcore` for `ms` at real-time priority:
-// what a competing process does to a tester, on demand. False when this
-// process may not use SCHED_FIFO (no CAP_SYS_NICE): the hog would only
-// share the CPU, and the tests that need a sure stall skip.
-bool CanHog() {
-  sched_param p{};
-  p.sched_priority = 10;
-  std::atomic<bool> ok{false};
-  std::thread t([&] { ok = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0; });
-  t.join();
-  return ok;
-}
-
-void HogCpuOf(unsigned lcore, int ms) {
-  std::thread hog([lcore, ms] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(rte_lcore_to_cpu_id(static_cast<int>(lcore)), &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    sched_param p{};
-    p.sched_priority = 10;
-    pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < end) {
-    }
-  });
-  hog.join();
-}
+using fg::testing::CanHog;
+using fg::testing::HogCpuOf;
 
 // A TX lcore held up for 40 ms: the run says the tester fell behind (slots
 // skipped, frames short of the set rate) rather than report a slower device.
@@ -475,7 +450,7 @@ absl::StatusOr<LatencyResult> LatencyWithAStall(const std::string& yaml) {
     if (run == nullptr || hog.joinable()) return;
     hog = std::thread([] {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      engine::HogCpuOf(fg::testing::TestEal().worker_lcores().back(), 40);
+      fg::testing::HogCpuOf(fg::testing::TestEal().worker_lcores().back(), 40);
     });
   };
   auto r = RunLatency(fg::testing::TestEal(), {l.port.get()}, l.streams, l.plan.tests[0], opt);
@@ -487,7 +462,7 @@ absl::StatusOr<LatencyResult> LatencyWithAStall(const std::string& yaml) {
 // recorded as not counted, naming the cause, and run again; the test's
 // figures come from runs the tester kept up in.
 TEST(TesterLimitsInTests, ALimitedTrialIsExcludedRetriedAndNeverCounted) {
-  if (!engine::CanHog()) GTEST_SKIP() << "needs SCHED_FIFO (CAP_SYS_NICE) to hold an lcore up";
+  if (!fg::testing::CanHog()) GTEST_SKIP() << "needs SCHED_FIFO (CAP_SYS_NICE) to hold an lcore up";
   // 20 attempts, not the default 5: on a 2-vCPU VM whose hypervisor takes
   // 10 ms now and then, six limited trials in a row happen by themselves.
   auto r = LatencyWithAStall(
@@ -514,7 +489,7 @@ TEST(TesterLimitsInTests, ALimitedTrialIsExcludedRetriedAndNeverCounted) {
 }
 
 TEST(TesterLimitsInTests, WithoutRetriesTheTestStopsRatherThanJudge) {
-  if (!engine::CanHog()) GTEST_SKIP() << "needs SCHED_FIFO (CAP_SYS_NICE) to hold an lcore up";
+  if (!fg::testing::CanHog()) GTEST_SKIP() << "needs SCHED_FIFO (CAP_SYS_NICE) to hold an lcore up";
   auto r = LatencyWithAStall(
       "streams: [{name: s, rate: 100 kpps}]\n"
       "tests: [{latency: {load: 1 %, runs: 2, trial_duration: 300 ms, warmup: none, tester_limit_retries: 0}}]\n");

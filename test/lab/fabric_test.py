@@ -308,10 +308,14 @@ class LinkDownTest(LabRun):
         self.assertLessEqual(s["loss_duration_max_ns"], hi_ns + gap_ns + 1e6 + held, s["tester_limits"])
         # Frames lost: what the port sent while the link was down (+/-1 per flow
         # at the edges), less any slots a hold-up of TX skipped (pacing_stall:
-        # 42 short in an hour when the host took 40-330 ms a second; the
-        # captures below count the loss exactly either way).
+        # 42 short in an hour when the host took 40-330 ms a second) and less
+        # those a hold-up under the pacer's backlog moved past the link's
+        # return unrecorded (caught up late: 20 short of 3,001 in CI of
+        # 2026-12-07, longest loss 302.0 ms of a 300.1-302.2 ms outage). The
+        # captures below count the loss exactly either way.
         skipped = sum(l["count"] for l in s["tester_limits"] if l["kind"] == "pacing_stall")
-        self.assertGreaterEqual(s["lost_packets"], math.floor(lo_ns * rate / 1e9) - s["flows"] - skipped)
+        caught_up = math.ceil(max(1e6, 32e9 / rate) * rate / 1e9)
+        self.assertGreaterEqual(s["lost_packets"], math.floor(lo_ns * rate / 1e9) - s["flows"] - skipped - caught_up)
         self.assertLessEqual(s["lost_packets"], math.ceil(hi_ns * rate / 1e9) + s["flows"])
 
     def test_captures_at_both_ends_count_the_same_loss(self):

@@ -116,8 +116,10 @@ class DcqcnTest(LabRun):
     # senders' held frames at once, the queue marks them, and the cut that
     # follows takes the paper's slowed recovery seconds to undo (CI of
     # 2026-12-07: 30 and 40 stops of 2-100 ms in the trial, 1.3 s in all,
-    # 61.6 % and 71.8 % busy over the last fifth; calm runs: 88-98 %).
-    MAX_STOPPED_IN_PAPER_TRIAL_NS = 200_000_000
+    # 61.6 % and 71.8 % busy over the last fifth; calm runs: 88-98 %; the
+    # project's CI of c80a6c0: under 200 ms in the trial, 65.7 % busy, so
+    # 100 ms: a calm trial has a few stops of 3-5 ms).
+    MAX_STOPPED_IN_PAPER_TRIAL_NS = 100_000_000
 
     @classmethod
     def held_up_streams(cls, report, truth=None):

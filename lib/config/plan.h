@@ -82,6 +82,11 @@ struct PortSpec {
   bool tx_scheduled = false;
   std::optional<RespondSpec> respond = std::nullopt;  // `respond: true` or a map: this port answers as RC responder
   std::optional<Gateway> gateway = std::nullopt;
+  // The gateway's MAC, resolved before traffic (session/gateway.cc), not a
+  // plan key: the destination MAC of the frames the port sends (its streams'
+  // data, unless a stream writes its own dst_mac, and the answers of a
+  // responding port). Unset: each frame goes to its host's own MAC.
+  std::optional<MacAddr> next_hop_mac = std::nullopt;
   AnswerSpec answer;
   int line = 0;  // where the port is declared, for later messages
   Location at;            // ... with its column

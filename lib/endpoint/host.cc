@@ -47,11 +47,13 @@ std::vector<PortHosts> HostsOfPlan(const config::Plan& plan) {
     // own TX port goes to a peer: its destination is the peer's, not a host.
     const bool responds = s.rx_port < hosts.size() && plan.ports[s.rx_port].respond.has_value();
     if (s.rx_port < hosts.size() && (responds || s.rx_port != s.port)) {
+      // A responding port sends from them (its answers): its gateway may be
+      // asked from them.
       const MacAddr mac = responds ? f.encap.dst_mac : kPortMac;
       if (l3.ipv6) {
-        AddFlows(hosts[s.rx_port], l3.dst6, f.vary_dst_ip, s.flows, mac, /*note_first=*/false);
+        AddFlows(hosts[s.rx_port], l3.dst6, f.vary_dst_ip, s.flows, mac, /*note_first=*/responds);
       } else {
-        AddFlows(hosts[s.rx_port], l3.dst4, f.vary_dst_ip, s.flows, mac, /*note_first=*/false);
+        AddFlows(hosts[s.rx_port], l3.dst4, f.vary_dst_ip, s.flows, mac, /*note_first=*/responds);
       }
     }
   }

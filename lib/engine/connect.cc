@@ -115,12 +115,10 @@ class Exchange {
   // A collective's QP: between its own two ranks (CellStreams::CmEncap).
   proto::Encap EncapOf(const Qp& p, bool back) const {
     const stream::CompiledStream& s = streams_[p.stream];
-    proto::Encap e = s.cell != nullptr ? s.cell->CmEncap(s.cell_first + p.flow, back) : s.cm_encap;
+    proto::Encap e = s.cell != nullptr ? s.cell->CmEncap(s.cell_first + p.flow, back)
+                     : back            ? s.cm_back_encap
+                                       : s.cm_encap;
     e.udp_src = static_cast<uint16_t>(0xC000 | ((s.cm_encap.udp_src + p.flow) & 0x3FFF));
-    if (back && s.cell == nullptr) {
-      std::swap(e.l3.src4, e.l3.dst4);
-      std::swap(e.l3.src6, e.l3.dst6);
-    }
     return e;
   }
   // The QP's number, at both ends: the data's destination QP, which its ACKs,
@@ -185,7 +183,7 @@ class Exchange {
     proto::cm::Message m = Mad(proto::cm::kRep, k);
     m.local_qpn = Qpn(p);
     m.start_psn = 0;
-    m.local_ca_guid = proto::cm::GuidOfMac(s.cell != nullptr ? EncapOf(p, true).src_mac : s.cm_encap.dst_mac);
+    m.local_ca_guid = proto::cm::GuidOfMac(EncapOf(p, true).src_mac);
     p.sent_tsc = now;
     ++p.sends;
     return Send(s.rx_port, proto::cm::BuildFrame(EncapOf(p, true), m, 0));

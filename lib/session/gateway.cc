@@ -73,10 +73,10 @@ absl::StatusOr<std::vector<std::optional<GatewayResolution>>> ResolveGateways(
 }
 
 void ApplyGateways(config::Plan& plan, const std::vector<std::optional<GatewayResolution>>& gateways) {
-  for (config::StreamSpec& s : plan.streams) {
-    if (s.port >= gateways.size() || !gateways[s.port]) continue;
-    if (!s.written.Text("frame.dst_mac").empty()) continue;  // the plan's own dst_mac overrides
-    s.frame.encap.dst_mac = gateways[s.port]->mac;
+  // The port's frames go to it (stream::WireFrame, the answers' next hop);
+  // the streams' dst_mac stays their destination host's MAC.
+  for (size_t pi = 0; pi < gateways.size() && pi < plan.ports.size(); ++pi) {
+    plan.ports[pi].next_hop_mac = gateways[pi] ? std::optional<MacAddr>(gateways[pi]->mac) : std::nullopt;
   }
   // The ranks behind a port with a gateway send to it (config::RankNextHop).
   if (plan.ranks) {

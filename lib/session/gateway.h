@@ -6,7 +6,8 @@
 // host of the gateway's family (endpoint/host.h), up to kGatewayRequests
 // times kGatewayWaitNs apart, while no lcore polls the port; the answer's MAC
 // becomes the destination MAC of every stream the port sends whose plan does
-// not write `dst_mac`. A gateway that does not answer fails the run with one
+// not write `dst_mac`, and of the answers (ACK, NAK, CNP, READ responses, CM
+// REP) the port sends as a responder. A gateway that does not answer fails the run with one
 // line naming the port and the address.
 //
 //   FG_ASSIGN_OR_RETURN(auto gw, fg::session::ResolveGateways(plan, ports, hosts));
@@ -41,8 +42,9 @@ struct GatewayResolution {
 absl::StatusOr<std::vector<std::optional<GatewayResolution>>> ResolveGateways(
     const config::Plan& plan, const std::vector<port::Port*>& ports, const std::vector<endpoint::PortHosts>& hosts);
 
-// Each resolved gateway's MAC as the dst_mac of its port's streams that do
-// not write one, and as the next hop of the ranks behind the port.
+// Each resolved gateway's MAC as its port's next hop (ports[].next_hop_mac:
+// the destination MAC of its streams that do not write one, and of the
+// answers it sends as a responder), and of the ranks behind the port.
 void ApplyGateways(config::Plan& plan, const std::vector<std::optional<GatewayResolution>>& gateways);
 
 }  // namespace fg::session

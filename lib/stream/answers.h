@@ -1,14 +1,16 @@
 // stream/answers.h: what a responding port answers a stream's RoCEv2 data
 // with (endpoint/responder.h has the state machine that sends it).
 //
-// Three Programs built from the data frame's own spec (addresses swapped, the
-// flow's key as destination QP): ACK, NAK (PSN sequence error) and CNP (the
+// Three Programs built from the data frame's own spec (IP addresses swapped,
+// from the destination host's MAC to the RX port's next hop, the flow's key
+// as destination QP): ACK, NAK (PSN sequence error) and CNP (the
 // port's CNP DSCP and priority, not ECN-capable), stamped like any frame
 // (PSN, MSN, the flow's constants, incremental ICRC), and what the responder
 // needs to know of the data: its PSN start and step, packets per message,
 // AckReq and transport.
 //
-//   auto a = fg::stream::Answers::Compile("s", 0, program, frame, fg::config::RespondSpec{}, /*port=*/1);
+//   auto a = fg::stream::Answers::Compile("s", 0, program, frame, fg::config::RespondSpec{}, /*port=*/1,
+//                                         /*next_hop=*/frame.encap.src_mac);
 //   // (*a)->ack.Emit(buf, cursor, 0, (*a)->ack.Flow(0, flow_index)): the ACK of that flow
 #pragma once
 
@@ -64,13 +66,17 @@ struct Answers {
   // Null when the stream is not answered (not RoCEv2 data: UDP, UET, or a
   // stream of CNPs, ACKs or NAKs itself).
   // `data_program`: the stream's own Program (its PSNs and messages).
+  // `next_hop`: the answers' destination MAC (stream::AnswerNextHop).
   static absl::StatusOr<std::unique_ptr<Answers>> Compile(const std::string& stream, uint32_t first_flow_id,
                                                           const Program& data_program, const config::FrameSpec& data,
-                                                          const config::RespondSpec& spec, uint16_t port);
-  // The answer frames' spec for a data frame: addresses swapped, op ACK, NAK
-  // (PSN sequence error) or CNP (spec's DSCP and PCP, not ECN-capable).
+                                                          const config::RespondSpec& spec, uint16_t port,
+                                                          const MacAddr& next_hop);
+  // The answer frames' spec for a data frame (data.encap.dst_mac: its
+  // destination host's MAC): IP addresses swapped, from that MAC to
+  // `next_hop`, op ACK, NAK (PSN sequence error), READ response or CNP
+  // (spec's DSCP and PCP, not ECN-capable).
   static config::FrameSpec AnswerFrame(const config::FrameSpec& data, config::RoceSpec::Op op,
-                                       const config::RespondSpec& spec);
+                                       const config::RespondSpec& spec, const MacAddr& next_hop);
 };
 
 }  // namespace fg::stream

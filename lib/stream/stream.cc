@@ -63,7 +63,7 @@ absl::StatusOr<Program> CompileProgram(const config::Plan& plan, size_t i, uint3
     const size_t colon = m.find(": ");
     return ErrorAt(plan, where, i, m.substr(0, colon), m.substr(colon + 2));
   }
-  auto program = Program::Compile(s.frame, flow_id);
+  auto program = Program::Compile(WireFrame(plan, s), flow_id);
   if (!program.ok()) return ErrorAt(plan, where, i, "frame", program.status().message());
   // Every flow needs a key of its own, inside the field and, for plain UDP,
   // clear of the RoCEv2 and UET ports (those frames would parse as such).
@@ -193,8 +193,8 @@ absl::Status AddReadResponses(const config::Plan& plan, const std::vector<double
                      "responder sends it as the requests come, so DCQCN on the requests would cut the wrong "
                      "direction: remove dcqcn (or use WRITE)");
     }
-    config::FrameSpec rf =
-        Answers::AnswerFrame(s.frame, config::RoceSpec::Op::kReadResponse, *plan.ports[s.rx_port].respond);
+    config::FrameSpec rf = Answers::AnswerFrame(s.frame, config::RoceSpec::Op::kReadResponse,
+                                                *plan.ports[s.rx_port].respond, AnswerNextHop(plan, s));
     rf.encap.l3.ecn = s.frame.encap.l3.ecn;  // data: as ECN-capable as the requests
     const config::PortSpec& back = plan.ports[s.rx_port];
     if (auto f = config::CheckFrame(rf, back.mtu, back.name); !f.ok()) {
@@ -386,6 +386,17 @@ absl::Status CheckFeedbackKeys(const config::Plan& plan, const std::vector<Compi
   return absl::OkStatus();
 }
 
+config::FrameSpec WireFrame(const config::Plan& plan, const config::StreamSpec& s) {
+  config::FrameSpec f = s.frame;
+  const config::PortSpec& tx = plan.ports[s.port];
+  if (tx.next_hop_mac && s.written.Text("frame.dst_mac").empty()) f.encap.dst_mac = *tx.next_hop_mac;
+  return f;
+}
+
+MacAddr AnswerNextHop(const config::Plan& plan, const config::StreamSpec& s) {
+  return plan.ports[s.rx_port].next_hop_mac.value_or(s.frame.encap.src_mac);
+}
+
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps) {
   std::vector<CompiledStream> out;
   uint32_t next_flow = 0;
@@ -425,14 +436,17 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
                                          plan.ports[s.port].name));
         }
         c.connect_cm = true;
-        c.cm_encap = s.frame.encap;
+        c.cm_encap = WireFrame(plan, s).encap;
+        c.cm_back_encap = Answers::AnswerFrame(s.frame, config::RoceSpec::Op::kAck, *plan.ports[s.rx_port].respond,
+                                               AnswerNextHop(plan, s))
+                              .encap;
         c.pmtu = s.frame.roce.pmtu;
         c.cm_pkey = s.frame.roce.pkey;
       }
     }
     if (const auto& respond = plan.ports[s.rx_port].respond) {
       FG_ASSIGN_OR_RETURN(auto answers, Answers::Compile(s.name, c.flow_id, c.program, s.frame, *respond,
-                                                         static_cast<uint16_t>(s.rx_port)));
+                                                         static_cast<uint16_t>(s.rx_port), AnswerNextHop(plan, s)));
       c.answers = std::move(answers);
       FG_RETURN_IF_ERROR(CheckAckSpacing(plan, i, c));
     }

@@ -64,10 +64,11 @@ struct CompiledStream {
   // (with answers->strict: a responder, roce.retransmit: go_back_n).
   int64_t retransmit_timeout_ns = 0;
   // `frame.roce.connect: cm`: its QPs are set up by CM MADs before data
-  // (engine/connect): the frames' addresses (requester to responder) and the
-  // path MTU the REQ names.
+  // (engine/connect): the frames' addresses (requester to responder, and
+  // back) and the path MTU the REQ names.
   bool connect_cm = false;
   proto::Encap cm_encap;
+  proto::Encap cm_back_encap;  // the REP's: from the responding host to the RX port's next hop (as its answers)
   uint32_t pmtu = 0;
   uint16_t cm_pkey = 0xFFFF;
   // READ (`roce.op: READ_REQUEST` received on a responding port): one plan
@@ -101,6 +102,14 @@ struct CompiledStream {
 
 // `line_bps[i]` is the L1 line rate of plan port i (0 when unknown).
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps);
+
+// Stream s's frame as its TX port sends it: to the port's next hop
+// (ports[].next_hop_mac, its resolved gateway) unless the stream writes its
+// own dst_mac. s.frame's dst_mac stays the destination host's MAC (the one
+// a responding RX port answers ARP/ND for and sends its answers from).
+config::FrameSpec WireFrame(const config::Plan& plan, const config::StreamSpec& s);
+// Where a responding RX port sends stream s's answers: its own next hop, else back to the data's source MAC.
+MacAddr AnswerNextHop(const config::Plan& plan, const config::StreamSpec& s);
 
 // Where an error about stream `i`'s `field` ("frame", "flows", "rate") is
 // reported: by default "plan.yaml:12:31: streams[0].flows", the place the

@@ -8,6 +8,7 @@ the RC transport's: go-back-N, DCQCN, CM, READ.)
 usage: fabric_test.py FABRICGEN SOURCE_ROOT [FABRICGEN_IMPAIR]
 """
 import csv
+import collections
 import math
 import os
 import struct
@@ -450,6 +451,20 @@ lab:
             self.assertEqual(s["rx_packets"], s["tx_packets"] + copies, name)
 
 
+def routed_lab(leaf_mac, more_hosts):
+    """A lab of one spine and two leaves that resolve their hosts by ARP/ND
+    as routed switches do, port a behind leaf0 with 198.18.0.0/24, then
+    `more_hosts` (lines of `hosts:`)."""
+    return """lab:
+  spines: 1
+  leaves: 2
+  gateway_mac: "%s"
+  resolve: true
+  hosts:
+    - {port: a, leaf: 0, prefixes: [198.18.0.0/24]}
+""" % leaf_mac + more_hosts.lstrip("\n")
+
+
 @unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
 class NeighborResolutionTest(LabRun):
     """`resolve: true`: the leaves' host-facing links run ARP/ND as a routed
@@ -472,16 +487,10 @@ streams:
      frame: {size: 256 B, src_ip: 198.18.0.1, dst_ip: 198.19.0.1}}
   - {name: s6, port: c, rx_port: b, rate: 1 kpps, flows: 4, vary: [dst_ip],
      frame: {size: 256 B, l3: ipv6, src_ip: "2001:db8:c::1", dst_ip: "2001:db8:b::1"}}
-lab:
-  spines: 1
-  leaves: 2
-  gateway_mac: "%s"
-  resolve: true
-  hosts:
-    - {port: a, leaf: 0, prefixes: [198.18.0.0/24]}
+""" + routed_lab(LEAF_MAC, """
     - {port: c, leaf: 0, prefixes: ["2001:db8:c::/120"]}
     - {port: b, leaf: 1, prefixes: [198.19.0.0/24, "2001:db8:b::/120"]}
-""" % LEAF_MAC
+""")
 
     def test_gateways_are_resolved_and_every_frame_crosses(self):
         out = self.result.stdout
@@ -523,6 +532,59 @@ lab:
         for s in self.report["streams"]:
             self.assertEqual([l for l in s["tester_limits"] if l["kind"] not in ("rx_stall", "pacing_stall")], [],
                              s["name"])
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for network namespaces")
+class RespondingPortBehindAGatewayTest(LabRun):
+    """A responding port behind a routed switch: b answers port a's RC QPs
+    (CM REP, ACKs) through its own gateway, leaf1. Every frame b sends goes
+    from the destination host's MAC (the stream's dst_mac, the one b answers
+    leaf1's ARP with) to leaf1's MAC; until 2026-12-07 b's answers carried
+    the data's MACs unswapped (the requester's as source) and b answered ARP
+    with a's gateway's MAC. tcpdump on b is the truth."""
+
+    LEAF_MAC = "02:00:00:00:00:fe"
+    HOST_MAC = "02:00:00:00:00:02"  # the stream's destination host (proto::Encap's default dst_mac)
+    PLAN_TEXT = """
+duration: 2 s
+ports:
+  - {name: a, device: "net_af_packet0,iface=fga", gateway: 198.18.0.254}
+  - {name: b, device: "net_af_packet1,iface=fgb", gateway: 198.19.0.254, respond: true}
+streams:
+  - {name: qps, port: a, rx_port: b, rate: 1 kpps, flows: 4, vary: [dst_ip],
+     frame: {src_ip: 198.18.0.1, dst_ip: 198.19.0.1,
+             roce: {op: WRITE, message: 1024, pmtu: 1024, connect: cm}}}
+""" + routed_lab(LEAF_MAC, """
+    - {port: b, leaf: 1, prefixes: [198.19.0.0/24]}
+""")
+    # leaf1's end of the link to b: what b put on the wire (a capture on the
+    # tester's own end misses what its packet socket sends past the qdisc).
+    CAPTURES = (("leaf1", "b"),)
+
+    def test_answers_go_from_the_destination_host_to_the_rx_ports_gateway(self):
+        out = self.result.stdout
+        self.assertRegex(out, r"port b: gateway 198\.19\.0\.254 is %s \(ARP" % self.LEAF_MAC)
+        s = self.streams["qps"]
+        cap = self.truth["captures"]["leaf1-b"]
+        self.assertEqual(cap["kernel_dropped"], 0)
+        sent = collections.Counter()  # (src, dst) MACs of the RoCEv2 frames b sent
+        for f in self.lab.pcap_frames(cap["pcap"]):
+            # IPv4, from 198.19.0.0/24 (b's hosts), UDP to 4791.
+            if len(f) > 38 and f[12:14] == b"\x08\x00" and f[14 + 9] == 17 and f[26:29] == bytes([198, 19, 0]) \
+                    and struct.unpack_from("!H", f, 14 + 4 * (f[14] & 15) + 2)[0] == 4791:
+                sent[(":".join("%02x" % x for x in f[6:12]), ":".join("%02x" % x for x in f[0:6]))] += 1
+        self.say("b sent %s; stream: %d sent, %d delivered, %d ACKs received, QPs set up %s", dict(sent),
+                 s["tx_packets"], s["delivered_packets"], s["ack_received"], s["qp_setup"]["count"])
+        self.assertEqual(list(sent), [(self.HOST_MAC, self.LEAF_MAC)])
+        self.assertGreater(sent[(self.HOST_MAC, self.LEAF_MAC)], 4)  # the REPs and the ACKs
+        self.assertEqual(s["qp_setup"]["count"], 4)
+        self.assertEqual(s["unrecovered_packets"], 0)
+        self.assertEqual(s["delivered_packets"], s["unique_packets"])
+        self.assertGreater(s["ack_received"], 0)
+        # leaf1 learned b's destination hosts from b's ARP answers: the host's MAC, not a gateway's.
+        learned = {e["dst"]: e.get("lladdr") for e in self.truth["neighbors"]["leaf1-b"]}
+        for i in range(1, 5):
+            self.assertEqual(learned.get("198.19.0.%d" % i), self.HOST_MAC, learned)
 
 
 class LabPlanErrorsTest(unittest.TestCase):

@@ -8,12 +8,10 @@
 namespace fg::stream {
 
 config::FrameSpec Answers::AnswerFrame(const config::FrameSpec& data, config::RoceSpec::Op op,
-                                       const config::RespondSpec& spec, const MacAddr& next_hop) {
+                                       const config::RespondSpec& spec, const AnswerMacs& macs) {
   config::FrameSpec a = data;
-  // From the destination host (data.encap.dst_mac is its MAC, the one its
-  // port answers ARP/ND with: stream::WireFrame) to the next hop.
-  a.encap.src_mac = data.encap.dst_mac;
-  a.encap.dst_mac = next_hop;
+  a.encap.src_mac = macs.src;
+  a.encap.dst_mac = macs.dst;
   a.kind = config::FrameKind::kRoce;
   a.roce.op = op;
   a.roce.nak_code = proto::roce::NakCode::kPsnSequenceError;
@@ -37,9 +35,9 @@ config::FrameSpec Answers::AnswerFrame(const config::FrameSpec& data, config::Ro
 }
 
 absl::StatusOr<std::unique_ptr<Answers>> Answers::Compile(const std::string& stream, uint32_t first_flow_id,
-                                                         const Program& data_program, const config::FrameSpec& data,
-                                                         const config::RespondSpec& spec, uint16_t port,
-                                                         const MacAddr& next_hop) {
+                                                          const Program& data_program, const config::FrameSpec& data,
+                                                          const config::RespondSpec& spec, uint16_t port,
+                                                          const AnswerMacs& macs) {
   using Op = config::RoceSpec::Op;
   if (data.kind != config::FrameKind::kRoce || data.roce.op == Op::kCnp || data.roce.op == Op::kAck ||
       data.roce.op == Op::kNak) {
@@ -64,7 +62,7 @@ absl::StatusOr<std::unique_ptr<Answers>> Answers::Compile(const std::string& str
     p->payload[k] = data_program.kinds()[k].t.payload_len;
   }
   for (auto [op, out] : {std::pair{Op::kAck, &p->ack}, std::pair{Op::kNak, &p->nak}, std::pair{Op::kCnp, &p->cnp}}) {
-    auto prog = Program::Compile(AnswerFrame(data, op, spec, next_hop), 0);
+    auto prog = Program::Compile(AnswerFrame(data, op, spec, macs), 0);
     if (!prog.ok()) return prog.status();
     if (prog->buffer_len() > kMaxAnswerBuffer) {
       return absl::InternalError(absl::StrFormat("stream %s: an answer frame of %d B does not fit the answer slot",

@@ -10,7 +10,7 @@
 // AckReq and transport.
 //
 //   auto a = fg::stream::Answers::Compile("s", 0, program, frame, fg::config::RespondSpec{}, /*port=*/1,
-//                                         /*next_hop=*/frame.encap.src_mac);
+//                                         {frame.encap.dst_mac, frame.encap.src_mac});
 //   // (*a)->ack.Emit(buf, cursor, 0, (*a)->ack.Flow(0, flow_index)): the ACK of that flow
 #pragma once
 
@@ -28,6 +28,11 @@ namespace fg::stream {
 // bytes Program::Emit may write past it.
 inline constexpr uint32_t kMaxAnswerBuffer = 184;
 
+// The source and destination MACs of a responding port's answers.
+struct AnswerMacs {
+  MacAddr src, dst;
+};
+
 // Flows whose fixed fields are not counted from flow 0's (a collective's QPs
 // between ranks, cell_streams.h): each answer's fields and MACs by flow index.
 class AnswerAddresses {
@@ -42,8 +47,8 @@ class AnswerAddresses {
 // What a responding stream is answered with, compiled once per stream.
 struct Answers {
   config::RespondSpec spec;
-  uint16_t port = 0;      // where answers go out: the stream's RX port
-  bool reliable = false;  // RC: ACKs and NAKs; UC, UD: CNPs only
+  uint16_t port = 0;           // where answers go out: the stream's RX port
+  bool reliable = false;       // RC: ACKs and NAKs; UC, UD: CNPs only
   uint32_t first_flow_id = 0;  // the stream's (flow index = global flow id - this)
   uint32_t psn_start = 0, psn_step = 1, msg_packets = 1;
   config::RoceSpec::AckReq ack_req = config::RoceSpec::AckReq::kLast;
@@ -66,17 +71,16 @@ struct Answers {
   // Null when the stream is not answered (not RoCEv2 data: UDP, UET, or a
   // stream of CNPs, ACKs or NAKs itself).
   // `data_program`: the stream's own Program (its PSNs and messages).
-  // `next_hop`: the answers' destination MAC (stream::AnswerNextHop).
+  // `macs`: the answers' MACs (stream::AnswerMacsOf).
   static absl::StatusOr<std::unique_ptr<Answers>> Compile(const std::string& stream, uint32_t first_flow_id,
                                                           const Program& data_program, const config::FrameSpec& data,
                                                           const config::RespondSpec& spec, uint16_t port,
-                                                          const MacAddr& next_hop);
-  // The answer frames' spec for a data frame (data.encap.dst_mac: its
-  // destination host's MAC): IP addresses swapped, from that MAC to
-  // `next_hop`, op ACK, NAK (PSN sequence error), READ response or CNP
-  // (spec's DSCP and PCP, not ECN-capable).
+                                                          const AnswerMacs& macs);
+  // The answer frames' spec for a data frame: IP addresses swapped, MACs
+  // `macs`, op ACK, NAK (PSN sequence error), READ response or CNP (spec's
+  // DSCP and PCP, not ECN-capable).
   static config::FrameSpec AnswerFrame(const config::FrameSpec& data, config::RoceSpec::Op op,
-                                       const config::RespondSpec& spec, const MacAddr& next_hop);
+                                       const config::RespondSpec& spec, const AnswerMacs& macs);
 };
 
 }  // namespace fg::stream

@@ -99,7 +99,7 @@ absl::StatusOr<std::vector<CompiledStream>> CellStreams::Streams(const std::shar
     respond.ack_every = 8;
     // (Each QP's answer MACs are its own: PairAddresses::WriteMacs.)
     auto answers = Answers::Compile(s.name, s.flow_id, s.program, data, respond, static_cast<uint16_t>(pr.to_port),
-                                    cs->frames.answer_dst_mac(qp0));
+                                    {cs->frames.rank(cs->cell.qps()[qp0].to).mac, cs->frames.answer_dst_mac(qp0)});
     if (!answers.ok()) return answers.status();
     (*answers)->addresses = std::make_shared<PairAddresses>(cs, pr.first);
     s.answers = std::shared_ptr<const Answers>(std::move(*answers));

@@ -194,7 +194,7 @@ absl::Status AddReadResponses(const config::Plan& plan, const std::vector<double
                      "direction: remove dcqcn (or use WRITE)");
     }
     config::FrameSpec rf = Answers::AnswerFrame(s.frame, config::RoceSpec::Op::kReadResponse,
-                                                *plan.ports[s.rx_port].respond, AnswerNextHop(plan, s));
+                                                *plan.ports[s.rx_port].respond, AnswerMacsOf(plan, s));
     rf.encap.l3.ecn = s.frame.encap.l3.ecn;  // data: as ECN-capable as the requests
     const config::PortSpec& back = plan.ports[s.rx_port];
     if (auto f = config::CheckFrame(rf, back.mtu, back.name); !f.ok()) {
@@ -393,8 +393,9 @@ config::FrameSpec WireFrame(const config::Plan& plan, const config::StreamSpec& 
   return f;
 }
 
-MacAddr AnswerNextHop(const config::Plan& plan, const config::StreamSpec& s) {
-  return plan.ports[s.rx_port].next_hop_mac.value_or(s.frame.encap.src_mac);
+AnswerMacs AnswerMacsOf(const config::Plan& plan, const config::StreamSpec& s) {
+  if (const auto& gw = plan.ports[s.rx_port].next_hop_mac) return {s.frame.encap.dst_mac, *gw};
+  return {s.frame.encap.src_mac, s.frame.encap.dst_mac};
 }
 
 absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, const std::vector<double>& line_bps) {
@@ -438,7 +439,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
         c.connect_cm = true;
         c.cm_encap = WireFrame(plan, s).encap;
         c.cm_back_encap = Answers::AnswerFrame(s.frame, config::RoceSpec::Op::kAck, *plan.ports[s.rx_port].respond,
-                                               AnswerNextHop(plan, s))
+                                               AnswerMacsOf(plan, s))
                               .encap;
         c.pmtu = s.frame.roce.pmtu;
         c.cm_pkey = s.frame.roce.pkey;
@@ -446,7 +447,7 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
     }
     if (const auto& respond = plan.ports[s.rx_port].respond) {
       FG_ASSIGN_OR_RETURN(auto answers, Answers::Compile(s.name, c.flow_id, c.program, s.frame, *respond,
-                                                         static_cast<uint16_t>(s.rx_port), AnswerNextHop(plan, s)));
+                                                         static_cast<uint16_t>(s.rx_port), AnswerMacsOf(plan, s)));
       c.answers = std::move(answers);
       FG_RETURN_IF_ERROR(CheckAckSpacing(plan, i, c));
     }

@@ -108,8 +108,14 @@ absl::StatusOr<std::vector<CompiledStream>> Compile(const config::Plan& plan, co
 // own dst_mac. s.frame's dst_mac stays the destination host's MAC (the one
 // a responding RX port answers ARP/ND for and sends its answers from).
 config::FrameSpec WireFrame(const config::Plan& plan, const config::StreamSpec& s);
-// Where a responding RX port sends stream s's answers: its own next hop, else back to the data's source MAC.
-MacAddr AnswerNextHop(const config::Plan& plan, const config::StreamSpec& s);
+// The MACs of a responding RX port's answers to stream s (ACK, NAK, CNP,
+// READ responses, CM REP): with a gateway on that port, from the data's
+// destination host MAC to the gateway; without, the stream's own MACs as
+// written, unswapped: the plan's dst_mac is then taken as the next hop on
+// both sides (a routed fabric whose leaves share one gateway MAC, as the
+// lab's; back-to-back ports). Swapping them sent the answers to the
+// requester's MAC, which a router's port drops (lab-transport, 2026-12-07).
+AnswerMacs AnswerMacsOf(const config::Plan& plan, const config::StreamSpec& s);
 
 // Where an error about stream `i`'s `field` ("frame", "flows", "rate") is
 // reported: by default "plan.yaml:12:31: streams[0].flows", the place the

@@ -78,7 +78,8 @@ struct Rig {
   Rig(const config::FrameSpec& f, config::RespondSpec spec, uint32_t flows = 1, size_t capacity = 64)
       : queue(capacity) {
     data = *stream::Program::Compile(f, 0);
-    answers = *stream::Answers::Compile("s", /*first_flow_id=*/10, data, f, spec, /*port=*/1, f.encap.src_mac);
+    answers = *stream::Answers::Compile("s", /*first_flow_id=*/10, data, f, spec, /*port=*/1,
+                                        {f.encap.dst_mac, f.encap.src_mac});
     // The ACKs the tests decode (ICRC included) take the shaped stamp, but
     // for flows with addresses of their own (kVary: the generic one).
     EXPECT_EQ(answers->ack.shape() & ~stream::shape::kVary, stream::shape::kRoceAnswer);
@@ -383,11 +384,13 @@ TEST(Responder, CnpsCarryPsnZeroThePortsPriorityAndEachFlowsSwappedAddresses) {
 TEST(Responder, StreamsThatAreNotRoceDataAreNotAnswered) {
   config::FrameSpec udp;
   stream::Program p = *stream::Program::Compile(udp, 0);
-  EXPECT_EQ(*stream::Answers::Compile("u", 0, p, udp, config::RespondSpec{}, 0, udp.encap.src_mac), nullptr);
+  EXPECT_EQ(*stream::Answers::Compile("u", 0, p, udp, config::RespondSpec{}, 0, {udp.encap.dst_mac, udp.encap.src_mac}),
+            nullptr);
   config::FrameSpec cnp = Write(16, 1024);
   cnp.roce.op = config::RoceSpec::Op::kCnp;
   stream::Program pc = *stream::Program::Compile(cnp, 0);
-  EXPECT_EQ(*stream::Answers::Compile("c", 0, pc, cnp, config::RespondSpec{}, 0, cnp.encap.src_mac), nullptr);
+  EXPECT_EQ(*stream::Answers::Compile("c", 0, pc, cnp, config::RespondSpec{}, 0, {cnp.encap.dst_mac, cnp.encap.src_mac}),
+            nullptr);
 }
 
 

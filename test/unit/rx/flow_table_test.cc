@@ -207,7 +207,8 @@ struct Answered {
     f.roce.go_back_n = false;
     f.encap.udp_dst = proto::roce::kUdpPort;
     data = *stream::Program::Compile(f, 0);
-    answers = *stream::Answers::Compile("s", /*first_flow_id=*/0, data, f, config::RespondSpec{}, /*port=*/0, f.encap.src_mac);
+    answers = *stream::Answers::Compile("s", /*first_flow_id=*/0, data, f, config::RespondSpec{}, /*port=*/0,
+                                        {f.encap.dst_mac, f.encap.src_mac});
     r = std::make_unique<endpoint::Responder>(std::vector<const stream::Answers*>{answers.get()},
                                               std::vector<endpoint::Responder::Flow>{{0, 0}}, &queue);
   }

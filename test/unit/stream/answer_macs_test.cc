@@ -1,9 +1,9 @@
 // Which MACs a stream's frames carry: its data to the TX port's next hop
 // (its gateway) or the destination host; a responding port's answers (ACK,
 // NAK, CNP, READ responses, CM REP) from the destination host's MAC to the
-// RX port's own next hop, else back to the data's source. Until 2026-12-07
-// the answers carried the data's MACs unswapped (so a switch learnt the
-// requester's MAC on the responder's port).
+// RX port's own gateway, or, without one, with the data's own MACs (the
+// plan's dst_mac the next hop both ways: swapped, they went to the
+// requester's MAC, which the lab's routers dropped).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -35,35 +35,38 @@ std::pair<MacAddr, MacAddr> MacsOf(const Program& p) {
 // A WRITE set up by CM and a READ, from port a to responding port b;
 // `frame_extra` added to the WRITE's frame.
 config::Plan PlanOf(const std::string& frame_extra = "") {
-  auto plan = config::ParsePlan("m.yaml", "ports: [{name: a}, {name: b, respond: true}]\n"
+  auto plan = config::ParsePlan("m.yaml",
+                                "ports: [{name: a}, {name: b, respond: true}]\n"
                                 "streams:\n"
                                 "  - {name: w, port: a, rx_port: b, rate: 1 kpps,\n"
-                                "     frame: {roce: {op: WRITE, dest_qp: 0x80, connect: cm}" + frame_extra + "}}\n"
-                                "  - {name: rd, port: a, rx_port: b, rate: 1 Mbps,\n"
-                                "     frame: {roce: {op: READ_REQUEST, message: 4 KiB, dest_qp: 0x40}}}\n");
+                                "     frame: {roce: {op: WRITE, dest_qp: 0x80, connect: cm}" +
+                                    frame_extra +
+                                    "}}\n"
+                                    "  - {name: rd, port: a, rx_port: b, rate: 1 Mbps,\n"
+                                    "     frame: {roce: {op: READ_REQUEST, message: 4 KiB, dest_qp: 0x40}}}\n");
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : config::Plan{};
 }
 
-TEST(AnswerMacs, WithoutGatewaysAnswersGoBackToTheDataSourceFromItsDestination) {
+TEST(AnswerMacs, WithoutGatewaysAnswersCarryTheDataMacsAsWritten) {
   auto c = Compile(PlanOf(), {10e9, 10e9});
   ASSERT_TRUE(c.ok()) << c.status();
   const CompiledStream& w = (*c)[0];
   EXPECT_EQ(MacsOf(w.program), std::pair(kResponder, kRequester));
   ASSERT_NE(w.answers, nullptr);
   for (const Program* a : {&w.answers->ack, &w.answers->nak, &w.answers->cnp}) {
-    EXPECT_EQ(MacsOf(*a), std::pair(kRequester, kResponder));
+    EXPECT_EQ(MacsOf(*a), std::pair(kResponder, kRequester));
   }
   EXPECT_EQ(w.cm_encap.dst_mac, kResponder);
   EXPECT_EQ(w.cm_encap.src_mac, kRequester);
-  EXPECT_EQ(w.cm_back_encap.dst_mac, kRequester);
-  EXPECT_EQ(w.cm_back_encap.src_mac, kResponder);
+  EXPECT_EQ(w.cm_back_encap.dst_mac, kResponder);
+  EXPECT_EQ(w.cm_back_encap.src_mac, kRequester);
   // The REP's IP addresses are the REQ's, swapped.
   EXPECT_EQ(w.cm_back_encap.l3.src4.value, w.cm_encap.l3.dst4.value);
   EXPECT_EQ(w.cm_back_encap.l3.dst4.value, w.cm_encap.l3.src4.value);
   const CompiledStream& responses = c->back();
   ASSERT_TRUE(responses.read_response());
-  EXPECT_EQ(MacsOf(responses.program), std::pair(kRequester, kResponder));
+  EXPECT_EQ(MacsOf(responses.program), std::pair(kResponder, kRequester));
 }
 
 TEST(AnswerMacs, WithGatewaysDataGoesToTheTxPortsAndAnswersToTheRxPortsNextHop) {
@@ -92,8 +95,8 @@ TEST(AnswerMacs, AStreamsOwnDstMacOverridesTheGateway) {
   auto c = Compile(plan, {10e9, 10e9});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(MacsOf((*c)[0].program), std::pair(written, kRequester));
-  EXPECT_EQ(MacsOf((*c)[0].answers->ack), std::pair(kRequester, written));
-  EXPECT_EQ(MacsOf(c->back().program).first, kRequester);  // the READ's, by the gateway: not the WRITE's
+  EXPECT_EQ(MacsOf((*c)[0].answers->ack), std::pair(written, kRequester));  // b has no gateway
+  EXPECT_EQ(MacsOf(c->back().program).first, kResponder);                   // the READ's own dst_mac: not the WRITE's
   EXPECT_EQ(MacsOf((*c)[1].program).first, kGatewayA);
 }
 

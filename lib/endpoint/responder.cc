@@ -24,6 +24,12 @@ Responder::Responder(std::vector<const stream::Answers*> streams, const std::vec
       counters_(new StreamCounters[streams_.size()]),
       out_(out) {
   due_.reserve(owned.size());
+  bool delayed = false;
+  for (const stream::Answers* g : streams_) delayed = delayed || (g != nullptr && g->ack_delay_ns != 0);
+  if (delayed) {
+    stale_.resize(owned.size());
+    delayed_.resize(owned.size());
+  }
   for (size_t slot = 0; slot < owned_.size(); ++slot) {
     const uint32_t stream = owned_[slot].stream;
     if (!answers(stream)) continue;
@@ -200,6 +206,47 @@ std::optional<uint32_t> Responder::OnReadRequest(uint32_t slot, uint32_t psn, ui
 
 void Responder::OnIcrcError(uint32_t slot) {
   if (qps_[slot].n != nullptr) qps_[slot].n->icrc_dropped.Add(1);
+}
+
+void Responder::Arm(uint32_t slot, uint64_t rx_ns) {
+  Delayed& d = delayed_[slot];
+  d.unacked_ns = rx_ns;
+  if (d.in_stale) return;  // still in its place from an earlier run of packets: moved back when reached
+  d.in_stale = true;
+  d.stale_ns = rx_ns;
+  stale_[(stale_head_ + stale_count_++) % stale_.size()] = slot;
+}
+
+// The ring is in the order the QPs took their places (stale_ns), so its
+// head is the oldest: nothing behind it is due before it. Each slot is in
+// it at most once, so it holds at most every slot. A QP acknowledged since
+// it took its place leaves; one acknowledged and armed again (its oldest
+// packet newer than its place says) goes to the back with its new time, at
+// most 8 a call (the rest at the next), so a call costs O(1) amortised.
+void Responder::DueStale() {
+  for (int moved = 0; stale_count_ != 0;) {
+    const uint32_t slot = stale_[stale_head_];
+    Qp& q = qps_[slot];
+    Delayed& d = delayed_[slot];
+    const bool acked = q.unacked == 0;
+    // (signed: a record handed from another lcore may carry an older time than the clock's)
+    const bool stale =
+        !acked && static_cast<int64_t>(now_ns_ - d.unacked_ns) >= static_cast<int64_t>(q.g->ack_delay_ns);
+    if (!acked && !stale) {
+      if (d.unacked_ns == d.stale_ns || moved++ == 8) return;  // the oldest is not due yet
+      stale_head_ = (stale_head_ + 1) % stale_.size();
+      stale_[(stale_head_ + stale_count_ - 1) % stale_.size()] = slot;
+      d.stale_ns = d.unacked_ns;
+      continue;
+    }
+    stale_head_ = (stale_head_ + 1) % stale_.size();
+    --stale_count_;
+    d.in_stale = false;
+    if (stale && !q.ack_due) {
+      q.ack_due = true;
+      due_.push_back(slot);
+    }
+  }
 }
 
 void Responder::FlushSlow() {

@@ -9,7 +9,12 @@
 //   is accepted (the PSN advances; MSN counts messages completed); an ACK is
 //   due on its AckReq and at least every `ack_every` accepted packets, and
 //   ACKs due go out at the end of each burst the owner observes (one ACK
-//   covers every PSN before it: coalescing). A packet ahead of the expected
+//   covers every PSN before it: coalescing). With an ACK delay
+//   (Answers::ack_delay_ns, a collective's QPs), a QP whose oldest
+//   unacknowledged packet was accepted that long ago is acknowledged too, at
+//   the end of a burst: a NIC's coalescing timer, so a QP that sends a few
+//   packets and then waits its turn long is not left to its requester's
+//   timeout. A packet ahead of the expected
 //   PSN reveals a gap: it is answered by one NAK (PSN sequence error, naming
 //   the expected PSN). When the requester goes back (`roce.retransmit:
 //   go_back_n`: the stream is `strict`), what comes until the resend of the
@@ -142,8 +147,13 @@ class Responder {
   // then too, whatever ack_every says: the requester learns it at once.
   void SetArrivalSink(ArrivalSink* s) { arrivals_ = s; }
   void Watch(uint32_t slot, uint32_t psn) { qps_[slot].watch = psn; }
-  // The ACKs due (once per QP), into the answer queue.
+  // The owner's RX time now (once per burst, before its records): the
+  // clock an ACK delay is read against.
+  void SetClock(uint64_t now_ns) { now_ns_ = now_ns; }
+  // The ACKs due (once per QP), into the answer queue; with an ACK delay,
+  // those of the QPs whose oldest unacknowledged packet is that old.
   void Flush() {
+    if (stale_count_ != 0) [[unlikely]] DueStale();
     if (!due_.empty()) FlushSlow();
   }
 
@@ -175,8 +185,20 @@ class Responder {
     bool cnp_sent = false, ack_due = false, nak_sent = false;
     bool ack_vars = false;  // ack_vars_[slot] holds the ACK program's FlowVars of this QP
   };
+  static_assert(sizeof(Qp) == 64, "one cache line per QP");
+  // A QP's ACK delay state, beside its line (Qp fills 64 B exactly: these in
+  // it made it two lines and cost the closed loop with ack_req last 3 %).
+  struct Delayed {
+    uint64_t unacked_ns = 0;  // when its oldest unacknowledged packet was accepted
+    uint64_t stale_ns = 0;    // ... as it was when the QP took its place in stale_
+    bool in_stale = false;    // in stale_ (its unacknowledged packets watched)
+  };
   static constexpr uint32_t kNoWatch = ~uint32_t{0};  // above every 24-bit PSN
   void FlushSlow();
+  // ACK delay: QP `slot`'s first unacknowledged packet since its last ACK, at rx_ns.
+  [[gnu::noinline]] void Arm(uint32_t slot, uint64_t rx_ns);
+  // ACK delay: the watched QPs whose oldest unacknowledged packet is as old as their delay, due.
+  void DueStale();
   [[gnu::noinline]] void Reached(Qp& q, uint32_t slot, uint64_t rx_ns);
   // OnData for a CE mark, UC/UD, or a PSN other than the expected one.
   void OnDataSlow(uint32_t slot, uint32_t seq, uint64_t rx_ns, bool ce);
@@ -194,6 +216,14 @@ class Responder {
   // (addresses, checksums, ICRC folds), so an ACK is a copy and a stamp.
   std::vector<stream::FlowVars> ack_vars_;
   std::vector<uint32_t> due_;  // slots with an ACK due (capacity: every slot)
+  // ACK delay: the QPs with unacknowledged packets, oldest first (a ring
+  // of every slot's room: each slot at most once), and the clock the delay
+  // is read against (SetClock: once per RX burst; stored per packet, it
+  // cost 3.5 % of the closed loop).
+  std::vector<uint32_t> stale_;
+  std::vector<Delayed> delayed_;  // by slot; empty when no stream has an ACK delay
+  size_t stale_head_ = 0, stale_count_ = 0;
+  uint64_t now_ns_ = 0;
   std::unique_ptr<StreamCounters[]> counters_;
   AnswerQueue* out_;
   ReadSink* read_ = nullptr;
@@ -236,6 +266,12 @@ class Responder {
   if (last) q.msn = (q.msn + 1) & proto::roce::kPsnMask;
   const bool ack_req =
       g.ack_req == config::RoceSpec::AckReq::kEvery || (g.ack_req == config::RoceSpec::AckReq::kLast && last);
+  // ACK delay (a collective's QPs): the first packet unacknowledged since
+  // the last ACK takes the QP's place in stale_. Measured cost of this test,
+  // SetClock and Flush's look at stale_ for streams without a delay: closed
+  // loop with ack_req last 0.979-0.989x, ack_req never 0.996x
+  // (tools/bench_vs_testpmd.sh ab, docs/benchmarks.md 2026-12-07).
+  if (q.unacked == 0 && g.ack_delay_ns != 0) [[unlikely]] Arm(slot, rx_ns);
   if ((++q.unacked >= g.spec.ack_every || ack_req) && !q.ack_due) {
     q.ack_due = true;
     due_.push_back(slot);

@@ -91,7 +91,7 @@ std::shared_ptr<rx::PortDispatch> DispatchOf(const std::vector<stream::CompiledS
   }
   // The answers and READ requests coming back: ICRCs our responder and TX
   // made, read again only off the built-in loopback (3 % of a collective's
-  // lcore time, an ACK every 8 frames), or when a stream sends bad ones.
+  // lcore time with an ACK every 8 frames), or when a stream sends bad ones.
   d->check_feedback_icrc =
       !rx_is_own_tx || std::any_of(streams.begin(), streams.end(), [](const auto& s) { return s.bad_icrc; });
   bool contiguous = !ranges.empty();

@@ -170,6 +170,10 @@ class FlowTable {
   // CNP): every data record is also shown to it, and its ACKs due go out at
   // each Flush. Null: no flow of this table is answered.
   void SetResponder(endpoint::Responder* r) { responder_ = r; }
+  // The RX time of the burst about to be observed (the responder's ACK delay clock).
+  void SetClock(uint64_t now_ns) {
+    if (responder_ != nullptr) responder_->SetClock(now_ns);
+  }
   // The senders of the owned flows: every CNP, ACK, NAK or NACK matched to a
   // flow is also handed to it (DCQCN's reaction point). Null: counted only.
   void SetFeedbackSink(endpoint::FeedbackSink* s) { feedback_ = s; }

@@ -244,6 +244,7 @@ unsigned RxTask::PollImpl(uint64_t before) {
     catch_up_ns_ = clock_.ToNs(before);
   }
   const uint64_t rx_ns = clock_.ToNs(ReadTsc());
+  table_->SetClock(rx_ns);
   if (capture_ != nullptr) CaptureFrames(pkts, n, rx_ns);
   if constexpr (kPerPacketTs) {
     if (ts_shared_ != nullptr && ts_shared_->Refresh(ts_line_, ts_seen_)) UseLine(ts_line_);

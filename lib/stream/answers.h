@@ -52,6 +52,10 @@ struct Answers {
   uint32_t first_flow_id = 0;  // the stream's (flow index = global flow id - this)
   uint32_t psn_start = 0, psn_step = 1, msg_packets = 1;
   config::RoceSpec::AckReq ack_req = config::RoceSpec::AckReq::kLast;
+  // Not 0: a QP's packets unacknowledged this long (ns) are acknowledged
+  // then, whatever ack_every says (endpoint/responder.h). A collective's
+  // QPs (cell_streams.cc); a plan's streams keep ack_every and AckReq only.
+  uint64_t ack_delay_ns = 0;
   // The requester goes back (roce.retransmit: go_back_n): after NAKing a gap
   // the responder drops what comes until the expected PSN does (RC). Else it
   // resynchronises on the packet that revealed the gap.

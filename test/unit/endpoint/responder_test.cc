@@ -75,11 +75,13 @@ struct Rig {
   std::unique_ptr<stream::Answers> answers;
   AnswerQueue queue;
   std::unique_ptr<Responder> r;
-  Rig(const config::FrameSpec& f, config::RespondSpec spec, uint32_t flows = 1, size_t capacity = 64)
+  Rig(const config::FrameSpec& f, config::RespondSpec spec, uint32_t flows = 1, size_t capacity = 64,
+      uint64_t ack_delay_ns = 0)
       : queue(capacity) {
     data = *stream::Program::Compile(f, 0);
     answers = *stream::Answers::Compile("s", /*first_flow_id=*/10, data, f, spec, /*port=*/1,
                                         {f.encap.dst_mac, f.encap.src_mac});
+    answers->ack_delay_ns = ack_delay_ns;
     // The ACKs the tests decode (ICRC included) take the shaped stamp, but
     // for flows with addresses of their own (kVary: the generic one).
     EXPECT_EQ(answers->ack.shape() & ~stream::shape::kVary, stream::shape::kRoceAnswer);
@@ -147,6 +149,57 @@ TEST(Responder, AckEveryNPacketsWithoutAckReq) {
   EXPECT_EQ(psns, (std::vector<uint32_t>{2, 5, 8}));
 }
 
+// With an ACK delay (a collective's QPs): a QP's packets unacknowledged
+// that long are acknowledged at the end of the next burst, whatever
+// ack_every says; the oldest QP first, each QP once however often it
+// starts a new run of unacknowledged packets.
+TEST(Responder, PacketsUnacknowledgedForTheAckDelayAreAcknowledged) {
+  config::FrameSpec f = Write(1 << 20, 1024);  // 1,024 packets a message: AckReq only on the last
+  Rig rig(f, config::RespondSpec{.ack_every = 64}, /*flows=*/2, 64, /*ack_delay_ns=*/1'000'000);
+  auto psns = [&rig] {
+    std::vector<std::pair<uint32_t, uint32_t>> out;  // (QP, PSN) of each ACK
+    for (const Decoded& d : rig.Take()) out.emplace_back(d.dest_qp, d.psn);
+    return out;
+  };
+  using V = std::vector<std::pair<uint32_t, uint32_t>>;
+  // Bursts of one packet each: QP, its packet, the RX time, then the ACKs
+  // (QP, PSN) the end of the burst sends.
+  struct Step {
+    uint32_t qp, seq;
+    uint64_t ns;
+    V acks;
+  };
+  for (uint32_t seq = 0; seq < 2; ++seq) rig.r->OnData(0, seq, 10'000 * seq, false);
+  const Step steps[] = {
+      {0, 2, 20'000, {}},  // QP 0 from t = 0, QP 1 from 0.5 ms: nothing due before 1 ms
+      {1, 0, 500'000, {}},
+      {1, 1, 999'999, {}},
+      {1, 2, 1'000'000, {{0x200, 2}}},  // 1 ms after QP 0's oldest: its ACK (all three), not QP 1's
+      {0, 3, 1'200'000, {}},            // QP 0 again from 1.2 ms
+      {0, 4, 1'500'000, {{0x201, 2}}},  // QP 1's oldest: 0.5 ms
+      {1, 3, 2'200'000, {{0x200, 4}}},  // QP 0's new run (from 1.2 ms); QP 1's from 2.2 ms
+      {1, 4, 3'000'000, {}},
+      {0, 5, 3'200'000, {{0x201, 4}}},
+  };
+  for (const Step& s : steps) {
+    rig.r->OnData(s.qp, s.seq, s.ns, false);
+    rig.r->SetClock(s.ns);
+    rig.r->Flush();
+    EXPECT_EQ(psns(), s.acks) << "at " << s.ns << " ns";
+  }
+  rig.r->SetClock(3'200'000);
+  rig.r->Flush();
+  EXPECT_EQ(psns(), V{});  // QP 0's from 3.2 ms: not yet
+  EXPECT_EQ(rig.r->counters(0).acks_sent, 4u);
+
+  // Without a delay (a plan's stream): only ack_every and AckReq.
+  Rig plain(f, config::RespondSpec{.ack_every = 64}, 2);
+  for (uint32_t seq = 0; seq < 3; ++seq) plain.r->OnData(0, seq, 1'000'000'000ull * seq, false);
+  plain.r->SetClock(3'000'000'000ull);
+  plain.r->Flush();
+  EXPECT_TRUE(plain.Take().empty());
+}
+
 TEST(Responder, AGapIsNakedOnceAndLaterPacketsDroppedUntilTheRequesterGoesBack) {
   Rig rig(Write(1024, 1024), config::RespondSpec{.ack_every = 1000});  // retransmit: go_back_n (the default)
   ASSERT_TRUE(rig.answers->strict);
@@ -176,7 +229,7 @@ TEST(Responder, AGapIsNakedOnceAndLaterPacketsDroppedUntilTheRequesterGoesBack) 
 
 TEST(Responder, AGapIsNakedNamingTheExpectedPsnThenTheResponderResynchronises) {
   config::FrameSpec f = Write(1024, 1024);
-  f.roce.go_back_n = false;  // retransmit: none
+  f.roce.go_back_n = false;                            // retransmit: none
   Rig rig(f, config::RespondSpec{.ack_every = 1000});  // one packet a message, AckReq on each
   std::vector<Decoded> all;
   for (uint32_t seq : {0u, 1u, 3u, 4u, 7u, 8u, 2u}) {
@@ -299,7 +352,7 @@ TEST(Responder, UnreliableTransportsGetCnpsButNoAcks) {
 TEST(Responder, AFullAnswerQueueDropsAndCountsInsteadOfSending) {
   Rig rig(Write(1024, 1024), config::RespondSpec{.cnp_interval_ns = 0}, /*flows=*/4, /*capacity=*/2);
   for (uint32_t flow = 0; flow < 4; ++flow) rig.r->OnData(flow, 0, 100, true);  // 4 CNPs, room for 2
-  rig.r->Flush();                                                              // 4 ACKs, no room
+  rig.r->Flush();                                                               // 4 ACKs, no room
   EXPECT_EQ(rig.queue.size(), 2u);
   ResponderCounters c = rig.r->counters(0);
   EXPECT_EQ(c.cnp_sent, 2u);
@@ -366,11 +419,11 @@ TEST(Responder, CnpsCarryPsnZeroThePortsPriorityAndEachFlowsSwappedAddresses) {
   ASSERT_NE(a, nullptr);
   const uint8_t* p = a->bytes;
   EXPECT_EQ(proto::Load16(p + 12), 0x8100);
-  EXPECT_EQ(p[14] >> 5, 5);                          // PCP
-  EXPECT_EQ(proto::Load16(p + 14) & 0x0FFF, 7);      // VLAN id kept
+  EXPECT_EQ(p[14] >> 5, 5);                      // PCP
+  EXPECT_EQ(proto::Load16(p + 14) & 0x0FFF, 7);  // VLAN id kept
   const uint8_t* ip = p + 18;
   EXPECT_EQ(ip[1] >> 2, 46);
-  EXPECT_EQ(proto::Load32(ip + 12), 0xC6130001u);    // from the data's destination
+  EXPECT_EQ(proto::Load32(ip + 12), 0xC6130001u);      // from the data's destination
   EXPECT_EQ(proto::Load32(ip + 16), 0xC6120001u + 2);  // to flow 2's source
   const uint8_t* bth = ip + 20 + 8;
   EXPECT_EQ(bth[0], roce::kOpcodeCnp);
@@ -389,10 +442,10 @@ TEST(Responder, StreamsThatAreNotRoceDataAreNotAnswered) {
   config::FrameSpec cnp = Write(16, 1024);
   cnp.roce.op = config::RoceSpec::Op::kCnp;
   stream::Program pc = *stream::Program::Compile(cnp, 0);
-  EXPECT_EQ(*stream::Answers::Compile("c", 0, pc, cnp, config::RespondSpec{}, 0, {cnp.encap.dst_mac, cnp.encap.src_mac}),
-            nullptr);
+  EXPECT_EQ(
+      *stream::Answers::Compile("c", 0, pc, cnp, config::RespondSpec{}, 0, {cnp.encap.dst_mac, cnp.encap.src_mac}),
+      nullptr);
 }
-
 
 config::FrameSpec Read(uint64_t message, uint32_t pmtu, uint32_t start_psn = 0) {
   config::FrameSpec f = Write(message, pmtu);
@@ -462,11 +515,11 @@ TEST(Responder, AReadSkippedOverIsExecutedLateWithin64Requests) {
   Rig rig(Read(1024, 1024), config::RespondSpec{});
   Reads reads;
   rig.r->SetReadSink(&reads);
-  EXPECT_EQ(rig.r->OnReadRequest(0, 1, 1, false), 1u);    // skips request 0
-  EXPECT_EQ(rig.r->OnReadRequest(0, 63, 2, false), 63u);  // skips 2..62: request 0 is now 63 back
-  EXPECT_EQ(rig.r->OnReadRequest(0, 0, 3, false), 0u);    // 63 back: late, executed
+  EXPECT_EQ(rig.r->OnReadRequest(0, 1, 1, false), 1u);      // skips request 0
+  EXPECT_EQ(rig.r->OnReadRequest(0, 63, 2, false), 63u);    // skips 2..62: request 0 is now 63 back
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0, 3, false), 0u);      // 63 back: late, executed
   EXPECT_EQ(rig.r->OnReadRequest(0, 200, 4, false), 200u);  // skips 64..199
-  EXPECT_EQ(rig.r->OnReadRequest(0, 2, 5, false), 2u);    // skipped, but 198 back: beyond the window
+  EXPECT_EQ(rig.r->OnReadRequest(0, 2, 5, false), 2u);      // skipped, but 198 back: beyond the window
   const ResponderCounters c = rig.r->counters(0);
   EXPECT_EQ(c.out_of_sequence, 1u + 61 + 136);
   EXPECT_EQ(c.read_late, 1u);
@@ -499,7 +552,6 @@ TEST(Responder, ACeMarkedReadRequestGetsACnp) {
   EXPECT_EQ(rig.r->counters(0).cnp_sent, 1u);
 }
 
-
 // A PSN that names no request the requester sent moves nothing and returns
 // nothing: one behind its first request, one off the requests' PSN grid
 // (4 PSNs a request here), one at or past what it has sent (`sent`), and a
@@ -512,8 +564,8 @@ TEST(Responder, ReadRequestsTheRequesterNeverSentMoveNothing) {
   Reads reads;
   rig.r->SetReadSink(&reads);
   ASSERT_EQ(rig.answers->psn_step, 4u);
-  EXPECT_EQ(rig.r->OnReadRequest(0, 96, 1, false, 2u), std::nullopt);         // behind request 0
-  EXPECT_EQ(rig.r->OnReadRequest(0, 0xFFFFFF, 1, true, 2u), std::nullopt);   // behind, off the grid; CE
+  EXPECT_EQ(rig.r->OnReadRequest(0, 96, 1, false, 2u), std::nullopt);       // behind request 0
+  EXPECT_EQ(rig.r->OnReadRequest(0, 0xFFFFFF, 1, true, 2u), std::nullopt);  // behind, off the grid; CE
   EXPECT_EQ(rig.r->OnReadRequest(0, 100, 2, false, 2u), 0u);
   EXPECT_EQ(rig.r->OnReadRequest(0, 106, 3, false, 2u), std::nullopt);  // off the grid
   EXPECT_EQ(rig.r->OnReadRequest(0, 108, 4, true, 2u), std::nullopt);   // request 2: not sent yet; CE

@@ -140,6 +140,9 @@ struct LcoreStats {
   // lcore away from its queues and pacers (held up by the host, or its own
   // work), whether or not a slot was skipped; their time in all, the longest.
   uint64_t holdups = 0, holdup_ns = 0, holdup_max_ns = 0;
+  // Turns 0.1 to 1 ms after the one before (short hold-ups: away in slices
+  // a hold-up does not count): how many, their time in all.
+  uint64_t short_holdups = 0, short_holdup_ns = 0;
   uint32_t flows = 0;  // flows it owns
   int cpu = -1;        // the CPU it runs on
   // The hypervisor's steal of that CPU since the launch (/proc/stat), ns: on

@@ -260,7 +260,8 @@ namespace {
 struct HoldUp {
   int64_t wait_ns = 0, steal_ns = 0;
   bool wait_known = false, steal_known = false;
-  std::string note;
+  std::string note;            // for a stall (the loop measured it: over 1 ms)
+  std::string shortfall_note;  // for a TX shortfall, which may have no stall behind it
   bool known() const { return wait_known || steal_known; }
 };
 
@@ -268,7 +269,10 @@ HoldUp WhereTheTimeWent(const std::vector<LcoreStats>& lcores) {
   constexpr int64_t kMs = 1'000'000;
   HoldUp h;
   std::vector<int> cpus;  // steal is per CPU: each once
+  uint64_t short_n = 0, short_ns = 0;
   for (const LcoreStats& l : lcores) {
+    short_n += l.short_holdups + l.holdups;
+    short_ns += l.short_holdup_ns + l.holdup_ns;
     if (l.guest_wait_ns >= 0) {
       h.wait_ns += l.guest_wait_ns;
       h.wait_known = true;
@@ -290,10 +294,28 @@ HoldUp WhereTheTimeWent(const std::vector<LcoreStats>& lcores) {
     cause = "neither reaches 1 ms, so the CPU was taken from the whole system: a virtual machine's vCPU "
             "descheduled by a host that reports no steal, or firmware";
   }
-  h.note = absl::StrFormat(
+  const std::string where = absl::StrFormat(
       "; over the trial the lcores' threads waited %s for their CPUs while the kernel ran another task there "
-      "(schedstat) and the hypervisor reported %s of steal (/proc/stat): %s",
-      FormatDuration(h.wait_ns), FormatDuration(h.steal_ns), cause);
+      "(schedstat) and the hypervisor reported %s of steal (/proc/stat): ",
+      FormatDuration(h.wait_ns), FormatDuration(h.steal_ns));
+  h.note = where + cause;
+  // A shortfall: the loop's own turns over 0.1 ms apart (hold-ups and
+  // short ones) say whether the lcore was away at all.
+  std::string short_cause = cause;
+  if (h.wait_ns < kMs && h.steal_ns < kMs) {
+    short_cause =
+        static_cast<int64_t>(short_ns) >= kMs
+            ? absl::StrFormat("neither reaches 1 ms, but the lcores' loops came back over 0.1 ms late %s times, "
+                              "%s in all (lcores[].holdup_ns, short_holdup_ns), so the CPU was taken from the whole system in "
+                              "slices: a virtual machine's vCPU descheduled by a host that reports no steal, or "
+                              "firmware",
+                              FormatCount(short_n), FormatDuration(static_cast<int64_t>(short_ns)))
+            : absl::StrFormat("neither reaches 1 ms and the lcores' loops were away over 0.1 ms for only %s: the "
+                              "TX path itself was slower than the rate (the PMD, or the kernel behind a "
+                              "kernel-backed port)",
+                              FormatDuration(static_cast<int64_t>(short_ns)));
+  }
+  h.shortfall_note = where + short_cause;
   return h;
 }
 
@@ -303,7 +325,7 @@ HoldUp WhereTheTimeWent(const std::vector<LcoreStats>& lcores) {
 void AttachHoldUp(std::vector<TesterLimit>& limits, const HoldUp& h) {
   for (TesterLimit& l : limits) {
     if (l.kind != kPacingStall && l.kind != kRxStall && l.kind != kTxShortfall) continue;
-    l.detail += h.note;
+    l.detail += l.kind == kTxShortfall ? h.shortfall_note : h.note;
     l.cpu_wait_ns = h.wait_known ? h.wait_ns : -1;
     l.steal_ns = h.steal_known ? h.steal_ns : -1;
   }

@@ -75,6 +75,10 @@ struct LcoreWork {
   // lcore held up by the host, or by its own work): how many, their TSC
   // ticks in all, the longest. Whether or not they cost a slot or a sample.
   Counter holdups, holdup_ticks, holdup_max_ticks;
+  // Turns 0.1 to 1 ms after the one before: the lcore away in slices too
+  // short for a hold-up (how many, their ticks in all). A TX shortfall with
+  // no hold-up is explained by these or by its TX path (tester_limits.cc).
+  Counter short_holdups, short_holdup_ticks;
   // The first kHoldupLog hold-ups, each from the turn before it to the turn
   // after (TSC): what a collective's iterations overlapped (written by the
   // lcore, read once it has stopped). `holdup_logged` may pass kHoldupLog:

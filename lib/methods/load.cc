@@ -236,6 +236,8 @@ TrialRecord RecordTrial(const engine::TrialResult& r, double duration_s, const s
     t.lcore_holdups += l.holdups;
     t.lcore_holdup_ns += l.holdup_ns;
     t.lcore_holdup_max_ns = std::max(t.lcore_holdup_max_ns, l.holdup_max_ns);
+    t.lcore_short_holdups += l.short_holdups;
+    t.lcore_short_holdup_ns += l.short_holdup_ns;
   }
   t.loss_ratio = t.tx_frames == 0 ? 0
                                   : static_cast<double>(t.tx_frames - std::min(t.tx_frames, t.rx_frames)) /

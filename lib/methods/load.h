@@ -74,6 +74,7 @@ struct TrialRecord {
   // hold-up caught up within 1 ms and a burst of slots skips none, but a
   // figure timed across it, such as a link's busy time, still carries it).
   uint64_t lcore_holdups = 0, lcore_holdup_ns = 0, lcore_holdup_max_ns = 0;
+  uint64_t lcore_short_holdups = 0, lcore_short_holdup_ns = 0;  // turns 0.1-1 ms apart
 };
 
 // The options of every trial a plan runs (drain, placement, per-flow

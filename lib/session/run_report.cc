@@ -263,6 +263,8 @@ void WriteLcores(report::JsonWriter& w, const engine::TrialResult& r) {
     w.Field("handoff_max_polls", l.handoff_max_polls);
     w.Field("handoff_max_ns", l.handoff_max_ns);
     w.Field("holdup_max_ns", l.holdup_max_ns);
+    w.Field("short_holdups", l.short_holdups);
+    w.Field("short_holdup_ns", l.short_holdup_ns);
     w.EndObject();
   }
   w.EndArray();

@@ -50,6 +50,8 @@ void WriteTrial(report::JsonWriter& w, const methods::TrialRecord& t) {
   w.Field("count", t.lcore_holdups);
   w.Field("total_ns", t.lcore_holdup_ns);
   w.Field("longest_ns", t.lcore_holdup_max_ns);
+  w.Field("short_count", t.lcore_short_holdups);  // turns 0.1 to 1 ms apart
+  w.Field("short_total_ns", t.lcore_short_holdup_ns);
   w.EndObject();
   w.Key("warnings");
   w.BeginArray();

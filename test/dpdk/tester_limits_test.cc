@@ -18,6 +18,7 @@
 #include <chrono>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "config/plan.h"
 #include "dpdk_test_env.h"
@@ -328,6 +329,37 @@ TEST(TesterLimits, AStallSaysWhereTheTimeWent) {
   for (LcoreStats& l : r.lcores) l.guest_wait_ns = l.host_steal_ns = -1;
   EXPECT_EQ(note().find("schedstat"), std::string::npos) << note();
   EXPECT_EQ(Find(r.streams[0].tester_limits, kPacingStall)->cpu_wait_ns, -1);  // unreadable: unknown, not 0
+}
+
+// A TX shortfall with no stall (no turn of the loop over 1 ms apart) and
+// little of the kernel's counted time: the loop's turns 0.1 to 1 ms apart
+// tell a CPU taken in slices from a TX path too slow for the rate.
+TEST(TesterLimits, AShortfallWithoutAStallSaysWhetherTheLcoreWasAway) {
+  TrialResult r = KeptUp();
+  r.streams[0].tx.packets = 100'000 - 900;  // short by 0.9 %, no slot skipped
+  r.lcores.resize(1);
+  r.lcores[0].guest_wait_ns = 180'000;
+  r.lcores[0].cpu = 1;
+  r.lcores[0].host_steal_ns = 0;
+  auto note = [&] {
+    AssessTesterLimits(r);
+    const TesterLimit* s = Find(r.streams[0].tester_limits, kTxShortfall);
+    EXPECT_NE(s, nullptr);
+    EXPECT_EQ(Find(r.streams[0].tester_limits, kPacingStall), nullptr);
+    return s == nullptr ? std::string() : s->detail;
+  };
+  // (short hold-ups, their ns, what the shortfall's detail says)
+  const std::tuple<uint64_t, uint64_t, std::string> cases[] = {
+      {40, 17'000'000, "neither reaches 1 ms, but the lcores' loops came back over 0.1 ms late 40 times, 17.000 ms "
+                       "in all"},
+      {2, 300'000, "the lcores' loops were away over 0.1 ms for only 300.000 us: the TX path itself was slower "
+                   "than the rate"},
+  };
+  for (const auto& [n, ns, says] : cases) {
+    r.lcores[0].short_holdups = n;
+    r.lcores[0].short_holdup_ns = ns;
+    EXPECT_NE(note().find(says), std::string::npos) << note();
+  }
 }
 
 TEST(HostSteal, TheStealColumnOfEachCpuInNs) {

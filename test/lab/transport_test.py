@@ -296,7 +296,8 @@ class DcqcnTest(LabRun):
         span = (int(last[-1]["due_ns"]) - int(last[0]["due_ns"])) / 1e9
         busy = sum(int(r["bytes"]) for r in last[1:]) * 8 / span
         trial = next(t for t in self.tests["dcqcn_convergence"]["trials"] if t["index"] == run["trial"])
-        away = trial["lcore_holdups"]["total_ns"] / 1e9
+        # (turns over 1 ms apart and, since 2026-12-07, those 0.1-1 ms apart: away in slices)
+        away = (trial["lcore_holdups"]["total_ns"] + trial["lcore_holdups"].get("short_total_ns", 0)) / 1e9
         away_share = away / trial["duration_s"]
         # Stops of the lab's CPU in the last fifth idle the link as well: for
         # their length nothing reaches the stage, and the burst after them

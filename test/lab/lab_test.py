@@ -189,7 +189,7 @@ class ReadCapacityTest(LabRun):
         for tr in t["trials"]:
             self.assertEqual(tr["tx_frames"] % 4, 0, tr["index"])  # 4 response packets per request asked for
         lost = labtest.assert_lost_are_the_counted_drops(self, t["trials"], tbf_dropped(self.truth),
-                                                         "READ: response frames")
+                                                         "READ: response frames", frames_per_own_loss=4)
         self.assertGreater(lost, 0)
         limited = [(tr["index"], tr["excluded_because"]) for tr in t["trials"] if tr["tester_limited"]]
         self.say("READ: tester-limited trials: %d of %d: %s", len(limited), len(t["trials"]), limited or "none")

@@ -12,12 +12,9 @@
 //
 //   fabricgen-holdups [--seconds S] [CPU ...]
 //   cpu 1: 5.000 s, gaps over 1 ms: 6 (over 4 ms: 1, longest 4.210 ms); waited for the CPU: 0.312 ms; steal: 0 ms
-#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,40 +25,6 @@
 #include "port/kernel_if.h"
 
 namespace {
-
-struct Result {
-  int cpu = 0;
-  bool pinned = false;
-  uint64_t over_1ms = 0, over_4ms = 0;
-  int64_t longest_ns = 0, wait_ns = -1, steal_ns = -1;
-};
-
-void Loop(Result& r, double seconds) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(r.cpu, &set);
-  r.pinned = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-  const int tid = static_cast<int>(gettid());
-  const int64_t wait0 = fg::port::ThreadRunDelayNs(tid);
-  const std::vector<int64_t> steal0 = fg::port::HostStealNs();
-  using Clock = std::chrono::steady_clock;
-  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  auto last = Clock::now();
-  for (;;) {
-    const auto now = Clock::now();
-    const int64_t gap = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count();
-    last = now;
-    if (gap > 1'000'000) ++r.over_1ms;
-    if (gap > 4'000'000) ++r.over_4ms;
-    r.longest_ns = std::max(r.longest_ns, gap);
-    if (now >= end) break;
-  }
-  const int64_t wait1 = fg::port::ThreadRunDelayNs(tid);
-  if (wait0 >= 0 && wait1 >= wait0) r.wait_ns = wait1 - wait0;
-  const std::vector<int64_t> steal1 = fg::port::HostStealNs();
-  const size_t c = static_cast<size_t>(r.cpu);
-  if (c < steal0.size() && c < steal1.size()) r.steal_ns = steal1[c] - steal0[c];
-}
 
 std::string Ms(int64_t ns) {
   if (ns < 0) return "unknown";
@@ -102,15 +65,14 @@ int main(int argc, char** argv) {
     for (int c = 1; c < n; ++c) cpus.push_back(c);
     if (cpus.empty()) cpus.push_back(0);
   }
-  std::vector<Result> results(cpus.size());
+  std::vector<fg::port::HoldupProbe> results(cpus.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < cpus.size(); ++i) {
-    results[i].cpu = cpus[i];
-    threads.emplace_back(Loop, std::ref(results[i]), seconds);
+    threads.emplace_back([&results, &cpus, i, seconds] { results[i] = fg::port::ProbeHoldups(cpus[i], seconds); });
   }
   for (auto& t : threads) t.join();
   int rc = 0;
-  for (const Result& r : results) {
+  for (const fg::port::HoldupProbe& r : results) {
     if (!r.pinned) {
       std::fprintf(stderr, "fabricgen-holdups: cannot run on CPU %d\n", r.cpu);
       rc = 1;

@@ -10,7 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 
 namespace fg::port {
@@ -78,6 +83,43 @@ int64_t ThreadRunDelayNs(int tid) {
   uint64_t run = 0, delay = 0;
   if (!(f >> run >> delay)) return -1;
   return static_cast<int64_t>(delay);
+}
+
+HoldupProbe ProbeHoldups(int cpu, double seconds) {
+  HoldupProbe r;
+  r.cpu = cpu;
+  r.seconds = seconds;
+  cpu_set_t old, set;
+  const bool had = pthread_getaffinity_np(pthread_self(), sizeof old, &old) == 0;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  r.pinned = cpu >= 0 && cpu < CPU_SETSIZE && pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+  if (!r.pinned) return r;
+  const int tid = static_cast<int>(gettid());
+  const int64_t wait0 = ThreadRunDelayNs(tid);
+  const std::vector<int64_t> steal0 = HostStealNs();
+  using Clock = std::chrono::steady_clock;
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  auto last = Clock::now();
+  for (;;) {
+    const auto now = Clock::now();
+    const int64_t gap = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count();
+    last = now;
+    if (gap > 1'000'000) {
+      ++r.over_1ms;
+      r.over_1ms_ns += gap;
+    }
+    if (gap > 4'000'000) ++r.over_4ms;
+    r.longest_ns = std::max(r.longest_ns, gap);
+    if (now >= end) break;
+  }
+  const int64_t wait1 = ThreadRunDelayNs(tid);
+  if (wait0 >= 0 && wait1 >= wait0) r.wait_ns = wait1 - wait0;
+  const std::vector<int64_t> steal1 = HostStealNs();
+  const size_t c = static_cast<size_t>(cpu);
+  if (c < steal0.size() && c < steal1.size()) r.steal_ns = steal1[c] - steal0[c];
+  if (had) pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+  return r;
 }
 
 std::string KernelInterfaceOf(const std::string& device) {

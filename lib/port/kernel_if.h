@@ -62,6 +62,24 @@ std::vector<int64_t> ParseStealNs(std::istream& stat, long ticks_per_s);
 // see is the CPU taken from the whole system (a hypervisor, firmware).
 int64_t ThreadRunDelayNs(int tid);
 
+// What a bare loop pinned to one CPU saw of that CPU for a while: the gaps
+// between two of its clock readings are the time it did not run. Nothing of
+// the tester runs in it, so a hold-up it sees is the host's (another task:
+// wait_ns; the hypervisor: steal_ns when the host reports steal, else
+// nothing the kernel counts). fabricgen-holdups prints it; the dpdk tests
+// ask it whether a host that held every attempt up is holding bare loops up.
+struct HoldupProbe {
+  int cpu = 0;
+  bool pinned = false;  // false: the CPU could not be had (nothing else is valid)
+  double seconds = 0;
+  uint64_t over_1ms = 0, over_4ms = 0;  // gaps longer than 1 and 4 ms
+  int64_t longest_ns = 0, over_1ms_ns = 0;  // the longest gap; the gaps over 1 ms, summed
+  int64_t wait_ns = -1, steal_ns = -1;      // run_delay and steal over the probe; -1: unreadable
+};
+// Runs the loop on the calling thread (pinned to `cpu` for the time, then
+// put back) for `seconds`.
+HoldupProbe ProbeHoldups(int cpu, double seconds);
+
 // This process's packet sockets (AF_PACKET) bound to interface `iface`:
 // net_af_packet's, one per queue. Empty when there are none.
 std::vector<int> PacketSocketsOf(const std::string& iface);

@@ -36,6 +36,23 @@
 // not-ECN-capable one is dropped (action `drop_red`), as RED does. The queue's
 // wait comes before the fixed delay.
 //
+// PFC (--pfc-priority P with --pfc-xoff/--pfc-xon, a queue needed): the
+// queue as a lossless switch queue for priority P (the frame's VLAN PCP
+// when tagged, else its IP DSCP / 8). When the bytes of priority-P frames in
+// it pass --pfc-xoff the stage sends a PFC frame (priority P, --pfc-quanta)
+// back out of --in, toward the sender; while they stay above --pfc-xon it
+// refreshes the pause when half its quanta (at --pfc-speed-bps, default the
+// queue's rate) have passed; once they fall to --pfc-xon or below it sends
+// X-ON (zero quanta; --pfc-xon-frames 0: none, the pause expires). Every PFC
+// frame it sends is a line of LOG.pfc.csv:
+//
+//   index,time_ns,priority,quanta,kind,depth_bytes
+//
+// (kind: xoff, refresh or xon; time_ns CLOCK_REALTIME just before the send;
+// depth_bytes the priority's bytes in the queue then.) MAC control frames
+// that arrive from --out are not forwarded (a PAUSE is link-local); each is
+// a line of the same file with kind `received` and its quanta for P.
+//
 // Prints "ready" on stdout once both sockets are open; on SIGTERM/SIGINT it
 // sends (and logs) every frame it still holds, then exits.
 //
@@ -84,6 +101,11 @@ struct Options {
   uint64_t kmin = 0, kmax = 0;  // ECN marking thresholds (kmax 0: no marking)
   double pmax = 0;
   int rcvbuf = 8 << 20;  // the packet sockets' receive buffer (SO_RCVBUF), bytes
+  int pfc_priority = -1;  // -1: no PFC
+  uint64_t pfc_xoff = 0, pfc_xon = 0;
+  unsigned pfc_quanta = 0xFFFF;
+  bool pfc_xon_frames = true;
+  double pfc_speed_bps = 0;  // 0: the queue's rate
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -135,7 +157,20 @@ struct Frame {
   int passed = 0;
   uint64_t depth = 0;
   bool ce = false;
+  bool lossless = false;  // of the PFC priority
 };
+
+// The frame's priority: its VLAN PCP when tagged, else its IP DSCP / 8, else 0.
+int PriorityOf(const std::vector<uint8_t>& b) {
+  if (b.size() < 14) return 0;
+  const unsigned type = static_cast<unsigned>(b[12] << 8 | b[13]);
+  if (type == 0x8100 && b.size() >= 16) return b[14] >> 5;
+  if (type == 0x0800 && b.size() >= 16) return b[15] >> 5;
+  if (type == 0x86dd && b.size() >= 16) return ((b[14] & 0x0F) << 4 | b[15] >> 4) >> 5;
+  return 0;
+}
+
+bool IsMacControl(const std::vector<uint8_t>& b) { return b.size() >= 14 && b[12] == 0x88 && b[13] == 0x08; }
 
 // Sets CE in an Ethernet frame's IPv4 or IPv6 header (after up to two VLAN
 // tags); false when it is not IP or not ECN-capable (ECN field 00).
@@ -231,19 +266,61 @@ void Send(int fd, const std::vector<uint8_t>& bytes) {
 
 class Stage {
  public:
-  Stage(const Options& o, int out_fd, FILE* log) : o_(o), out_(out_fd), log_(log), rng_(o.seed) {
+  Stage(const Options& o, int in_fd, int out_fd, FILE* log, FILE* pfc_log)
+      : o_(o), in_(in_fd), out_(out_fd), log_(log), pfc_log_(pfc_log), rng_(o.seed) {
     std::fprintf(log_, "out_index,in_index,bytes,in_ns,out_ns,held_ns,action,extent,depth_bytes,ce,due_ns,flow_key\n");
+    if (pfc_log_ != nullptr) std::fprintf(pfc_log_, "index,time_ns,priority,quanta,kind,depth_bytes\n");
+    const double speed = o.pfc_speed_bps > 0 ? o.pfc_speed_bps : o.rate_bps;
+    refresh_ns_ = speed > 0 ? static_cast<int64_t>(o.pfc_quanta * 512.0 / speed * 1e9 / 2) : 0;
+  }
+
+  // PFC: sends XOFF, a refresh or X-ON as the lossless bytes in the queue
+  // now call for; returns when it next needs a look (-1: not before a frame).
+  int64_t Pfc(int64_t now) {
+    if (o_.pfc_priority < 0) return -1;
+    // The lossless bytes still in the queue now (frames are taken off it as
+    // later ones arrive, at their receive times: the ECN depths stay those).
+    uint64_t depth = lossless_depth_;
+    int64_t next = -1;  // the next departure after now
+    for (const Queued& q : queue_) {
+      if (q.leaves_at > now) {
+        next = q.leaves_at;
+        break;
+      }
+      if (q.lossless) depth -= q.bytes;
+    }
+    if (!xoff_) {
+      if (depth > o_.pfc_xoff) {
+        xoff_ = true;
+        SendPfc(static_cast<uint16_t>(o_.pfc_quanta), "xoff", depth);
+      }
+    } else if (depth <= o_.pfc_xon) {
+      xoff_ = false;
+      if (o_.pfc_xon_frames) SendPfc(0, "xon", depth);
+    } else if (now - last_pfc_ns_ >= refresh_ns_) {
+      SendPfc(static_cast<uint16_t>(o_.pfc_quanta), "refresh", depth);
+    }
+    if (xoff_ && (next < 0 || last_pfc_ns_ + refresh_ns_ < next)) next = last_pfc_ns_ + refresh_ns_;
+    return next;
+  }
+
+  // A MAC control frame from --out: logged, not forwarded.
+  void ReceivedMacControl(const Frame& f) {
+    if (pfc_log_ == nullptr) return;
+    const auto u16 = [&](size_t at) { return at + 1 < f.bytes.size() ? f.bytes[at] << 8 | f.bytes[at + 1] : 0; };
+    const int p = o_.pfc_priority;
+    const unsigned quanta = u16(14) == 0x0101 ? u16(18 + 2 * p) : u16(14) == 0x0001 ? u16(16) : 0;
+    std::fprintf(pfc_log_, "%llu,%lld,%d,%u,received,%llu\n", static_cast<unsigned long long>(pfc_index_++),
+                 static_cast<long long>(f.in_ns), p, quanta, static_cast<unsigned long long>(lossless_depth_));
   }
 
   void Arrive(Frame f) {
     f.in_index = next_in_++;
     int64_t queued_until = f.in_ns;  // when the frame has left the queue
     if (o_.rate_bps > 0) {
-      while (!queue_.empty() && queue_.front().first <= f.in_ns) {
-        depth_ -= queue_.front().second;
-        queue_.pop_front();
-      }
+      Drain(f.in_ns);
       f.depth = depth_;
+      f.lossless = o_.pfc_priority >= 0 && PriorityOf(f.bytes) == o_.pfc_priority;
       if (depth_ + f.bytes.size() > o_.limit_bytes) {
         Drop(f, "drop");
         return;
@@ -263,10 +340,11 @@ class Stage {
           f.ce = true;
         }
       }
-      const int64_t start = std::max(f.in_ns, queue_.empty() ? f.in_ns : queue_.back().first);
+      const int64_t start = std::max(f.in_ns, queue_.empty() ? f.in_ns : queue_.back().leaves_at);
       queued_until = start + static_cast<int64_t>(static_cast<double>(f.bytes.size()) * 8e9 / o_.rate_bps);
-      queue_.emplace_back(queued_until, f.bytes.size());
+      queue_.push_back({queued_until, f.bytes.size(), f.lossless});
       depth_ += f.bytes.size();
+      if (f.lossless) lossless_depth_ += f.bytes.size();
     }
     int64_t d = o_.delay_ns;
     if (o_.jitter_ns > 0) d += std::uniform_int_distribution<int64_t>(-o_.jitter_ns, o_.jitter_ns)(rng_);
@@ -324,6 +402,29 @@ class Stage {
     Log(f, static_cast<long long>(next_out_++), out_ns, action, extent);
   }
   void Drop(const Frame& f, const char* action) { Log(f, -1, -1, action, 0); }
+  // Frames that have left the queue by `t` leave its depth.
+  void Drain(int64_t t) {
+    while (!queue_.empty() && queue_.front().leaves_at <= t) {
+      depth_ -= queue_.front().bytes;
+      if (queue_.front().lossless) lossless_depth_ -= queue_.front().bytes;
+      queue_.pop_front();
+    }
+  }
+  void SendPfc(uint16_t quanta, const char* kind, uint64_t depth) {
+    std::vector<uint8_t> b(60, 0);
+    const uint8_t head[] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x02, 0x00,
+                            0x00, 0x00, 0x00, 0x5c, 0x88, 0x08, 0x01, 0x01};
+    std::memcpy(b.data(), head, sizeof head);
+    const int p = o_.pfc_priority;
+    b[17] = static_cast<uint8_t>(1u << p);  // class-enable vector (16 bits): priority p
+    b[18 + 2 * p] = static_cast<uint8_t>(quanta >> 8);
+    b[19 + 2 * p] = static_cast<uint8_t>(quanta);
+    last_pfc_ns_ = NowNs();
+    Send(in_, b);
+    std::fprintf(pfc_log_, "%llu,%lld,%d,%u,%s,%llu\n", static_cast<unsigned long long>(pfc_index_++),
+                 static_cast<long long>(last_pfc_ns_), p, static_cast<unsigned>(quanta), kind,
+                 static_cast<unsigned long long>(depth));
+  }
   void Log(const Frame& f, long long out_index, int64_t out_ns, const char* action, int extent) {
     std::fprintf(log_, "%lld,%llu,%zu,%lld,%lld,%lld,%s,%d,%llu,%d,%lld,%lld\n", out_index,
                  static_cast<unsigned long long>(f.in_index), f.bytes.size(), static_cast<long long>(f.in_ns),
@@ -333,15 +434,24 @@ class Stage {
   }
 
   const Options& o_;
-  int out_;
+  int in_, out_;
   FILE* log_;
+  FILE* pfc_log_;  // null: no PFC
   std::mt19937_64 rng_;
   std::deque<Frame> fifo_;
   std::vector<Frame> held_;
   uint64_t next_in_ = 0, next_out_ = 0;
   int64_t last_release_ = 0;
-  std::deque<std::pair<int64_t, size_t>> queue_;  // (leaves the queue at, bytes)
-  uint64_t depth_ = 0;
+  struct Queued {
+    int64_t leaves_at;
+    size_t bytes;
+    bool lossless;
+  };
+  std::deque<Queued> queue_;
+  uint64_t depth_ = 0, lossless_depth_ = 0;
+  bool xoff_ = false;  // the sender is paused (XOFF sent, not yet X-ON)
+  int64_t last_pfc_ns_ = 0, refresh_ns_ = 0;
+  uint64_t pfc_index_ = 0;
 };
 
 Options Parse(int argc, char** argv) {
@@ -390,18 +500,38 @@ Options Parse(int argc, char** argv) {
       const double v = number(i);
       if (v < 1 || v > (1 << 30)) Die("--rcvbuf is 1 B .. 1 GiB");
       o.rcvbuf = static_cast<int>(v);
+    } else if (a == "--pfc-priority") {
+      o.pfc_priority = static_cast<int>(number(i));
+      if (o.pfc_priority > 7) Die("--pfc-priority is 0..7");
+    } else if (a == "--pfc-xoff") {
+      o.pfc_xoff = static_cast<uint64_t>(number(i));
+    } else if (a == "--pfc-xon") {
+      o.pfc_xon = static_cast<uint64_t>(number(i));
+    } else if (a == "--pfc-quanta") {
+      const double q = number(i);
+      if (q < 1 || q > 0xFFFF) Die("--pfc-quanta is 1..65535");
+      o.pfc_quanta = static_cast<unsigned>(q);
+    } else if (a == "--pfc-xon-frames") {
+      o.pfc_xon_frames = number(i) != 0;
+    } else if (a == "--pfc-speed-bps") {
+      o.pfc_speed_bps = number(i);
     } else if (a == "--ecn-pmax") {
       o.pmax = number(i);
       if (o.pmax > 1) Die("--ecn-pmax is a probability 0..1");
     } else {
       Die("unknown argument '" + std::string(a) +
           "'; usage: fabricgen-impair --in IF --out IF --log FILE [--delay-ns N] [--jitter-ns N] [--reorder P] "
-          "[--extent K] [--seed S] [--rcvbuf BYTES] [--rate-bps R [--limit-bytes L] [--ecn-kmin B --ecn-kmax B --ecn-pmax P]]");
+          "[--extent K] [--seed S] [--rcvbuf BYTES] [--rate-bps R [--limit-bytes L] [--ecn-kmin B --ecn-kmax B "
+          "--ecn-pmax P] [--pfc-priority P --pfc-xoff B --pfc-xon B [--pfc-quanta Q] "
+          "[--pfc-xon-frames 0|1] [--pfc-speed-bps R]]]");
     }
   }
   if (o.in.empty() || o.out.empty() || o.log.empty()) Die("--in, --out and --log are required");
   if (o.kmax > 0 && (o.rate_bps <= 0 || o.kmin >= o.kmax)) {
     Die("ECN marking needs --rate-bps (a queue) and --ecn-kmin below --ecn-kmax");
+  }
+  if (o.pfc_priority >= 0 && (o.rate_bps <= 0 || o.pfc_xoff == 0 || o.pfc_xon >= o.pfc_xoff)) {
+    Die("PFC needs --rate-bps (a queue) and --pfc-xon below --pfc-xoff");
   }
   return o;
 }
@@ -437,7 +567,12 @@ int main(int argc, char** argv) {
   const uint64_t in_rx_dropped0 = DeviceCounter(o.in, "rx_dropped"), out_rx_dropped0 = DeviceCounter(o.out, "rx_dropped");
   uint64_t in_socket_drops = SocketDrops(in), out_socket_drops = SocketDrops(out);
   in_socket_drops = out_socket_drops = 0;  // what arrived before "ready" is not the run's
-  Stage stage(o, out, log);
+  FILE* pfc_log = nullptr;
+  if (o.pfc_priority >= 0) {
+    pfc_log = std::fopen((o.log + ".pfc.csv").c_str(), "w");
+    if (pfc_log == nullptr) Die("cannot write " + o.log + ".pfc.csv: " + std::strerror(errno));
+  }
+  Stage stage(o, in, out, log, pfc_log);
   std::printf("ready\n");
   std::fflush(stdout);
 
@@ -454,14 +589,20 @@ int main(int argc, char** argv) {
     if (ppoll(fds, 2, &timeout, nullptr) < 0 && errno != EINTR) Die(std::string("ppoll: ") + std::strerror(errno));
     Frame f;
     while (Receive(in, buf, f)) stage.Arrive(std::move(f));
-    while (Receive(out, buf, f)) {  // the other direction passes untouched
+    while (Receive(out, buf, f)) {  // the other direction passes untouched (a PAUSE is link-local: logged)
+      if (o.pfc_priority >= 0 && IsMacControl(f.bytes)) {
+        stage.ReceivedMacControl(f);
+        continue;
+      }
       Send(in, f.bytes);
       ++reverse;
     }
     next = stage.Service(NowNs(), false);
+    if (const int64_t pfc = stage.Pfc(NowNs()); pfc >= 0 && (next < 0 || pfc < next)) next = pfc;
   }
   stage.Service(NowNs(), true);
   std::fclose(log);
+  if (pfc_log != nullptr) std::fclose(pfc_log);
   in_socket_drops += SocketDrops(in);
   out_socket_drops += SocketDrops(out);
   const uint64_t in_rx_dropped = DeviceCounter(o.in, "rx_dropped") - in_rx_dropped0;

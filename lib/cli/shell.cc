@@ -31,7 +31,7 @@ namespace {
 // In the shell a stream runs until `stop` (its count, if it has one, still ends it).
 constexpr int64_t kUntilStopped = int64_t{365} * 24 * 3600 * 1'000'000'000;
 
-const std::vector<std::string> kShowTopics = {"ports", "streams", "flows", "latency", "histogram", "runtime"};
+const std::vector<std::string> kShowTopics = {"ports", "streams", "flows", "latency", "histogram", "runtime", "pfc"};
 
 // A file the shell is about to write: its directory must exist and be
 // writable, and the file, if there, must be a regular file (it is replaced).
@@ -465,6 +465,27 @@ absl::Status Shell::Show(const Args& a, size_t flows, std::ostream& out) {
                              FormatCount(f.reordered), FormatCount(f.ce), Ns(static_cast<double>(f.jitter_ns)),
                              Ns(static_cast<double>(f.latency_last_ns)));
     }
+    return absl::OkStatus();
+  }
+  if (what == "pfc") {
+    // PFC and PAUSE received per port and priority (endpoint/pfc.h), live or the last run's.
+    const std::vector<port::Port*> ports = session_->ports();
+    const std::vector<engine::LiveRun::PortLive> c = LivePorts();
+    out << absl::StrFormat("%-10s %-9s %14s %14s %14s  %s\n", "port", "priority", "pause events", "X-ON frames",
+                           "paused", "observation point");
+    size_t rows = 0;
+    for (size_t i = 0; i < ports.size() && i < c.size(); ++i) {
+      for (size_t slot = 0; slot < endpoint::kPfcSlots; ++slot) {
+        if (c[i].pfc_pause_events[slot] == 0 && c[i].pfc_xon_frames[slot] == 0) continue;
+        ++rows;
+        out << absl::StrFormat("%-10s %-9s %14s %14s %14s  fabricgen RX (the %s PMD passes them up)\n",
+                               ports[i]->name(), slot == endpoint::kPfcLinkPause ? "pause" : std::to_string(slot),
+                               FormatCount(c[i].pfc_pause_events[slot]), FormatCount(c[i].pfc_xon_frames[slot]),
+                               FormatDuration(static_cast<int64_t>(c[i].pfc_paused_ns[slot])),
+                               ports[i]->capabilities().driver);
+      }
+    }
+    if (rows == 0) out << "no PFC or PAUSE frame received\n";
     return absl::OkStatus();
   }
   if (what == "runtime") {

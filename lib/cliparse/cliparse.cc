@@ -185,9 +185,10 @@ const std::vector<CommandHelp>& Commands() {
        "flow of a stream with per-flow rates (flows: {count, rates}); the streams of a port together stay within its "
        "line rate, and a rate is at least 0.001 pps",
        2, 6},
-      {"show", "[ports|streams|flows [N]|latency [STREAM]|histogram STREAM|runtime]",
+      {"show", "[ports|streams|flows [N]|latency [STREAM]|histogram STREAM|runtime|pfc]",
        "counters (live while running), the N worst flows (default 10), latency percentiles, a text histogram, "
-       "the worker lcores' loops (polls, frames, TSC cycles per frame, handoffs)",
+       "the worker lcores' loops (polls, frames, TSC cycles per frame, handoffs), PFC and PAUSE received per port and "
+       "priority",
        0, 2},
       {"clear", "", "counters and latency shown from now on start at zero (the run goes on)", 0, 0},
       {"wait", "DURATION",

@@ -35,7 +35,7 @@ std::string AsWritten(const Node& n, std::string_view otherwise) {
 
 absl::StatusOr<PortSpec> ParsePort(const Node& n) {
   FG_RETURN_IF_ERROR(n.CheckKeys({"name", "device", "rx_queues", "tx_queues", "rx_desc", "tx_desc", "mtu", "mbufs",
-                                  "link_speed", "timestamps", "tx_timestamps", "respond", "gateway", "answer"}));
+                                  "link_speed", "timestamps", "tx_timestamps", "respond", "gateway", "answer", "pfc"}));
   PortSpec p;
   p.line = n.line();
   p.at = n.where();
@@ -127,6 +127,29 @@ absl::StatusOr<PortSpec> ParsePort(const Node& n) {
                             std::pair{"echo", &p.answer.echo}}) {
       if (auto b = a->Optional(key)) {
         FG_ASSIGN_OR_RETURN(*out, b->Bool());
+      }
+    }
+  }
+  if (auto f = n.Optional("pfc")) {
+    FG_RETURN_IF_ERROR(f->ExpectMap());
+    FG_RETURN_IF_ERROR(f->CheckKeys({"honor", "storm"}));
+    if (auto h = f->Optional("honor")) {
+      FG_ASSIGN_OR_RETURN(p.pfc.honor, h->Bool());
+    }
+    if (auto st = f->Optional("storm")) {
+      FG_RETURN_IF_ERROR(st->ExpectMap());
+      FG_RETURN_IF_ERROR(st->CheckKeys({"window", "events_per_s"}));
+      FG_RETURN_IF_ERROR(Opt(*st, "window", p.pfc.storm_window_ns, DurationIn()));
+      if (p.pfc.storm_window_ns < 1'000 || p.pfc.storm_window_ns > 10'000'000'000) {
+        return st->At("window").Error("storm window must be between 1 us and 10 s");
+      }
+      if (auto r = st->Optional("events_per_s")) {
+        FG_ASSIGN_OR_RETURN(p.pfc.storm_events_per_s, r->Number(1, 1e9));
+      }
+      // The onset is found from the times of the last `events` events (a ring of them per priority).
+      const double events = p.pfc.storm_events_per_s * static_cast<double>(p.pfc.storm_window_ns) / 1e9;
+      if (events < 1 || events > 4096) {
+        return st->Error(absl::StrFormat("storm: events_per_s x window is %.4g events; it must be 1 to 4096", events));
       }
     }
   }

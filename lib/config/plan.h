@@ -51,6 +51,18 @@ struct AnswerSpec {
   bool echo = true;  // ICMP and ICMPv6 echo requests to a host
 };
 
+// `ports[].pfc`: what the port does with the PFC and PAUSE frames it
+// receives (endpoint/pfc.h counts them on every port, always).
+struct PortPfcSpec {
+  // Stop sending a paused priority for the frame's quanta (X-ON or expiry
+  // resumes it): for ports whose MAC does not (af_packet, vdevs).
+  bool honor = false;
+  // Storm onset: the first time `storm_events_per_s` x `storm_window_ns`
+  // pause events of one priority fell within one window.
+  int64_t storm_window_ns = 10'000'000;
+  double storm_events_per_s = 1000;
+};
+
 // `ports[].gateway`: the next hop whose MAC the port's streams send to
 // (resolved by ARP or ND before traffic starts; a stream's dst_mac overrides).
 // Which worker lcore owns each flow (`placement`; engine/placement.h).
@@ -88,6 +100,7 @@ struct PortSpec {
   // responding port). Unset: each frame goes to its host's own MAC.
   std::optional<MacAddr> next_hop_mac = std::nullopt;
   AnswerSpec answer;
+  PortPfcSpec pfc;
   int line = 0;  // where the port is declared, for later messages
   Location at;            // ... with its column
   WrittenValues written;  // its values as written ("mtu", "respond.ack_every"), for later messages

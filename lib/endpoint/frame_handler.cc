@@ -1,5 +1,7 @@
 #include "endpoint/frame_handler.h"
 
+#include <algorithm>
+
 namespace fg::endpoint {
 
 FrameHandlers::FrameHandlers(const PortContext& c) {
@@ -14,7 +16,17 @@ void FrameHandlers::AddCounts(std::vector<std::vector<uint64_t>>& sums) const {
   for (const Entry& e : list_) {
     v.assign(sums[e.kind].size(), 0);
     e.handler->ReadCounts(v);
-    for (size_t i = 0; i < v.size(); ++i) sums[e.kind][i] += v[i];
+    const std::span<const CountSpec> specs = HandlerKinds()[e.kind].counts;
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint64_t& sum = sums[e.kind][i];
+      switch (specs[i].merge) {
+        case CountSpec::Merge::kSum: sum += v[i]; break;
+        case CountSpec::Merge::kEarliest:
+          if (v[i] != 0 && (sum == 0 || v[i] < sum)) sum = v[i];
+          break;
+        case CountSpec::Merge::kLatest: sum = std::max(sum, v[i]); break;
+      }
+    }
   }
 }
 

@@ -34,6 +34,8 @@
 
 namespace fg::endpoint {
 
+struct PfcGate;  // endpoint/pfc.h
+
 // A frame as the RX queue received it (without FCS).
 struct RxFrame {
   const uint8_t* data = nullptr;
@@ -63,11 +65,18 @@ struct PortContext {
   MacAddr port_mac;                  // the port's own MAC (for hosts whose MAC is kPortMac)
   AnswerSpec answer;                 // ports[].answer
   AnswerQueue* answers = nullptr;    // the RX lcore's queue of answers to send (null: it cannot send there)
+  double line_bps = 0;               // the port's line rate (a PFC quantum is 512 bit times of it)
+  uint64_t pfc_storm_window_ns = 10'000'000;  // ports[].pfc.storm: a storm is pfc_storm_events intervals
+  uint32_t pfc_storm_events = 10;             // between pause events within this window
+  PfcGate* pfc_gate = nullptr;                // ports[].pfc.honor: the pause state its streams' TX reads
 };
 
 struct CountSpec {
   std::string_view key;   // report.json key within the kind's object
   std::string_view help;  // one sentence, with the unit
+  // How a port's count is made from its RX queues': their sum; or, for a
+  // time (0: none), the earliest or the latest of them.
+  enum class Merge : uint8_t { kSum, kEarliest, kLatest } merge = Merge::kSum;
 };
 
 struct HandlerKind {
@@ -76,6 +85,9 @@ struct HandlerKind {
   // The handler of one RX queue of a port, or nullptr when the port has
   // nothing of this kind to handle.
   std::unique_ptr<FrameHandler> (*make)(const PortContext&) = nullptr;
+  // Its counts are reported by a writer of their own (PFC's ports[].pfc
+  // rows), not as the object ports[].<name>.
+  bool reported_apart = false;
 };
 
 // Every kind, in the order frames are offered (handlers.cc).

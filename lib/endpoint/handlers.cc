@@ -5,12 +5,14 @@
 
 #include "endpoint/frame_handler.h"
 #include "endpoint/neighbor.h"
+#include "endpoint/pfc.h"
 
 namespace fg::endpoint {
 
 std::span<const HandlerKind> HandlerKinds() {
   static const std::vector<HandlerKind> kKinds = {
       NeighborKind(),  // ARP, ND and echo for the port's hosts (endpoint/neighbor.h)
+      PfcKind(),       // PFC and PAUSE received, and honoured where the port does (endpoint/pfc.h)
   };
   return kKinds;
 }

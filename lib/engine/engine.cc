@@ -182,6 +182,22 @@ std::vector<LiveRun::PortLive> LiveRun::Ports() const {
     out[ref.port].rx_bytes += d.bytes + u.bytes + v.bytes + h.bytes;
     out[ref.port].rx_unknown_packets += u.packets;
     out[ref.port].rx_invalid_packets += v.packets;
+    if (ref.task->handlers() != nullptr) {
+      std::vector<std::vector<uint64_t>> sums = endpoint::EmptyHandlerCounts();
+      ref.task->handlers()->AddCounts(sums);
+      const std::span<const endpoint::HandlerKind> kinds = endpoint::HandlerKinds();
+      const uint64_t now_ns = clock_.ToNs(ReadTsc());  // a pause in force counts up to now
+      for (size_t k = 0; k < kinds.size(); ++k) {
+        if (kinds[k].name != endpoint::PfcKind().name) continue;
+        PortLive& o = out[ref.port];
+        for (size_t slot = 0; slot < endpoint::kPfcSlots; ++slot) {
+          const uint64_t* c = sums[k].data() + slot * endpoint::kPfcCountsPerSlot;
+          o.pfc_pause_events[slot] += c[endpoint::kPauseEvents];
+          o.pfc_xon_frames[slot] += c[endpoint::kXonFrames];
+          o.pfc_paused_ns[slot] += endpoint::PausedNs(c, now_ns);
+        }
+      }
+    }
   }
   // Frames the RX tasks took as a stream's that its flow's sender never sent
   // (found by the flow's owner): invalid on the stream's RX port.

@@ -14,6 +14,7 @@
 //   printf("%lu sent, %lu received\n", r->streams[0].tx.packets, r->streams[0].rx.packets);
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,7 @@
 #include "endpoint/answer_queue.h"
 #include "endpoint/frame_handler.h"
 #include "endpoint/host.h"
+#include "endpoint/pfc.h"
 #include "endpoint/responder.h"
 #include "engine/connect.h"
 #include "engine/placement.h"
@@ -95,6 +97,8 @@ struct TrialOptions {
   // on where missing). methods::TrialOptionsOf(plan) sets both.
   std::shared_ptr<const std::vector<endpoint::PortHosts>> hosts;
   std::vector<endpoint::AnswerSpec> answer;
+  // Each port's `ports[].pfc` (by port; the defaults where missing).
+  std::vector<config::PortPfcSpec> pfc;
 };
 
 // One flow after the run: what TX sent and RX saw of it (report.json per_flow).
@@ -243,6 +247,8 @@ struct PortResult {
   // sequence no stream of the run could have written; feedback or a READ
   // request not shaped as the spec shapes it (length, reserved bytes, ICRC).
   uint64_t rx_invalid_packets = 0;
+  // Frames its frame handlers took (ARP, ND, echo, PFC: `handled` below).
+  uint64_t rx_handled_packets = 0;
   // Feedback among the unknown frames (CNP, RoCE NAK, UET NACK); unmatched:
   // addressed to no flow of this run.
   uint64_t rx_cnp = 0, rx_roce_nak = 0, rx_uet_nack = 0, rx_feedback_unmatched = 0, rx_roce_ack = 0;
@@ -271,6 +277,7 @@ struct PortResult {
   // report on a port that responds to nothing.
   std::optional<bool> rx_icrc_checked;
   std::string kernel_iface;
+  std::string driver;                      // the PMD's name (where a frame handler's counts were observed)
   std::vector<TesterLimit> tester_limits;  // where this port's tester side was the limit
 };
 
@@ -414,9 +421,22 @@ class LiveRun {
   struct PortLive {
     uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0, rx_unknown_packets = 0;
     uint64_t rx_invalid_packets = 0;  // PortResult::rx_invalid_packets so far
+    // PFC and PAUSE received so far, per slot (priorities 0-7, then link-level
+    // PAUSE: endpoint/pfc.h): pause events, X-ON frames, paused time (ns).
+    std::array<uint64_t, endpoint::kPfcSlots> pfc_pause_events{}, pfc_xon_frames{}, pfc_paused_ns{};
     PortLive operator-(const PortLive& b) const {
-      return {tx_packets - b.tx_packets, tx_bytes - b.tx_bytes, rx_packets - b.rx_packets, rx_bytes - b.rx_bytes,
-              rx_unknown_packets - b.rx_unknown_packets, rx_invalid_packets - b.rx_invalid_packets};
+      PortLive d{tx_packets - b.tx_packets,
+                 tx_bytes - b.tx_bytes,
+                 rx_packets - b.rx_packets,
+                 rx_bytes - b.rx_bytes,
+                 rx_unknown_packets - b.rx_unknown_packets,
+                 rx_invalid_packets - b.rx_invalid_packets};
+      for (size_t i = 0; i < endpoint::kPfcSlots; ++i) {
+        d.pfc_pause_events[i] = pfc_pause_events[i] - b.pfc_pause_events[i];
+        d.pfc_xon_frames[i] = pfc_xon_frames[i] - b.pfc_xon_frames[i];
+        d.pfc_paused_ns[i] = pfc_paused_ns[i] - b.pfc_paused_ns[i];
+      }
+      return d;
     }
   };
   std::vector<PortLive> Ports() const;
@@ -496,6 +516,9 @@ class LiveRun {
   std::vector<std::unique_ptr<endpoint::AnswerQueue>> answer_queues_;
   std::vector<std::unique_ptr<endpoint::Responder>> responders_;
   std::vector<std::unique_ptr<endpoint::AnswerQueue>> host_answer_queues_;  // per worker with RX queues
+  // Per port that honours PFC (ports[].pfc.honor; null otherwise): the
+  // pause state its RX handlers set and its streams' TX reads.
+  std::vector<std::unique_ptr<endpoint::PfcGate>> pfc_gates_;
   std::vector<std::unique_ptr<endpoint::FeedbackSink>> feedback_;  // per worker with DCQCN flows
   std::vector<std::unique_ptr<endpoint::ReadSink>> read_sinks_;    // per worker answering READs
   std::vector<std::unique_ptr<rx::SentSource>> sent_sources_;      // per worker: its flows' senders, for RX

@@ -242,6 +242,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     pr.rx_unknown_packets += u.packets;
     pr.rx_unknown_bytes += u.bytes;
     pr.rx_invalid_packets += v.packets;
+    pr.rx_handled_packets += h.packets;
     if (pr.handled.empty()) pr.handled = endpoint::EmptyHandlerCounts();
     if (ref.task->handlers() != nullptr) ref.task->handlers()->AddCounts(pr.handled);
     pr.rx_stalls += ref.task->stalls();
@@ -254,6 +255,7 @@ TrialResult LiveRun::Finish(bool interrupted, bool timed_out) {
     result_.ports[pi].hw = ports_[pi]->stats();
     result_.ports[pi].xstats = ports_[pi]->xstats();
     result_.ports[pi].kernel_iface = ports_[pi]->options().kernel_iface;
+    result_.ports[pi].driver = ports_[pi]->capabilities().driver;
     result_.ports[pi].software_rx_stamps = ports_[pi]->rx_timestamp().unit == port::RxTimestamp::Unit::kNone;
     if (pi < rx_icrc_checked_.size()) result_.ports[pi].rx_icrc_checked = rx_icrc_checked_[pi];
     if (pi < kernel_end_.size()) {

@@ -7,6 +7,7 @@
 #include <rte_lcore.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <thread>
 
@@ -15,10 +16,11 @@
 #include "base/net_addr.h"
 #include "base/status.h"
 #include "base/tsc.h"
-#include "engine/engine.h"
 #include "engine/cell_work.h"
+#include "engine/engine.h"
 #include "engine/worker.h"
 #include "port/kernel_if.h"
+#include "proto/pfc.h"
 
 namespace fg::engine {
 
@@ -259,6 +261,20 @@ void LiveRun::BuildOwners() {
 }
 
 absl::Status LiveRun::BuildTx(int tag_off) {
+  // Ports that honour PFC: their gates, made before any handler or TX task reads them.
+  pfc_gates_.resize(ports_.size());
+  for (size_t pi = 0; pi < ports_.size(); ++pi) {
+    if (pi < options_.pfc.size() && options_.pfc[pi].honor) {
+      // A pause lasts its quanta at the port's line rate: without one, honouring would hold nothing.
+      if (ports_[pi]->capabilities().line_bps() <= 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "port %s: pfc.honor needs the port's line rate (a pause quantum is 512 bit times of it), and its PMD "
+            "reports none: set ports[].link_speed",
+            ports_[pi]->name()));
+      }
+      pfc_gates_[pi] = std::make_unique<endpoint::PfcGate>();
+    }
+  }
   // TX: one task per (worker, port) with the shards of the streams it owns
   // flows of, on the worker's own TX queue of that port.
   for (uint32_t w = 0; w < work_.size(); ++w) {
@@ -271,6 +287,14 @@ absl::Status LiveRun::BuildTx(int tag_off) {
       }
       txs_.push_back(std::make_unique<tx::TxTask>(p->id(), static_cast<uint16_t>(w), p->pool(), shards, clock_,
                                                   tag_off, p->tx_schedule()));
+      if (endpoint::PfcGate* gate = pfc_gates_[pi].get()) {
+        // Each stream waits on its priority's pause (its frames' VLAN PCP, or DSCP / 8).
+        for (size_t i = 0; i < shards.size(); ++i) {
+          const auto& kinds = shards[i].s->program.kinds();
+          if (kinds.empty()) continue;
+          txs_.back()->SetPfcGate(i, &gate->until_ns[proto::PriorityOf(kinds[0].t.bytes)]);
+        }
+      }
       work_[w].tx.push_back(txs_.back().get());
       work_[w].names.push_back(absl::StrFormat("tx %s/q%d", p->name(), w));
     }
@@ -342,6 +366,14 @@ std::unique_ptr<endpoint::FrameHandlers> LiveRun::HandlersOf(size_t pi, uint32_t
   if (auto mac = ParseMac(ports_[pi]->capabilities().mac); mac.ok()) c.port_mac = *mac;
   // A worker without a TX queue on the port cannot answer there (its requests are counted unanswered).
   c.answers = work.host_answer_ports[pi].has_queue ? work.host_answers : nullptr;
+  c.line_bps = ports_[pi]->capabilities().line_bps();
+  if (pi < options_.pfc.size()) {
+    const config::PortPfcSpec& pfc = options_.pfc[pi];
+    c.pfc_storm_window_ns = static_cast<uint64_t>(pfc.storm_window_ns);
+    c.pfc_storm_events = static_cast<uint32_t>(
+        std::max(1.0, std::ceil(pfc.storm_events_per_s * static_cast<double>(pfc.storm_window_ns) / 1e9)));
+  }
+  if (pi < pfc_gates_.size()) c.pfc_gate = pfc_gates_[pi].get();
   return std::make_unique<endpoint::FrameHandlers>(c);
 }
 

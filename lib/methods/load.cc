@@ -63,7 +63,10 @@ engine::TrialOptions TrialOptionsOf(const config::Plan& plan) {
   opt.placement = plan.placement;
   opt.per_flow = plan.per_flow;
   opt.hosts = std::make_shared<const std::vector<endpoint::PortHosts>>(endpoint::HostsOfPlan(plan));
-  for (const config::PortSpec& p : plan.ports) opt.answer.push_back(p.answer);
+  for (const config::PortSpec& p : plan.ports) {
+    opt.answer.push_back(p.answer);
+    opt.pfc.push_back(p.pfc);
+  }
   return opt;
 }
 
@@ -213,7 +216,10 @@ TrialRecord RecordTrial(const engine::TrialResult& r, double duration_s, const s
     t.excluded_because = "tester-limited: " + engine::DescribeLimits(t.tester_limits);
   }
   for (const engine::PortResult& p : r.ports) {
-    t.rx_other_frames += p.rx_unknown_packets;
+    // Everything else the port received: unknown, invalid (an earlier
+    // trial's late frames among them) and taken by a frame handler (ARP, ND,
+    // the lab's MLD reports, PFC): with the test's frames, what its PMD counted.
+    t.rx_other_frames += p.rx_unknown_packets + p.rx_invalid_packets + p.rx_handled_packets;
     for (const auto& [key, v] :
          {std::pair{"hw_tx_packets", p.hw.tx_packets}, std::pair{"hw_rx_packets", p.hw.rx_packets},
           std::pair{"hw_rx_missed", p.hw.rx_missed}, std::pair{"hw_rx_errors", p.hw.rx_errors},

@@ -43,7 +43,7 @@ struct TrialRecord {
   double duration_s = 0;
   int64_t start_unix_ns = 0;  // when its streams started (UNIX ns: engine::TrialResult::start_unix_ns)
   uint64_t tx_frames = 0, rx_frames = 0;  // rx: unique frames (duplicates not counted)
-  uint64_t rx_other_frames = 0;           // received without a signature of the test (ARP, LLDP, ...)
+  uint64_t rx_other_frames = 0;  // received without a signature of the test: unknown, invalid, handled (ARP, PFC, ...)
   double loss_ratio = 0;
   // Measured: what TX sent over the trial's set duration (TX stops at its end), aggregate over the test's streams.
   double offered_l1_bps = 0, offered_l2_bps = 0, offered_fps = 0;

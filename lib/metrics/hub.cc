@@ -154,6 +154,12 @@ void Hub::Add(Totals& t, const RunCounts& run) const {
   }
   for (size_t p = 0; p < run.ports.size() && p < port_names_.size(); ++p) {
     AddValues(t.ports[port_names_[p]], engine::PortCounters(), run.ports[p]);
+    Totals::Pfc& pfc = t.pfc[port_names_[p]];
+    for (size_t slot = 0; slot < endpoint::kPfcSlots; ++slot) {
+      pfc.events[slot] += run.ports[p].pfc_pause_events[slot];
+      pfc.xon[slot] += run.ports[p].pfc_xon_frames[slot];
+      pfc.paused_ns[slot] += run.ports[p].pfc_paused_ns[slot];
+    }
   }
   for (const engine::LcoreStats& l : run.lcores) AddValues(t.lcores[l.lcore], engine::LcoreCounters(), l);
 }
@@ -226,6 +232,32 @@ std::vector<MetricFamily> Hub::Collect() {
   AddFamilies(f, engine::LcoreCounters(), cur.lcores, [](unsigned lcore) {
     return Labels{{"lcore", std::to_string(lcore)}};
   });
+  // PFC and PAUSE received, per port and priority (priority="pause": 802.3x),
+  // for the priorities that received any; counted where frames reach
+  // fabricgen's RX (report.json ports[].pfc names the observation point).
+  {
+    MetricFamily& ev = family("fabricgen_pfc_pause_events_total", Type::kCounter,
+                              "PFC pause events received (frames with non-zero quanta for the priority), counted by "
+                              "fabricgen's RX where the PMD passes MAC control frames up.");
+    std::vector<Sample> xs, ps;
+    for (const auto& [port, pfc] : cur.pfc) {
+      for (size_t slot = 0; slot < endpoint::kPfcSlots; ++slot) {
+        if (pfc.events[slot] == 0 && pfc.xon[slot] == 0) continue;
+        const Labels l{{"port", port}, {"priority", slot == endpoint::kPfcLinkPause ? "pause" : std::to_string(slot)}};
+        ev.samples.push_back({l, pfc.events[slot]});
+        xs.push_back({l, pfc.xon[slot]});
+        ps.push_back({l, static_cast<double>(pfc.paused_ns[slot]) / 1e9});
+      }
+    }
+    // (`ev` is not used past here: each family is filled before the next is added.)
+    family("fabricgen_pfc_xon_frames_total", Type::kCounter,
+           "PFC X-ON frames received (zero quanta on an enabled priority; not pause events).")
+        .samples = std::move(xs);
+    family("fabricgen_pfc_paused_seconds_total", Type::kCounter,
+           "Time the priority was paused by the frames received: each event's quanta x 512 bit times at the port's "
+           "line rate, cut short by the next frame.")
+        .samples = std::move(ps);
+  }
   // Stream counters also served per port: summed over the streams it receives.
   const std::span<const engine::StreamCounter> sc = engine::StreamCounters();
   for (size_t i = 0; i < sc.size(); ++i) {

@@ -14,6 +14,7 @@
 //   server = fg::metrics::Server::Start("9464", [&] { return hub.Collect(); });
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -79,6 +80,12 @@ class Hub {
     std::map<std::string, StreamTotals> streams;
     std::map<std::string, Values> ports;  // engine::PortCounters(), by port name
     std::map<unsigned, Values> lcores;    // engine::LcoreCounters(), by lcore id
+    // PFC and PAUSE received (endpoint/pfc.h), by port name: per slot
+    // (priorities 0-7, link-level PAUSE) pause events, X-ON frames, paused ns.
+    struct Pfc {
+      std::array<uint64_t, endpoint::kPfcSlots> events{}, xon{}, paused_ns{};
+    };
+    std::map<std::string, Pfc> pfc;
   };
   struct Rate {
     std::chrono::steady_clock::time_point at;

@@ -52,4 +52,17 @@ std::optional<MacControl> ParseMacControl(std::span<const uint8_t> frame) {
   return std::nullopt;
 }
 
+uint8_t PriorityOf(std::span<const uint8_t> frame) {
+  auto eth = ParseEthernet(frame);
+  if (!eth) return 0;
+  if (eth->vlan) return eth->vlan->pcp & 7;
+  const size_t ip = eth->header_len;
+  if (eth->ethertype == kEtherTypeIpv4 && frame.size() >= ip + 2) return frame[ip + 1] >> 5;
+  if (eth->ethertype == kEtherTypeIpv6 && frame.size() >= ip + 2) {
+    const uint8_t traffic_class = static_cast<uint8_t>((frame[ip] & 0x0F) << 4 | frame[ip + 1] >> 4);
+    return traffic_class >> 5;
+  }
+  return 0;
+}
+
 }  // namespace fg::proto

@@ -36,6 +36,11 @@ size_t WritePause(uint8_t* p, const MacAddr& src, uint16_t quanta);
 size_t WritePfc(uint8_t* p, const MacAddr& src, const MacControl& pfc);
 std::optional<MacControl> ParseMacControl(std::span<const uint8_t> frame);
 
+// The priority a frame is paused by: its VLAN PCP when it has an 802.1Q
+// tag, else its IP DSCP / 8 (the "trust DSCP" mapping of RoCE deployments:
+// DSCP 26 is priority 3), else 0.
+uint8_t PriorityOf(std::span<const uint8_t> frame);
+
 // Duration of `quanta` pause quanta on a link of `link_bps`.
 inline double PauseQuantaNs(uint16_t quanta, double link_bps) { return quanta * 512.0 / link_bps * 1e9; }
 

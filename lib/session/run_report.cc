@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "base/units.h"
 #include "endpoint/frame_handler.h"
+#include "endpoint/pfc.h"
 #include "engine/counters.h"
 #include "methods/dcqcn_convergence.h"
 #include "report/json.h"
@@ -46,6 +47,7 @@ namespace {
 void WriteHandled(report::JsonWriter& w, const engine::PortResult& p, const std::string& gateway_mac) {
   const std::span<const endpoint::HandlerKind> kinds = endpoint::HandlerKinds();
   for (size_t k = 0; k < kinds.size(); ++k) {
+    if (kinds[k].reported_apart) continue;
     w.Key(std::string(kinds[k].name));
     w.BeginObject();
     for (size_t c = 0; c < kinds[k].counts.size(); ++c) {
@@ -61,6 +63,47 @@ void WriteHandled(report::JsonWriter& w, const engine::PortResult& p, const std:
     }
     w.EndObject();
   }
+}
+
+// A port's PFC rows (endpoint/pfc.h): each priority (and link-level PAUSE)
+// that received a PFC or PAUSE frame, with where it was counted.
+std::vector<endpoint::PfcFigures> PfcRows(const engine::PortResult& p, const engine::TrialResult& r) {
+  const std::span<const endpoint::HandlerKind> kinds = endpoint::HandlerKinds();
+  for (size_t k = 0; k < kinds.size() && k < p.handled.size(); ++k) {
+    if (kinds[k].name != endpoint::PfcKind().name) continue;
+    return endpoint::PfcFiguresOf(p.handled[k], static_cast<uint64_t>(r.start_unix_ns - r.unix_minus_host_ns),
+                                  static_cast<uint64_t>(std::max<int64_t>(r.duration_ns, 0)), endpoint::kWhole,
+                                  "fabricgen RX: frames the " + p.driver + " PMD passed up to software");
+  }
+  return {};
+}
+
+// ports[].pfc
+void WritePfc(report::JsonWriter& w, const engine::PortResult& p, const engine::TrialResult& r) {
+  w.Key("pfc");
+  w.BeginArray();
+  for (const endpoint::PfcFigures& f : PfcRows(p, r)) {
+    w.BeginObject();
+    w.Key("priority");  // null: link-level PAUSE (802.3x), every priority
+    if (f.priority >= 0) {
+      w.Int(f.priority);
+    } else {
+      w.Null();
+    }
+    w.Field("pause_events", f.pause_events);
+    w.Field("xon_frames", f.xon_frames);
+    w.Field("paused_ns", f.paused_ns);
+    w.Field("events_per_s", f.events_per_s);
+    w.Key("storm_onset_ns");
+    if (f.storm_onset_ns >= 0) {
+      w.Int(f.storm_onset_ns);
+    } else {
+      w.Null();
+    }
+    w.Field("observation_point", f.observation_point);
+    w.EndObject();
+  }
+  w.EndArray();
 }
 
 // Every counter engine/counters.h declares for the object, under its key
@@ -321,6 +364,7 @@ std::string RunReportJson(Session& session, const engine::TrialResult& r, const 
     WriteCounters(w, engine::PortCounters(), p);
     const bool gateway = i < session.gateways().size() && session.gateways()[i].has_value();
     WriteHandled(w, p, gateway ? FormatMac(session.gateways()[i]->mac) : "");
+    WritePfc(w, p, r);
     w.Field("duration_ns", r.duration_ns);
     WriteTesterLimits(w, p.tester_limits);
     w.Key("kernel_interface");  // the kernel's counters of the interface behind the PMD (af_packet)
@@ -630,6 +674,14 @@ std::string RunSummary(const engine::TrialResult& r, bool verbose) {
                                  engine::FormatCounterValue(engine::Read(c, p)));
     }
     out += absl::StrFormat("port %s: %s\n", p.name, figures);
+    for (const endpoint::PfcFigures& f : PfcRows(p, r)) {
+      out += absl::StrFormat("port %s %s: %s pause events (%.1f/s), %s X-ON, paused %s%s (%s)\n", p.name,
+                             f.priority >= 0 ? absl::StrFormat("PFC priority %d", f.priority) : std::string("PAUSE"),
+                             FormatCount(f.pause_events), f.events_per_s, FormatCount(f.xon_frames),
+                             FormatDuration(static_cast<int64_t>(f.paused_ns)),
+                             f.storm_onset_ns >= 0 ? ", storm from " + FormatDuration(f.storm_onset_ns) : std::string(),
+                             f.observation_point);
+    }
   }
   out += absl::StrFormat("duration %s%s\n", FormatDuration(r.duration_ns),
                          r.interrupted ? " (interrupted: report marked incomplete)"

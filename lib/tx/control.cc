@@ -43,6 +43,7 @@ TxCounters TxTask::counters(size_t i) const {
   c.first_ns = st.first_ns.Read();
   c.last_ns = st.last_ns.Read();
   c.due = st.due.Read();
+  c.pfc_paused_ns = clock_.ToNs(st.pfc_paused_ticks.Read());
   c.paced = st.paced.load(std::memory_order_relaxed);
   return c;
 }
@@ -55,6 +56,12 @@ void TxTask::Control(size_t i, double pps, int mode) {
   st.ctl_pps_bits.store(std::bit_cast<uint64_t>(pps), std::memory_order_relaxed);
   st.ctl_mode.store(mode, std::memory_order_relaxed);
   st.ctl_gen.store(st.ctl_gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void TxTask::SetPfcGate(size_t i, const std::atomic<uint64_t>* until_ns) {
+  State& st = *streams_[i];
+  if (st.is_cell || st.reads.enabled()) return;  // not gated (tx.h)
+  st.pfc_until = until_ns;
 }
 
 void TxTask::SetRate(size_t i, double pps) {

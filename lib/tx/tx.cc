@@ -48,6 +48,7 @@ TxCounters& TxCounters::operator+=(const TxCounters& o) {
   }
   EachCount<TxCounts>(*this, o, [](uint64_t& x, uint64_t y) { x += y; });
   stall_max_ns = std::max(stall_max_ns, o.stall_max_ns);
+  pfc_paused_ns = std::max(pfc_paused_ns, o.pfc_paused_ns);
   paced = paced || o.paced;
   return *this;
 }
@@ -224,6 +225,7 @@ void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
     Exhaust(st, std::min(st.ctl_stop_tsc.load(std::memory_order_relaxed), st.end_tsc));
     return;
   }
+  st.ctl_paused = mode == State::kPaused;
   const double pps = std::bit_cast<double>(st.ctl_pps_bits.load(std::memory_order_relaxed));
   if (st.rates.pacer != nullptr) {
     // Per-flow rates: the stream's rate scales every flow; pauses pause them all.
@@ -233,31 +235,57 @@ void TxTask::Apply(State& st, uint64_t gen, uint64_t now) {
       st.rates.pps = st.rates.ctl_pps_applied = pps;
       st.rates.pps_bits.store(std::bit_cast<uint64_t>(pps), std::memory_order_relaxed);
     }
-    if (mode == State::kPaused) st.rates.pacer->Pause(now_fp);
-    if (mode == State::kRunning) st.rates.pacer->Resume(now_fp);
-    st.paused = mode == State::kPaused;
-    return;
-  }
-  const uint64_t interval = IntervalFp(pps, clock_.hz());
-  const bool resume = st.paused && mode == State::kRunning;
-  const bool pause = !st.paused && mode == State::kPaused;
-  // What the old rate called for ends here (a pause sends nothing and owes nothing).
-  if (interval != st.interval_fp || resume || pause) CloseSegment(st, now, false);
-  if (interval != st.interval_fp || resume) {
-    // Pacing restarts now: no burst to catch up on what the old rate (or
-    // the pause) did not send.
+  } else if (const uint64_t interval = IntervalFp(pps, clock_.hz()); interval != st.interval_fp) {
+    // What the old rate called for ends here; pacing restarts now at the
+    // new one (no burst to catch up on what the old rate did not send).
+    CloseSegment(st, now, false);
     st.interval_fp = interval;
     st.max_backlog = MaxBacklog(pps);
-    st.start_tsc = std::max(st.start_tsc, now);
-    st.next_fp = 0;
-    st.next_burst = st.start_tsc;
-    st.burst_left = 0;
+    RestartPacing(st, now);
   }
-  st.paused = mode == State::kPaused;
+  Hold(st, st.ctl_paused || st.pfc_paused, now);
+}
+
+void TxTask::RestartPacing(State& st, uint64_t now) {
+  st.start_tsc = std::max(st.start_tsc, now);
+  st.next_fp = 0;
+  st.next_burst = st.start_tsc;
+  st.burst_left = 0;
+}
+
+void TxTask::Hold(State& st, bool held, uint64_t now) {
+  if (st.rates.pacer != nullptr) {
+    const uint64_t now_fp = now > st.start_tsc ? (now - st.start_tsc) << kFpShift : 0;
+    if (held) st.rates.pacer->Pause(now_fp);
+    if (!held) st.rates.pacer->Resume(now_fp);
+    st.paused = held;
+    return;
+  }
+  if (held != st.paused) {
+    // A pause sends nothing and owes nothing: what was due ends here; a
+    // resume restarts the pacing now, with no burst to catch up.
+    CloseSegment(st, now, false);
+    if (!held) RestartPacing(st, now);
+    st.paused = held;
+  }
   if (!st.paused && !st.segment_open) {
     st.segment_open = true;
     st.seg_generated0 = st.generated;
   }
+}
+
+void TxTask::GatePfc(State& st, uint64_t now) {
+  const uint64_t until = st.pfc_until->load(std::memory_order_relaxed);
+  // (Past its end the stream ends, paused or not: a storm never holds the run.)
+  const bool paused = until != 0 && now < st.end_tsc && !st.exhausted && clock_.ToNs(now) < until;
+  if (paused == st.pfc_paused) return;
+  st.pfc_paused = paused;
+  if (paused) {
+    st.pfc_since = now;
+  } else {
+    st.pfc_paused_ticks.Add(now - st.pfc_since);
+  }
+  if (!st.exhausted) Hold(st, st.ctl_paused || paused, now);
 }
 
 bool TxTask::Done() const {
@@ -461,6 +489,8 @@ unsigned TxTask::PollAt(uint64_t now) {
     if (st.rp.enabled() && now >= st.rp_next && !st.exhausted) TickDcqcn(st, now);
     if (st.gbn.enabled() && st.gbn.TimerDue(now) && !st.exhausted) st.gbn.Tick(now, poll_tsc_);
     if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
+    if (st.pfc_until != nullptr) [[unlikely]]
+      GatePfc(st, now);
 
     // 1. New frames, if due and the stream is neither exhausted nor paused.
     if (!st.exhausted && !st.paused && st.npending == 0) {

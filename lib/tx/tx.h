@@ -64,6 +64,10 @@ struct TxCounts {
 // The counts, and what does not add up: a span, a maximum, a flag.
 struct TxCounters : TxCounts {
   uint64_t stall_max_ns = 0;           // the longest hold-up that skipped slots: how far behind the lcore was (ns)
+  // Time the stream sent nothing because its port was paused on its
+  // priority (ports[].pfc.honor; not due, never a shortfall), ns: its
+  // shards' longest (each owner lcore holds its shard through the same pause).
+  uint64_t pfc_paused_ns = 0;
   uint64_t first_ns = 0, last_ns = 0;  // TSC ns of the first and last accepted burst
   bool paced = false;
   // Frames TX fell short of the set rate by: due - packets (0 when it kept up).
@@ -166,6 +170,13 @@ class TxTask : public PollTask {
   void SetRate(size_t i, double pps);  // +inf: unpaced
   void SetPaused(size_t i, bool paused);
   void Stop(size_t i);
+  // Before Arm: stream i's port honours PFC (ports[].pfc.honor); `until_ns`
+  // is its priority's PfcGate slot (endpoint/pfc.h: ns of `clock`'s, 0: not
+  // paused). While the time is before it the stream sends nothing new (its
+  // pending frames go: at most a burst), owes nothing and keeps its
+  // sequence; then its pacing restarts. Open-loop and RC requester streams;
+  // READ responses and collective cells are not gated.
+  void SetPfcGate(size_t i, const std::atomic<uint64_t>* until_ns);
   double rate(size_t i) const;
   // Per-flow rates (a stream with `flows: {count, rates}`): shard i's flow
   // `flow` (an index into flows(i)) to `pps`, applied on the lcore's next
@@ -270,6 +281,9 @@ class TxTask : public PollTask {
   static void SetQpRate(State& st, uint32_t f, uint64_t now);
   void PaceCellQp(State& st, uint32_t f, unsigned frames, uint64_t now);
   void Apply(State& st, uint64_t gen, uint64_t now);  // on the lcore: a control change
+  void Hold(State& st, bool held, uint64_t now);      // on the lcore: pause (a control's or PFC's) or resume
+  void GatePfc(State& st, uint64_t now);              // on the lcore: follows the stream's PFC gate
+  static void RestartPacing(State& st, uint64_t now);
   // On the lcore: the stream stops generating at `t`; its due count is final.
   void Exhaust(State& st, uint64_t t);
   static uint64_t SegmentDue(const State& st, uint64_t t, bool final);

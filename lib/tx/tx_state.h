@@ -134,7 +134,12 @@ struct alignas(64) TxTask::State {
   std::atomic<int> ctl_mode{kRunning};
   std::atomic<uint64_t> ctl_stop_tsc{0};  // when Stop was asked: the stream owes nothing after it
   uint64_t seen_gen = 0;                  // lcore
-  bool paused = false;                    // lcore
+  bool paused = false;                    // lcore: held, by the control (ctl_paused) or PFC (pfc_paused)
+  bool ctl_paused = false;                // lcore
+  bool pfc_paused = false;                // lcore
+  const std::atomic<uint64_t>* pfc_until = nullptr;  // SetPfcGate (null: not gated)
+  uint64_t pfc_since = 0;                            // lcore: TSC the PFC pause began
+  Counter pfc_paused_ticks;                          // TxCounts::pfc_paused_ns, in TSC ticks
   static constexpr int kRunning = 0, kPaused = 1, kStopped = 2;
 
   // Last: a stream that is no cell's never touches it, and the hot fields above keep their lines.

@@ -244,7 +244,20 @@ class RunTest(Workdir):
                 self.assertEqual(answers, sum(s["ack_sent"] + s["nak_sent"] + s["cnp_sent"] for s in rep["streams"]
                                               if s["ack_sent"] is not None), plan)
                 self.assertEqual(port["rx_roce_ack_packets"], sum(s["ack_received"] for s in rep["streams"]), plan)
-            self.assertEqual(port["rx_unknown_packets"], unsigned + answers, plan)
+            # PFC and PAUSE frames are counted apart (ports[].pfc: events and X-ON), never unknown.
+            pfc = sum(r["pause_events"] + r["xon_frames"] for r in port["pfc"])
+            self.assertEqual(port["rx_unknown_packets"] + pfc, unsigned + answers, plan)
+            if plan.endswith("pfc-pause.yaml"):
+                rows = {r["priority"]: r for r in port["pfc"]}
+                self.assertEqual(sorted(rows, key=str), [3, None], port["pfc"])
+                self.assertEqual((rows[3]["pause_events"], rows[3]["xon_frames"]), (100, 0))
+                self.assertEqual((rows[None]["pause_events"], rows[None]["xon_frames"]), (100, 0))
+                # 1,000 quanta at the loopback's 10 Gbit/s: 51.2 us each, 1 ms apart: never cut short.
+                self.assertEqual(rows[None]["paused_ns"], 100 * 51_200)
+                # 65,535 quanta (3.36 ms) refreshed every 1 ms: about 99 ms + the last whole 3.36 ms.
+                self.assertGreater(rows[3]["paused_ns"], 95e6)
+                self.assertLess(rows[3]["paused_ns"], 106e6)
+                self.assertIn("net_ring", rows[3]["observation_point"])
 
 
     def check_tests_report(self, plan, rep, rc=0):

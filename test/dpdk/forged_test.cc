@@ -25,6 +25,7 @@
 namespace fg::engine {
 namespace {
 
+using fg::testing::FrameMbuf;
 using fg::testing::Impairments;
 using fg::testing::RingPath;
 
@@ -157,19 +158,6 @@ streams: [{name: rd, port: b, rx_port: a, rate: 200 Mbps, flows: 4,
   EXPECT_EQ(d.sequence_gap_packets(), 0u);
   EXPECT_EQ(res->ports[1].rx_invalid_packets, 4u * 151);
   EXPECT_EQ(res->ports[0].rx_invalid_packets, 0u);
-}
-
-// An mbuf from `pool` holding `bytes`, or null when the pool is empty.
-rte_mbuf* FrameMbuf(rte_mempool* pool, const std::vector<uint8_t>& bytes) {
-  rte_mbuf* m = rte_pktmbuf_alloc(pool);
-  if (m == nullptr) return nullptr;
-  char* p = rte_pktmbuf_append(m, static_cast<uint16_t>(bytes.size()));
-  if (p == nullptr) {
-    rte_pktmbuf_free(m);
-    return nullptr;
-  }
-  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<uint8_t*>(p));
-  return m;
 }
 
 // The audit's 300 12-byte BTH-only "CNPs" (no reserved bytes, no ICRC),

@@ -9,6 +9,7 @@
 #include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -24,8 +25,8 @@
 #include "base/tsc.h"
 #include "config/plan.h"
 #include "dpdk_test_env.h"
-#include "host_holdups.h"
 #include "engine/engine.h"
+#include "host_holdups.h"
 #include "port/port.h"
 #include "proto/signature.h"
 #include "stream/stream.h"
@@ -258,6 +259,19 @@ class Mover {
   std::thread thread_;
 };
 
+// An mbuf from `pool` holding `bytes`, or null when the pool is empty.
+inline rte_mbuf* FrameMbuf(rte_mempool* pool, const std::vector<uint8_t>& bytes) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  if (m == nullptr) return nullptr;
+  char* p = rte_pktmbuf_append(m, static_cast<uint16_t>(bytes.size()));
+  if (p == nullptr) {
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<uint8_t*>(p));
+  return m;
+}
+
 // Two ring ports with a gap between them for a Mover: the TX port sends
 // into ring `in`, the RX port receives from ring `out` (each also has an
 // unused direction on a shared sink ring). Names are unique per instance.
@@ -324,6 +338,7 @@ class RingPath {
     TrialOptions opt;
     opt.drain_ns = 100'000'000;
     opt.interrupt = interrupt;
+    opt.pfc = pfc_;
     auto res = RunTrial(TestEal(), {tx(), rx()}, streams, opt);
     mover_max_gap_ns_ = mover.max_gap_ns();
     dropped_every_ = mover.dropped_every();
@@ -346,6 +361,8 @@ class RingPath {
     if (!plan.ok()) return plan.status();
     auto streams = stream::Compile(*plan, {10e9, 10e9});
     if (!streams.ok()) return streams.status();
+    pfc_.clear();
+    for (const config::PortSpec& p : plan->ports) pfc_.push_back(p.pfc);  // what else the plan's ports say is not used
     return Run(*streams, std::move(imp), nullptr, interrupt);
   }
   port::Port* tx() { return ports_[0].get(); }
@@ -365,6 +382,7 @@ class RingPath {
   std::string error_;
   uint64_t mover_max_gap_ns_ = 0, dropped_every_ = 0, marked_every_ = 0;
   bool sink_used_ = false;
+  std::vector<config::PortPfcSpec> pfc_;  // the last RunPlan's ports' (ports[].pfc)
 };
 
 // One ring port whose frames come back to it through a Mover: the built-in

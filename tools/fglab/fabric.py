@@ -278,7 +278,7 @@ class Lab:
         self.routes.setdefault(node, []).append((prefix, hops))
 
     def _impair(self, imp):
-        ns, dev = self.link_ends[imp.link]
+        ns, dev = self.link_ends.get(imp.link, (None, None))  # (a stage on a port's egress has no router end)
         if imp.kind == "shape":
             p = imp.params
             if p["qdisc"] == "tbf":
@@ -303,6 +303,11 @@ class Lab:
                 cmd += ["--rate-bps", p["rate_bps"], "--limit-bytes", p["limit"]]
             if "kmax" in p:
                 cmd += ["--ecn-kmin", p["kmin"], "--ecn-kmax", p["kmax"], "--ecn-pmax", p["pmax"]]
+            if "pfc_priority" in p:
+                cmd += ["--pfc-priority", p["pfc_priority"], "--pfc-xoff", p["pfc_xoff"], "--pfc-xon", p["pfc_xon"],
+                        "--pfc-quanta", p["pfc_quanta"], "--pfc-xon-frames", int(p["pfc_xon_frames"])]
+                if p["pfc_speed"]:
+                    cmd += ["--pfc-speed-bps", p["pfc_speed"]]
             proc = subprocess.Popen(["ip", "netns", "exec", imp.stage_ns] + [str(c) for c in cmd],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             if proc.stdout.readline().strip() != "ready":
@@ -445,6 +450,8 @@ class Lab:
                 t["at_ns_from_command_start"] = t["down_mono_ns"] - start
             if imp.index in stage_logs:
                 t["log"] = stage_logs[imp.index]
+                if "pfc_priority" in imp.params:
+                    t["pfc_log"] = stage_logs[imp.index] + ".pfc.csv"  # every PFC frame the stage sent or got
             truth["impairments"].append(t)
         truth["links"] = {k: {c: after[k][c] - before[k][c] for c in after[k]} for k in after if k in before}
         if self.spec.resolve:

@@ -259,10 +259,10 @@ class LabSpec:
             raise n.error("missing field 'link' (NODE-PEER: the egress of NODE towards PEER, e.g. leaf1-b)")
         link = f["link"].scalar()
         parts = link.split("-")
-        if len(parts) != 2 or parts[0] not in self.node_names() or parts[1] not in nodes:
-            raise f["link"].error("'%s' is not a link of this lab (links: %s)" % (link, ", ".join(self.link_names())))
-        if link not in self.link_names():
-            raise f["link"].error("'%s' is not a link of this lab (links: %s)" % (link, ", ".join(self.link_names())))
+        # A stage may also take a tester port's egress (PORT-leafN): its PFC then reaches that port.
+        names = self.link_names() + (self.port_link_names() if "stage" in f else [])
+        if len(parts) != 2 or link not in names:
+            raise f["link"].error("'%s' is not a link of this lab (links: %s)" % (link, ", ".join(names)))
         given = [k for k in kinds if k in f]
         if len(given) != 1:
             raise n.error("an impairment has exactly one kind of: %s" % ", ".join(kinds))
@@ -312,7 +312,7 @@ class LabSpec:
                     raise v.error("missing field '%s'" % k)
             params = {"at_ns": g["at"].duration_ns(), "for_ns": g["for"].duration_ns()}
         else:  # stage
-            g = v.keys(["delay", "jitter", "reorder", "extent", "seed", "rate", "limit", "ecn", "rcvbuf"])
+            g = v.keys(["delay", "jitter", "reorder", "extent", "seed", "rate", "limit", "ecn", "rcvbuf", "pfc"])
             params = {"delay_ns": g["delay"].duration_ns() if "delay" in g else 0,
                       "jitter_ns": g["jitter"].duration_ns() if "jitter" in g else 0,
                       "reorder": g["reorder"].ratio() if "reorder" in g else 0.0,
@@ -334,6 +334,22 @@ class LabSpec:
                     raise g["ecn"].error("marking by queue depth needs the queue's `rate`")
                 if params["kmin"] >= params["kmax"]:
                     raise e["kmax"].error("kmax must be above kmin")
+            if "pfc" in g:
+                pf = g["pfc"].keys(["xoff", "xon", "priority", "quanta", "xon_frames", "speed"])
+                for k in ("xoff", "xon", "priority"):
+                    if k not in pf:
+                        raise g["pfc"].error("missing field '%s' (a lossless queue: xoff, xon, priority)" % k)
+                params.update(pfc_xoff=pf["xoff"].size_bytes(), pfc_xon=pf["xon"].size_bytes(),
+                              pfc_priority=pf["priority"].int(0, 7),
+                              pfc_quanta=pf["quanta"].int(1, 65535) if "quanta" in pf else 65535,
+                              pfc_xon_frames=pf["xon_frames"].bool() if "xon_frames" in pf else True,
+                              pfc_speed=pf["speed"].bit_rate() if "speed" in pf else 0)
+                if "rate" not in g:
+                    raise g["pfc"].error("a lossless queue needs the queue's `rate`")
+                if params["pfc_xon"] >= params["pfc_xoff"]:
+                    raise pf["xon"].error("xon must be below xoff")
+                if params["pfc_xoff"] >= params["limit"]:
+                    raise pf["xoff"].error("xoff must be below the queue's limit (%d B)" % params["limit"])
         if match is not None and kind in ("shape", "down", "stage"):
             raise f["match"].error("`match` selects frames for nftables impairments only")
         return Impairment(i, link, parts[0], parts[1], kind, params, match, n)
@@ -351,6 +367,10 @@ class LabSpec:
 
     def node_names(self):
         return ["leaf%d" % i for i in range(self.leaves)] + ["spine%d" % i for i in range(self.spines)]
+
+    def port_link_names(self):
+        """The tester ports' egress links (PORT-leafN): a stage's place only."""
+        return ["%s-leaf%d" % (h.port, h.leaf) for h in self.hosts]
 
     def link_names(self):
         out = []

@@ -73,6 +73,26 @@ TEST(Plan, APortsLinkSpeedIsAutoOrABitRate) {
   EXPECT_EQ(plan->ports[2].link_speed_mbps, 0u);
 }
 
+TEST(Plan, APortsPfcHonoursAndDefinesAStormOrRefusesWhereItIsWrong) {
+  auto plan = ParsePlan("p.yaml",
+                        "ports: [{name: a, pfc: {honor: true, storm: {window: 5 ms, events_per_s: 2000}}}, {name: b}]\n"
+                        "streams: [{name: s, port: a, rate: 1 kpps}]\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->ports[0].pfc.honor);
+  EXPECT_EQ(plan->ports[0].pfc.storm_window_ns, 5'000'000);
+  EXPECT_EQ(plan->ports[0].pfc.storm_events_per_s, 2000);
+  EXPECT_FALSE(plan->ports[1].pfc.honor);
+  EXPECT_EQ(plan->ports[1].pfc.storm_window_ns, 10'000'000);
+  EXPECT_EQ(plan->ports[1].pfc.storm_events_per_s, 1000);
+  for (auto [pfc, says] : {std::pair{"{honour: true}", "p.yaml:1:25"}, std::pair{"{honor: 3}", "p.yaml:1:32"},
+                           std::pair{"{storm: {window: 1 s, events_per_s: 1e6}}", "1e+06 events"}}) {
+    auto bad = ParsePlan(
+        "p.yaml", std::string("ports: [{name: a, pfc: ") + pfc + "}]\nstreams: [{name: s, port: a, rate: 1 kpps}]\n");
+    ASSERT_FALSE(bad.ok()) << pfc;
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr(says)) << bad.status();
+  }
+}
+
 TEST(Plan, APortRespondsWithDefaultsOrItsOwnSettings) {
   auto plan = ParsePlan("p.yaml",
                         "ports: [{name: a, respond: true}, {name: b, respond: false}, {name: c},\n"

@@ -122,8 +122,13 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
   live.answered = true;  // its RX port responds, and its requesters resend: every figure is served
   live.retransmits = true;
   live.retransmitted_packets = 121;
+  live.tx.pfc_paused_ns = 122;
   run.streams.push_back({"s", 0, 0, live, {}});
   run.ports.push_back(LiveRun::PortLive{201, 202, 203, 204, 205});
+  run.ports[0].pfc_pause_events[3] = 206;  // PFC on priority 3, and a link-level PAUSE
+  run.ports[0].pfc_xon_frames[3] = 207;
+  run.ports[0].pfc_paused_ns[3] = 208;
+  run.ports[0].pfc_xon_frames[endpoint::kPfcLinkPause] = 209;
   LcoreStats lc;
   lc.lcore = 3;
   lc.polls = 301, lc.busy_polls = 302, lc.tx_packets = 303, lc.rx_packets = 304, lc.tx_cycles = 305;
@@ -142,6 +147,13 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
   for (const StreamCounter& c : StreamCounters()) {
     if (c.metric.empty()) continue;
     ASSERT_TRUE(served.count(std::string(c.metric))) << c.metric;
+    if (c.metric_scale != 1) {  // ns served in seconds
+      const metrics::MetricFamily& m = served.at(std::string(c.metric));
+      EXPECT_DOUBLE_EQ(std::get<double>(m.samples.at(0).value),
+                       2 * static_cast<double>(*ReadLive(c, run.streams[0].live)) * 1e-9)
+          << c.metric;
+      continue;
+    }
     EXPECT_EQ(value(std::string(c.metric)), 2 * *ReadLive(c, run.streams[0].live)) << c.metric;
     EXPECT_EQ(served[std::string(c.metric)].samples[0].labels,
               (metrics::Labels{{"stream", "s"}, {"tx_port", "p0"}, {"rx_port", "p0"}}));
@@ -182,6 +194,18 @@ TEST(Counters, EveryDeclaredMetricIsServedWithItsValue) {
       {"fabricgen_lcore_rx_cycles_total", 612},         {"fabricgen_lcore_handoff_in_records_total", 614},
       {"fabricgen_lcore_handoff_out_records_total", 616}, {"fabricgen_lcore_handoff_waits_total", 618},
   };
+  EXPECT_DOUBLE_EQ(std::get<double>(served.at("fabricgen_stream_tx_pfc_paused_seconds_total").samples.at(0).value),
+                   244e-9);
+  // PFC received: a sample per port and priority that saw a frame (the PAUSE's labelled "pause").
+  const metrics::MetricFamily& events = served.at("fabricgen_pfc_pause_events_total");
+  ASSERT_EQ(events.samples.size(), 2u);
+  EXPECT_EQ(events.samples[0].labels, (metrics::Labels{{"port", "p0"}, {"priority", "3"}}));
+  EXPECT_EQ(std::get<uint64_t>(events.samples[0].value), 412u);
+  EXPECT_EQ(events.samples[1].labels, (metrics::Labels{{"port", "p0"}, {"priority", "pause"}}));
+  EXPECT_EQ(std::get<uint64_t>(events.samples[1].value), 0u);
+  EXPECT_EQ(std::get<uint64_t>(served.at("fabricgen_pfc_xon_frames_total").samples[0].value), 414u);
+  EXPECT_EQ(std::get<uint64_t>(served.at("fabricgen_pfc_xon_frames_total").samples[1].value), 418u);
+  EXPECT_DOUBLE_EQ(std::get<double>(served.at("fabricgen_pfc_paused_seconds_total").samples[0].value), 416e-9);
   EXPECT_DOUBLE_EQ(std::get<double>(served.at("fabricgen_lcore_guest_wait_seconds_total").samples.at(0).value),
                    620e-9);
   EXPECT_DOUBLE_EQ(std::get<double>(served.at("fabricgen_lcore_host_steal_seconds_total").samples.at(0).value),

@@ -174,6 +174,30 @@ def burst_figure(tests, out):
     return save(fig, out, "burst.png")
 
 
+def ecn_figure(t, index, out):
+    """Marking probability vs queue depth (each bin's frames marked CE over its frames), with the measured and the
+    configured Kmin, Kmax and Pmax."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bins = [b for b in t["bins"] if b["frames"]]
+    width = t["parameters"]["bin_bytes"] / 1e3
+    ax.bar([b["depth_bytes"] / 1e3 for b in bins], [b["probability"] for b in bins], width=width * 0.9,
+           align="edge", label="measured (CE-marked frames / frames)")
+    conf = t["parameters"]["configured"]
+    if conf:
+        ax.plot([0, conf["kmin_bytes"] / 1e3, conf["kmax_bytes"] / 1e3, conf["kmax_bytes"] / 1e3,
+                 max(conf["kmax_bytes"] / 1e3, bins[-1]["depth_bytes"] / 1e3 + width if bins else 0)],
+                [0, 0, conf["pmax"], 1, 1], color="k", linestyle="--", label="configured")
+    for key, style in (("kmin_bytes", ":"), ("kmax_bytes", "-.")):
+        if t[key] is not None:
+            ax.axvline(t[key] / 1e3, color="tab:red", linestyle=style, label="measured %s" % key.split("_")[0].title())
+    ax.set_xlabel("queue depth (kB, from latency x bottleneck rate)")
+    ax.set_ylabel("marking probability")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=8)
+    ax.set_title("ECN marking vs depth: %s" % t["name"])
+    return save(fig, out, "ecn-%d.png" % index)
+
+
 def convergence_figure(t, index, out):
     """Each point's QP rates over time (the first repetition; up to 16 QPs of each group), with Jain's fairness
     index of the QPs' window rates beside them (right axis)."""
@@ -259,7 +283,7 @@ def render(rep, out):
     tests = rep["tests"]
     by_kind = {k: [t for t in tests if t["kind"] == k]
                for k in ("throughput", "latency", "burst", "load_balance", "dcqcn_convergence", "collective", "jct",
-                         "multi_tenant")}
+                         "multi_tenant", "ecn_marking")}
     d.h(1, "fabricgen report: %s" % (rep["plan"]["name"] or rep["plan"]["file"]))
     d.p("Plan %s, started %s, fabricgen %s. %s" % (
         rep["plan"]["file"], rep["started_utc"], rep["tool"]["version"],
@@ -353,6 +377,25 @@ def render(rep, out):
         d.table(["link", "frames", "bytes", "share"],
                 [(l["name"], l["tx_packets"], l["tx_bytes"], "%.2f %%" % (100.0 * l["tx_bytes"] / total))
                  for l in t["links"]] + [("MMR %.4f" % t["mmr"], "", "", "JFI %.4f" % t["jfi"])])
+    for i, t in enumerate(by_kind["ecn_marking"]):
+        d.h(3, "ECN marking: %s" % t["name"])
+        conf = t["parameters"]["configured"]
+        fmt_b = lambda v: "%.0f B" % v if v is not None else "not seen"
+        d.p("Each frame's queue depth is (latency - base latency %s) x the bottleneck's %s; %d of %d frames marked. "
+            "Measured Kmin %s, Kmax %s, Pmax %s%s." % (
+                fmt_ns(t["base_latency_ns"]), fmt_bps(t["parameters"]["bottleneck_bps"]), t["marked"], t["frames"],
+                fmt_b(t["kmin_bytes"]), fmt_b(t["kmax_bytes"]),
+                "%.1f %%" % (100 * t["pmax"]) if t["pmax"] is not None else "not seen",
+                "; configured %d B, %d B, %.1f %% (deviation %s, %s, %s)" % (
+                    conf["kmin_bytes"], conf["kmax_bytes"], 100 * conf["pmax"],
+                    fmt_b(t["deviation"]["kmin_bytes"]), fmt_b(t["deviation"]["kmax_bytes"]),
+                    "%+.1f points" % (100 * t["deviation"]["pmax"]) if t["deviation"]["pmax"] is not None else "-")
+                if conf else ""))
+        d.table(["depth (B)", "frames", "marked", "probability"],
+                [(b["depth_bytes"], b["frames"], b["marked"], "%.4f" % b["probability"]) for b in t["bins"]
+                 if b["frames"]])
+        d.figure(ecn_figure(t, i, out), "Marking probability vs queue depth: %s" % t["name"])
+        figures += 1
     for i, t in enumerate(by_kind["dcqcn_convergence"]):
         d.h(3, "DCQCN convergence: %s" % t["name"])
         d.p("m QPs share the bottleneck, m more start at t0 = %s; converged: every QP's rate, averaged over windows "

@@ -6,6 +6,7 @@
 #include "methods/burst.h"
 #include "methods/collective.h"
 #include "methods/dcqcn_convergence.h"
+#include "methods/ecn_marking.h"
 #include "methods/jct.h"
 #include "methods/latency.h"
 #include "methods/load_balance.h"
@@ -18,14 +19,8 @@ namespace fg::methods {
 const std::vector<const TestKind*>& TestKinds() {
   // The registration: one line per kind.
   static const std::vector<const TestKind*> kinds = {
-      &ThroughputKind(),
-      &LatencyKind(),
-      &BurstKind(),
-      &LoadBalanceKind(),
-      &DcqcnConvergenceKind(),
-      &CollectiveKind(),
-      &JctKind(),
-      &MultiTenantKind(),
+      &ThroughputKind(), &LatencyKind(),    &BurstKind(), &LoadBalanceKind(), &DcqcnConvergenceKind(),
+      &EcnMarkingKind(), &CollectiveKind(), &JctKind(),   &MultiTenantKind(),
   };
   return kinds;
 }

@@ -72,6 +72,7 @@ void FlowTable::ObserveLate(uint32_t slot, uint32_t seq, uint64_t tx_ns, uint64_
     ++streams_[o.stream].latency_excluded;
   } else {  // its latency is the device's: recorded here, outside Observe's runs
     streams_[o.stream].latency.Record(latency);
+    if (ce) streams_[o.stream].latency_ce.Record(latency);
     if (per_flow_latency_) flow_latency_[slot].Record(latency);
   }
   if (responder_ != nullptr) {
@@ -167,6 +168,7 @@ std::vector<stats::StreamStats> FlowTable::Summaries() const {
   std::vector<stats::StreamStats> out(streams_.size());
   for (size_t g = 0; g < streams_.size(); ++g) {
     out[g].latency.Merge(streams_[g].latency);
+    out[g].latency_ce.Merge(streams_[g].latency_ce);
     out[g].latency_excluded = streams_[g].latency_excluded;
   }
   for (size_t s = 0; s < flows_.size(); ++s) out[owned_[s].stream].AddFlow(flows_[s]);

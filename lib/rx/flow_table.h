@@ -314,6 +314,12 @@ class FlowTable {
   const uint64_t latency =
       stats::ObserveFlow(f, log_, o.flow, seq, tx_ns, rx_ns, (flags & Handoff::kCe) != 0, &events_[o.stream], bytes);
   if (responder_ != nullptr) responder_->OnData(slot, seq, rx_ns, (flags & Handoff::kCe) != 0);
+  // A CE-marked frame's latency also goes to the stream's marked histogram
+  // (ecn_marking: marks by queue depth); a test of the flags byte already in
+  // a register, taken only for marked frames. Loopback rows 1.003x (1 flow)
+  // and 1.033x (10^6 flows) of adb5b6c (docs/benchmarks.md, 2026-12-07).
+  if (flags & Handoff::kCe) [[unlikely]]
+    streams_[o.stream].latency_ce.Record(latency);
   // One test for the common case: the latency of the frame before, and (with
   // per-flow distributions) its flow. The flow's run has the stream run's
   // latency, so a new latency starts both.

@@ -55,6 +55,7 @@ void StreamStats::AddFlow(const FlowState& f) {
 
 void StreamStats::Merge(const StreamStats& o) {
   latency.Merge(o.latency);
+  latency_ce.Merge(o.latency_ce);
   const double total = static_cast<double>(jitter_flows + o.jitter_flows);
   if (total > 0) {
     jitter_ns_mean =

@@ -127,6 +127,9 @@ inline int64_t LostPackets(uint64_t tx, uint64_t rx, uint64_t duplicate, bool re
 // the latency histogram the RX lcore fills directly.
 struct StreamStats {
   LatencyHistogram latency;
+  // The latencies of the CE-marked frames among them (the ecn_marking
+  // test's marks by queue depth: methods/ecn_marking.h).
+  LatencyHistogram latency_ce;
   uint64_t received = 0, duplicate = 0, reordered = 0, late = 0, ce = 0, cnp = 0, nack = 0, ack = 0,
            payload_errors = 0;
   int64_t lost = 0;

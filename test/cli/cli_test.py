@@ -284,6 +284,16 @@ class RunTest(Workdir):
             if t["name"] in held:
                 continue
             self.assertTrue(t["complete"], plan + " " + t["name"] + ": " + t.get("stopped_because", ""))
+            if t["kind"] == "dcqcn_convergence":
+                # Nothing marks CE on the loopback: no CNP, no cut; every QP keeps its
+                # maximum, so every point converges, and nothing is lost.
+                self.assertEqual(sorted({p["m"] for p in t["points"]}), t["parameters"]["m"], plan)
+                for p in t["points"]:
+                    self.assertTrue(p["converged"], (plan, p["m"], p["parameter_set"]))
+                    for run in p["runs"]:
+                        self.assertEqual((run["lost_packets"], run["ecn_ce_packets"], run["cnp_sent"]), (0, 0, 0),
+                                         (plan, p["m"], p["parameter_set"]))
+                continue
             if t["kind"] == "burst":
                 ratios = t["parameters"]["incast"] or [len(t["streams"])]
                 self.assertEqual([p["senders"] for p in t["incast"]], ratios, plan)

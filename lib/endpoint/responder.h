@@ -270,7 +270,7 @@ class Responder {
   // the last ACK takes the QP's place in stale_. Measured cost of this test,
   // SetClock and Flush's look at stale_ for streams without a delay: closed
   // loop with ack_req last 0.979-0.989x, ack_req never 0.996x
-  // (tools/bench_vs_testpmd.sh ab, docs/benchmarks.md 2026-12-07).
+  // (tools/bench_vs_testpmd.sh ab; docs/benchmarks.md, "a collective's ACKs every 64 packets").
   if (q.unacked == 0 && g.ack_delay_ns != 0) [[unlikely]] Arm(slot, rx_ns);
   if ((++q.unacked >= g.spec.ack_every || ack_req) && !q.ack_due) {
     q.ack_due = true;

@@ -172,7 +172,7 @@ int LcoreMain(void* arg) {
     // untouched: TX 221.9, RX 235.9 instructions a frame,
     // tools/count_instructions.sh; docs/benchmarks.md "The lcore's hold-ups
     // counted per poll"; the 0.1 ms bound, same compare: docs/benchmarks.md
-    // 2026-12-07 "Short hold-ups").
+    // "Short hold-ups").
     if (t0 - last_t0 > gap_ticks) [[unlikely]] NoteGap(w, last_t0, t0, holdup_ticks);
     last_t0 = t0;
     unsigned tx = 0;

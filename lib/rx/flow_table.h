@@ -317,7 +317,7 @@ class FlowTable {
   // A CE-marked frame's latency also goes to the stream's marked histogram
   // (ecn_marking: marks by queue depth); a test of the flags byte already in
   // a register, taken only for marked frames. Loopback rows 1.003x (1 flow)
-  // and 1.033x (10^6 flows) of adb5b6c (docs/benchmarks.md, 2026-12-07).
+  // and 1.033x (10^6 flows) of adb5b6c (docs/benchmarks.md, "the CE-marked frames' latencies").
   if (flags & Handoff::kCe) [[unlikely]]
     streams_[o.stream].latency_ce.Record(latency);
   // One test for the common case: the latency of the frame before, and (with

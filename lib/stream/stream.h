@@ -114,7 +114,7 @@ config::FrameSpec WireFrame(const config::Plan& plan, const config::StreamSpec& 
 // written, unswapped: the plan's dst_mac is then taken as the next hop on
 // both sides (a routed fabric whose leaves share one gateway MAC, as the
 // lab's; back-to-back ports). Swapping them sent the answers to the
-// requester's MAC, which a router's port drops (lab-transport, 2026-12-07).
+// requester's MAC, which a router's port drops (lab-transport failed so).
 AnswerMacs AnswerMacsOf(const config::Plan& plan, const config::StreamSpec& s);
 
 // Where an error about stream `i`'s `field` ("frame", "flows", "rate") is

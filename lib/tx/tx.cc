@@ -491,7 +491,7 @@ unsigned TxTask::PollAt(uint64_t now) {
     if (const uint64_t gen = st.ctl_gen.load(std::memory_order_acquire); gen != st.seen_gen) Apply(st, gen, now);
     // PFC honoured (ports[].pfc.honor): one predictable branch on a null
     // pointer per stream and poll when not gated (its line already read for
-    // ctl_gen); all rows 0.979-1.022x of adb5b6c (docs/benchmarks.md, 2026-12-07).
+    // ctl_gen); all rows 0.979-1.022x of adb5b6c (docs/benchmarks.md, "PFC honoured on the TX loop").
     if (st.pfc_until != nullptr) [[unlikely]]
       GatePfc(st, now);
 
